@@ -1,0 +1,106 @@
+"""Pydantic records of a rubric: criteria, their score anchors and applicability."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Criterion(_Record):
+    """One rubric criterion on an integer ordinal scale.
+
+    Attributes:
+        criterion_id: Identifier used in ratings (``ratings.csv: criterion``).
+        name: Short name shown to the judge.
+        definition: What the criterion measures, in the rubric's own words.
+        anchors: One description per score on the scale, keyed by the score as a string
+            (``{"0": ..., "1": ..., ...}``); keys must cover ``scale_min..scale_max`` exactly.
+        scale_min: Lowest score (inclusive).
+        scale_max: Highest score (inclusive).
+        higher_is_better: False for error counts (Savage 2024: 0 errors is best).
+        components: Target components the criterion applies to; a (criterion, component)
+            pair outside this set is structurally inapplicable and never judged.
+        applicability: When the judge may answer ``not_evaluable`` (the applicability rule).
+        show_reference: Show the case's reference answer to the judge for this criterion
+            (SPEC §3: only the conclusion criterion sees the reference diagnosis).
+        evolve: Whether guidance is evolved for this criterion.
+    """
+
+    criterion_id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    name: str
+    definition: str
+    anchors: dict[str, str]
+    scale_min: int = 0
+    scale_max: int = 3
+    higher_is_better: bool = True
+    components: tuple[str, ...]
+    applicability: str = ""
+    show_reference: bool = False
+    evolve: bool = True
+
+    @model_validator(mode="after")
+    def _anchors_cover_scale(self) -> "Criterion":
+        if self.scale_max <= self.scale_min:
+            raise ValueError("scale_max must be greater than scale_min")
+        expected = {str(s) for s in range(self.scale_min, self.scale_max + 1)}
+        if set(self.anchors) != expected:
+            raise ValueError(
+                f"anchors must have exactly the keys {sorted(expected)}, got {sorted(self.anchors)}"
+            )
+        return self
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        """All valid integer scores, ascending."""
+        return tuple(range(self.scale_min, self.scale_max + 1))
+
+    @property
+    def scale_range(self) -> int:
+        """``scale_max - scale_min`` (the largest possible absolute error)."""
+        return self.scale_max - self.scale_min
+
+
+class Rubric(_Record):
+    """A versioned rubric (``judge_prompts/<id>/rubric.json``).
+
+    Attributes:
+        id: Rubric id, e.g. ``kqa-entailment``.
+        version: Version string; every judge score records it.
+        title: Human-readable title.
+        components: All components the rubric knows, with a one-line description each.
+        criteria: The criteria, in display order.
+    """
+
+    id: str
+    version: str
+    title: str = ""
+    components: dict[str, str]
+    criteria: tuple[Criterion, ...]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Rubric":
+        ids = [c.criterion_id for c in self.criteria]
+        if len(ids) != len(set(ids)):
+            raise ValueError("criterion ids must be unique")
+        for c in self.criteria:
+            unknown = set(c.components) - set(self.components)
+            if unknown:
+                raise ValueError(
+                    f"criterion {c.criterion_id!r} names unknown components {sorted(unknown)}; "
+                    f"declare them under 'components'"
+                )
+        return self
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        """Return the criterion with this id.
+
+        Raises:
+            KeyError: No such criterion.
+        """
+        for c in self.criteria:
+            if c.criterion_id == criterion_id:
+                return c
+        raise KeyError(criterion_id)
