@@ -7,6 +7,16 @@ A judge prompt is: fixed protocol + case + target (+ reference for criteria that
 calibration evolves.
 """
 
+from evolve.judge._judge import (
+    NOT_EVALUABLE,
+    Judge,
+    JudgeOutcome,
+    JudgeSettings,
+    parse_json_object,
+    prompt_hash,
+    response_format,
+    verdict_model,
+)
 from evolve.judge._rubric import (
     MAX_GUIDANCE_CHARS,
     default_prompts_root,
@@ -17,6 +27,14 @@ from evolve.judge._rubric import (
 from evolve.judge._rubric_models import Criterion, Rubric
 
 __all__ = [
+    "NOT_EVALUABLE",
+    "Judge",
+    "JudgeOutcome",
+    "JudgeSettings",
+    "parse_json_object",
+    "prompt_hash",
+    "response_format",
+    "verdict_model",
     "MAX_GUIDANCE_CHARS",
     "Criterion",
     "Rubric",

@@ -1,0 +1,236 @@
+"""Judge prompt assembly and typed outcomes (SPEC §3)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from evolve.data._models import Case, Target
+from evolve.judge._rubric import MAX_GUIDANCE_CHARS
+from evolve.judge._rubric_models import Criterion, Rubric
+from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message
+
+NOT_EVALUABLE = "not_evaluable"
+
+_MARKER = re.compile(r"<<<|>>>")
+
+
+def _fence(text: str) -> str:
+    """Neutralise our delimiter sequences inside untrusted material (injection defence)."""
+    return _MARKER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text.strip())
+
+
+class JudgeSettings(BaseModel):
+    """Decoding settings of judge calls (SPEC §3: temperature 0, top_p 1, fixed seed, <= 8,000 tokens).
+
+    Attributes:
+        model: Model id sent to the endpoint.
+        temperature: Sampling temperature.
+        top_p: Nucleus mass.
+        max_tokens: Output limit, tokens. Must exceed what ``rationale_max_chars`` needs.
+        rationale_max_chars: ``maxLength`` of the rationale in the output schema, characters;
+            bounds generation so JSON is never cut mid-way.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "local"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = Field(default=8000, ge=16)
+    rationale_max_chars: int = Field(default=1200, ge=20)
+
+
+class JudgeOutcome(BaseModel):
+    """The typed result of one judge call.
+
+    Attributes:
+        outcome: ``score`` (numeric), ``not_evaluable`` (the judge declined under the
+            applicability rule) or ``model_failure`` (endpoint error, truncated or invalid
+            output). A failure is never a 0.
+        score: Integer on the criterion's scale when ``outcome == "score"``, else None.
+        rationale: The judge's rationale (or the failure reason).
+        prompt_tokens: Input tokens.
+        completion_tokens: Output tokens.
+        cached: Served from the response cache.
+        prompt_hash: SHA-256 (first 16 hex) of the exact messages sent.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    outcome: Literal["score", "not_evaluable", "model_failure"]
+    score: int | None = None
+    rationale: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    prompt_hash: str = ""
+
+
+def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseModel]:
+    """Pydantic model of the judge's JSON answer for ``criterion`` (drives the JSON schema).
+
+    Fields, in generation order: ``rationale`` (<= ``rationale_max_chars``) then ``score``, a
+    string from ``"scale_min".."scale_max"`` or ``"not_evaluable"``.
+    """
+    choices = tuple(str(s) for s in criterion.scores) + (NOT_EVALUABLE,)
+    return create_model(
+        "JudgeVerdict",
+        __config__=ConfigDict(extra="forbid"),
+        rationale=(str, Field(max_length=rationale_max_chars)),
+        score=(Literal[choices], ...),  # type: ignore[valid-type]
+    )
+
+
+def response_format(model: type[BaseModel], name: str) -> dict:
+    """OpenAI ``response_format`` (strict JSON schema) for a pydantic model."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def parse_json_object(text: str) -> dict:
+    """Parse a JSON object from model output, tolerating a Markdown code fence around it.
+
+    Raises:
+        ValueError: No JSON object could be parsed.
+    """
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", stripped)
+    value = json.loads(stripped)
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    return value
+
+
+class Judge:
+    """Builds judge requests and parses their outcomes for one rubric.
+
+    Message layout (shared parts first, so a server can reuse its cached prefix across the
+    criteria and guidance candidates of one target): system = protocol; user = case, target,
+    [reference, for criteria with ``show_reference``], criterion with anchors and
+    applicability rule, [guidance], output instruction.
+
+    Args:
+        rubric: The rubric the criteria come from.
+        protocol: Fixed protocol text (``judge_prompts/<rubric>/protocol.md``).
+        settings: Decoding settings.
+    """
+
+    def __init__(self, rubric: Rubric, protocol: str, settings: JudgeSettings | None = None) -> None:
+        self.rubric = rubric
+        self.protocol = protocol.strip()
+        self.settings = settings or JudgeSettings()
+        self._formats: dict[str, tuple[type[BaseModel], dict]] = {}
+
+    def _format(self, criterion: Criterion) -> tuple[type[BaseModel], dict]:
+        if criterion.criterion_id not in self._formats:
+            model = verdict_model(criterion, self.settings.rationale_max_chars)
+            self._formats[criterion.criterion_id] = (model, response_format(model, "judge_verdict"))
+        return self._formats[criterion.criterion_id]
+
+    def messages(self, case: Case, target: Target, criterion: Criterion, guidance: str | None) -> tuple[Message, ...]:
+        """The exact messages of one judge call.
+
+        Raises:
+            ValueError: ``target.component`` is structurally inapplicable to the criterion, or
+                guidance is longer than 800 characters.
+        """
+        if target.component not in criterion.components:
+            raise ValueError(
+                f"criterion {criterion.criterion_id!r} does not apply to component {target.component!r}; "
+                "inapplicable pairs are never judged"
+            )
+        if guidance is not None and len(guidance) > MAX_GUIDANCE_CHARS:
+            raise ValueError(f"guidance has {len(guidance)} characters; the limit is {MAX_GUIDANCE_CHARS}")
+        parts = [
+            "<<<CASE>>>",
+            f"Case id: {_fence(case.case_id)}",
+        ]
+        if case.title:
+            parts.append(f"Title: {_fence(case.title)}")
+        parts += [_fence(case.text), "<<<END CASE>>>", ""]
+        who = f" written by the {_fence(target.role)}" if target.role else ""
+        parts += [f"<<<TARGET: {target.component}{who}>>>", _fence(target.text), "<<<END TARGET>>>", ""]
+        if target.statement:
+            parts += ["<<<STATEMENT>>>", _fence(target.statement), "<<<END STATEMENT>>>", ""]
+        if criterion.show_reference and case.reference_answer:
+            parts += [
+                "<<<REFERENCE (expected answer; not a source of patient facts)>>>",
+                _fence(case.reference_answer),
+                "<<<END REFERENCE>>>",
+                "",
+            ]
+        anchors = "\n".join(f"{s}: {criterion.anchors[str(s)]}" for s in criterion.scores)
+        direction = "higher is better" if criterion.higher_is_better else "lower is better"
+        parts += [
+            f"CRITERION: {criterion.name}",
+            criterion.definition,
+            f"Scale {criterion.scale_min}-{criterion.scale_max} ({direction}):",
+            anchors,
+        ]
+        if criterion.applicability:
+            parts += [f"Applicability: {criterion.applicability}"]
+        if guidance:
+            parts += ["", "GUIDANCE FOR THIS CRITERION:", guidance.strip()]
+        parts += [
+            "",
+            'Reply with a JSON object: {"rationale": "<brief reasons>", "score": "<one of '
+            + ", ".join(f'"{s}"' for s in criterion.scores)
+            + f' or "{NOT_EVALUABLE}">"}}.',
+        ]
+        return (Message(role="system", content=self.protocol), Message(role="user", content="\n".join(parts)))
+
+    def request(
+        self, case: Case, target: Target, criterion: Criterion, guidance: str | None, seed: int
+    ) -> ChatRequest:
+        """The :class:`ChatRequest` of one judge call (see :meth:`messages`)."""
+        _, fmt = self._format(criterion)
+        s = self.settings
+        return ChatRequest(
+            model=s.model,
+            messages=self.messages(case, target, criterion, guidance),
+            temperature=s.temperature,
+            top_p=s.top_p,
+            seed=seed,
+            max_tokens=s.max_tokens,
+            response_format=fmt,
+            tag="judge",
+        )
+
+    def parse(self, request: ChatRequest, result: ChatResponse | CallFailure, criterion: Criterion) -> JudgeOutcome:
+        """Turn a call result into a :class:`JudgeOutcome` (failures -> ``model_failure``)."""
+        phash = prompt_hash(request)
+        if isinstance(result, CallFailure):
+            return JudgeOutcome(outcome="model_failure", rationale=f"endpoint: {result.error}", prompt_hash=phash)
+        common = dict(
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cached=result.cached,
+            prompt_hash=phash,
+        )
+        if result.finish_reason != "stop":
+            return JudgeOutcome(
+                outcome="model_failure",
+                rationale=f"output cut (finish_reason={result.finish_reason}); raise max_tokens",
+                **common,
+            )
+        model, _ = self._format(criterion)
+        try:
+            verdict = model.model_validate(parse_json_object(result.text))
+        except (ValueError, ValidationError) as exc:
+            return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {str(exc)[:200]}", **common)
+        if verdict.score == NOT_EVALUABLE:
+            return JudgeOutcome(outcome="not_evaluable", rationale=verdict.rationale, **common)
+        return JudgeOutcome(outcome="score", score=int(verdict.score), rationale=verdict.rationale, **common)
+
+
+def prompt_hash(request: ChatRequest) -> str:
+    """First 16 hex digits of the SHA-256 of a request's messages (records the exact prompt)."""
+    payload = json.dumps([m.model_dump() for m in request.messages], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

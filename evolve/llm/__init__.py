@@ -1,0 +1,28 @@
+"""The LLM client layer: every model call in `evolve` goes through here.
+
+A :class:`Client` wraps one *provider* (an OpenAI-compatible endpoint, or the ``fake``
+provider in tests) with bounded concurrency, retries with exponential backoff on transient
+failures (HTTP 429/5xx, timeouts), a persistent SQLite :class:`ResponseCache` keyed on the full
+request (so a repeated run costs no calls and a resumed run pays only for unfinished ones) and
+per-tag token accounting. Failures come back as :class:`CallFailure` values, never as scores.
+"""
+
+from evolve.llm._cache import ResponseCache
+from evolve.llm._client import Client, Result
+from evolve.llm._providers import OpenAICompatibleProvider, Provider, get_provider, register_provider
+from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
+
+__all__ = [
+    "CallFailure",
+    "ChatRequest",
+    "ChatResponse",
+    "Client",
+    "Message",
+    "OpenAICompatibleProvider",
+    "Provider",
+    "ResponseCache",
+    "Result",
+    "Usage",
+    "get_provider",
+    "register_provider",
+]

@@ -1,0 +1,163 @@
+"""The client: bounded concurrency, retries with backoff, response cache, usage accounting."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Callable, Sequence
+
+import anyio
+from anyio.from_thread import start_blocking_portal
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from evolve.errors import EndpointError, TransientEndpointError
+from evolve.llm._cache import ResponseCache
+from evolve.llm._providers import Provider
+from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Usage
+
+Result = ChatResponse | CallFailure
+
+
+class Client:
+    """Async model client with a synchronous facade.
+
+    Calls run on one background event loop (an anyio blocking portal), so synchronous code -
+    pyribs emitters, several criteria in threads - can share one client, one concurrency bound
+    and one cache.
+
+    Args:
+        provider: Where requests go (see :func:`get_provider`).
+        cache: Persistent response cache; None disables caching.
+        max_concurrency: Most requests in flight at once (>= 1).
+        max_retries: Retries after the first attempt for transient failures (429, 5xx, timeouts).
+        backoff_initial: First backoff, seconds; doubles per retry with jitter.
+        backoff_max: Longest backoff, seconds.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        cache: ResponseCache | None = None,
+        max_concurrency: int = 2,
+        max_retries: int = 4,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self.provider = provider
+        self.cache = cache
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.usage: dict[str, Usage] = defaultdict(Usage)
+        self._usage_lock = threading.Lock()
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        self._limiter = self._portal.call(self._make_limiter)
+
+    async def _make_limiter(self) -> anyio.CapacityLimiter:
+        return anyio.CapacityLimiter(self.max_concurrency)
+
+    @property
+    def endpoint_id(self) -> str:
+        """Identity of the endpoint (part of every cache key)."""
+        return self.provider.endpoint_id
+
+    async def acomplete(self, request: ChatRequest) -> Result:
+        """Complete one request: cache lookup, then the endpoint with retries.
+
+        Returns:
+            The response (``cached=True`` if from the cache) or a :class:`CallFailure` after
+            all retries; failures are never cached, so a resumed run retries them.
+        """
+        key = request.cache_key(self.endpoint_id)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._count(request.tag, hit)
+                return hit
+        attempts = 0
+        try:
+            async with self._limiter:
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception_type(TransientEndpointError),
+                    stop=stop_after_attempt(self.max_retries + 1),
+                    wait=wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max),
+                    reraise=True,
+                ):
+                    with attempt:
+                        attempts += 1
+                        response = await self.provider.complete(request)
+        except TransientEndpointError as exc:
+            return self._fail(request.tag, CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts)
+        except EndpointError as exc:
+            return self._fail(request.tag, CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts)
+        with self._usage_lock:
+            self.usage[request.tag].retries += attempts - 1
+        if self.cache is not None and response.finish_reason == "stop":
+            self.cache.put(key, response)
+        self._count(request.tag, response)
+        return response
+
+    def _count(self, tag: str, response: ChatResponse) -> None:
+        with self._usage_lock:
+            self.usage[tag].add(response)
+
+    def _fail(self, tag: str, failure: CallFailure, attempts: int) -> CallFailure:
+        with self._usage_lock:
+            self.usage[tag].failures += 1
+            self.usage[tag].retries += max(attempts - 1, 0)
+        return failure
+
+    def complete(self, request: ChatRequest) -> Result:
+        """Synchronous :meth:`acomplete`."""
+        return self._portal.call(self.acomplete, request)
+
+    def map(
+        self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None
+    ) -> list[Result]:
+        """Complete many requests concurrently (bounded by ``max_concurrency``), in order.
+
+        Args:
+            requests: Requests; results come back in the same order.
+            on_result: Called as ``on_result(index, result)`` when each finishes (from the
+                client's loop thread) - e.g. to advance a progress bar or append to a journal.
+        """
+        return self._portal.call(self._amap, list(requests), on_result)
+
+    async def _amap(self, requests: list[ChatRequest], on_result) -> list[Result]:
+        results: list[Result | None] = [None] * len(requests)
+
+        async def one(i: int, req: ChatRequest) -> None:
+            results[i] = await self.acomplete(req)
+            if on_result is not None:
+                on_result(i, results[i])
+
+        async with anyio.create_task_group() as tg:
+            for i, req in enumerate(requests):
+                tg.start_soon(one, i, req)
+        return results  # type: ignore[return-value]
+
+    def total_usage(self) -> Usage:
+        """Usage summed over all tags."""
+        total = Usage()
+        with self._usage_lock:
+            for u in self.usage.values():
+                for field in Usage.model_fields:
+                    setattr(total, field, getattr(total, field) + getattr(u, field))
+        return total
+
+    def close(self) -> None:
+        """Stop the background loop (idempotent)."""
+        if self._portal_cm is not None:
+            self._portal_cm.__exit__(None, None, None)
+            self._portal_cm = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,116 @@
+"""Model providers behind one interface, and their registry (in the spirit of inspect_ai)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from evolve.errors import ConfigError, EndpointError, TransientEndpointError
+from evolve.llm._types import ChatRequest, ChatResponse
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that turns a :class:`ChatRequest` into a :class:`ChatResponse`.
+
+    ``endpoint_id`` identifies the serving endpoint in cache keys (two endpoints never share
+    cached answers). ``complete`` raises :class:`TransientEndpointError` for failures worth a
+    retry (429, 5xx, timeouts, dropped connections) and :class:`EndpointError` otherwise.
+    """
+
+    endpoint_id: str
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+_REGISTRY: dict[str, Callable[..., Provider]] = {}
+
+
+def register_provider(name: str, factory: Callable[..., Provider]) -> None:
+    """Register a provider factory under ``name`` (e.g. ``"fake"``, ``"openai_compatible"``)."""
+    _REGISTRY[name] = factory
+
+
+def get_provider(name: str, **kwargs: Any) -> Provider:
+    """Build a registered provider.
+
+    Raises:
+        ConfigError: Unknown provider name.
+    """
+    if name not in _REGISTRY:
+        if name == "fake":  # registered on import of the testing package
+            import evolve.testing  # noqa: F401
+        if name not in _REGISTRY:
+            raise ConfigError(f"unknown provider {name!r}; choose one of {sorted(_REGISTRY)}.")
+    return _REGISTRY[name](**kwargs)
+
+
+class OpenAICompatibleProvider:
+    """Any OpenAI-compatible ``/v1/chat/completions`` endpoint (OpenAI, OpenRouter, vLLM, llama-server).
+
+    Args:
+        base_url: Endpoint base URL ending in ``/v1``.
+        api_key: Key sent as a bearer token; never written to any file. Local servers accept any.
+        timeout: Per-request timeout, seconds.
+    """
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0) -> None:
+        import openai
+
+        self.endpoint_id = base_url.rstrip("/")
+        self._openai = openai
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
+        )
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Send one chat completion. See :class:`Provider`."""
+        openai = self._openai
+        kwargs: dict[str, Any] = dict(
+            model=request.model,
+            messages=[m.model_dump() for m in request.messages],
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=request.max_tokens,
+        )
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
+        start = time.perf_counter()
+        try:
+            result = await self._client.chat.completions.create(**kwargs)
+        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
+                raise TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
+            raise EndpointError(
+                f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}. Check the model name, the API key "
+                "environment variable and that the endpoint supports response_format json_schema."
+            ) from exc
+        latency = time.perf_counter() - start
+        if not result.choices:
+            raise TransientEndpointError(f"{self.endpoint_id}: response had no choices")
+        choice = result.choices[0]
+        usage = result.usage
+        cached_tokens = 0
+        if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
+            cached_tokens = getattr(usage.prompt_tokens_details, "cached_tokens", 0) or 0
+        return ChatResponse(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason or "stop",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_prompt_tokens=cached_tokens,
+            latency_s=latency,
+        )
+
+
+def _openai_factory(base_url: str | None = None, api_key: str | None = None, timeout: float = 600.0) -> Provider:
+    if not base_url:
+        raise ConfigError("provider 'openai_compatible' needs a base_url (e.g. http://127.0.0.1:8080/v1).")
+    return OpenAICompatibleProvider(base_url=base_url, api_key=api_key, timeout=timeout)
+
+
+register_provider("openai_compatible", _openai_factory)

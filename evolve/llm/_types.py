@@ -1,0 +1,124 @@
+"""Request/response records exchanged with a model endpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """Everything that determines a chat completion; its hash is the cache key.
+
+    Attributes:
+        model: Model id sent to the endpoint.
+        messages: The conversation, in order.
+        temperature: Sampling temperature (0 for the judge, 0.3 for mutation; SPEC §3-§4).
+        top_p: Nucleus sampling mass (1.0 = off).
+        seed: Sampling seed; a fresh seed gives a fresh, separately cached sample.
+        max_tokens: Output limit, tokens.
+        response_format: OpenAI ``response_format`` (e.g. a ``json_schema``), or None.
+        tag: Free label for accounting (``judge``, ``mutation`` ...); part of the cache key.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    messages: tuple[Message, ...]
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    max_tokens: int = 1024
+    response_format: dict[str, Any] | None = None
+    tag: str = ""
+
+    def cache_key(self, endpoint: str) -> str:
+        """SHA-256 of the canonical JSON of this request plus the endpoint identity.
+
+        Args:
+            endpoint: Identity of the serving endpoint (base URL or provider name).
+        """
+        payload = json.dumps(
+            {"endpoint": endpoint, "request": self.model_dump(mode="json")},
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ChatResponse(BaseModel):
+    """A completed chat call.
+
+    Attributes:
+        text: The assistant message content.
+        finish_reason: ``stop`` for a complete answer; ``length`` means it was cut by
+            ``max_tokens`` (for JSON outputs: broken - treated as a model failure).
+        prompt_tokens: Input tokens billed/processed.
+        completion_tokens: Output tokens.
+        cached_prompt_tokens: Prompt tokens the server served from its prefix cache.
+        latency_s: Wall time of the HTTP call in seconds (0 when served from our cache).
+        cached: True when served from the local response cache (no call made).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+
+
+class CallFailure(BaseModel):
+    """A call that failed after all retries (never turned into a score)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    error: str
+    kind: Literal["transient", "fatal"] = "fatal"
+    attempts: int = 1
+
+
+class Usage(BaseModel):
+    """Running totals of a client, per tag.
+
+    Attributes:
+        calls: Calls that reached the endpoint.
+        cache_hits: Calls answered by the local cache.
+        failures: Calls that failed after retries.
+        prompt_tokens: Sum over endpoint calls and cache hits (the cost the run represents).
+        completion_tokens: Same, output side.
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, response: ChatResponse) -> None:
+        """Count one response."""
+        if response.cached:
+            self.cache_hits += 1
+        else:
+            self.calls += 1
+        self.prompt_tokens += response.prompt_tokens
+        self.completion_tokens += response.completion_tokens
+
+
+__all__ = ["CallFailure", "ChatRequest", "ChatResponse", "Message", "Usage"]
