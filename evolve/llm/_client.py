@@ -85,7 +85,7 @@ class Client:
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransientEndpointError),
                     stop=stop_after_attempt(self.max_retries + 1),
-                    wait=wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max),
+                    wait=wait_exponential_jitter(multiplier=self.backoff_initial, max=self.backoff_max),
                     reraise=True,
                 ):
                     with attempt:

@@ -52,12 +52,16 @@ class OpenAICompatibleProvider:
         base_url: Endpoint base URL ending in ``/v1``.
         api_key: Key sent as a bearer token; never written to any file. Local servers accept any.
         timeout: Per-request timeout, seconds.
+        endpoint_id: Identity in cache keys; defaults to the base URL. The embedded server
+            passes a port-independent id so its cache survives restarts on another port.
     """
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None = None, timeout: float = 600.0, endpoint_id: str | None = None
+    ) -> None:
         import openai
 
-        self.endpoint_id = base_url.rstrip("/")
+        self.endpoint_id = endpoint_id or base_url.rstrip("/")
         self._openai = openai
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0

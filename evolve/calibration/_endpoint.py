@@ -1,0 +1,59 @@
+"""Turning ``config.endpoint`` into a ready :class:`~evolve.llm.Client`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from evolve.archive import Journal
+from evolve.config import CalibrationConfig, EndpointSettings
+from evolve.errors import ConfigError
+from evolve.llm import Client, OpenAICompatibleProvider, ResponseCache, get_provider
+
+
+def default_cache_path() -> Path:
+    """``$EVOLVE_CACHE_DIR/responses.sqlite`` (default ``~/.cache/evolve/responses.sqlite``)."""
+    base = os.environ.get("EVOLVE_CACHE_DIR") or str(Path.home() / ".cache" / "evolve")
+    return Path(base) / "responses.sqlite"
+
+
+def open_client(
+    config: CalibrationConfig, *, journal: Journal | None = None
+) -> tuple[Client, Callable[[], None] | None]:
+    """Build the client of a run; start the embedded server if the endpoint says so.
+
+    Returns:
+        ``(client, closer)``: call ``closer()`` after ``client.close()`` to stop a server this
+        function started (None when nothing was started).
+
+    Raises:
+        ConfigError: Unknown provider or missing base URL.
+        LocalServerError: The embedded server is not installed or failed to start.
+    """
+    ep: EndpointSettings = config.endpoint
+    cache = ResponseCache(config.cache_path or default_cache_path())
+    api_key = os.environ.get(ep.api_key_env)
+    closer = None
+    if ep.provider == "embedded":
+        from evolve.local import LOCAL_MODELS, LocalServer
+
+        if ep.local_model not in LOCAL_MODELS:
+            raise ConfigError(f"unknown local model {ep.local_model!r}; choose one of {sorted(LOCAL_MODELS)}.")
+        server = LocalServer(ep.local_model)
+        base_url = server.start()
+        spec = LOCAL_MODELS[ep.local_model]
+        provider = OpenAICompatibleProvider(
+            base_url, api_key="local", timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}"
+        )
+        closer = server.stop
+        if journal is not None:
+            journal.append("embedded_server_started", model=spec.name, base_url=base_url, pid=server.pid)
+    elif ep.provider == "openai_compatible":
+        provider = get_provider("openai_compatible", base_url=ep.base_url, api_key=api_key, timeout=ep.timeout_s)
+    else:
+        raise ConfigError(
+            f"provider {ep.provider!r} cannot be built from a config file; pass a Client to calibrate() (tests)."
+        )
+    client = Client(provider, cache=cache, max_concurrency=ep.max_concurrency, max_retries=ep.max_retries)
+    return client, closer

@@ -1,0 +1,551 @@
+"""The calibration engine: one isolated MAP-Elites archive per criterion (SPEC §4)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+from ribs.schedulers import Scheduler
+
+from evolve.archive import Journal, MutationEmitter, Proposal, make_archive, measures_of
+from evolve.calibration._metrics import agreement, item_errors
+from evolve.calibration._mutation import MUTATION_FORMAT, MutationReply, mutation_messages
+from evolve.config import CalibrationConfig
+from evolve.data import RatingPack, load_pack
+from evolve.errors import RunError
+from evolve.judge import Criterion, Judge, load_initial_guidance, load_protocol, load_rubric, parse_json_object
+from evolve.llm import CallFailure, ChatRequest, Client
+from evolve.splits import Splits, check_splits, load_splits
+
+SCORE_COLUMNS = [
+    "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
+    "outcome", "score", "prompt_tokens", "completion_tokens", "cached", "rubric_version",
+    "prompt_hash", "rationale",
+]
+CANDIDATE_COLUMNS = [
+    "candidate_id", "criterion", "parent_id", "origin", "length", "train_mae", "text", "seq",
+    "status", "selected", "elite", "attempt", "train_signed_error", "train_coverage",
+    "train_repeat_sd", "objective", "mutation_prompt_tokens", "mutation_completion_tokens", "note",
+]
+
+REEVAL_SEED_OFFSET = 1000
+MUTATION_SEED_OFFSET = 100_000
+
+
+class ProgressHook(Protocol):
+    """Receives progress from the engine (the CLI draws it with rich)."""
+
+    def phase(self, description: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+
+class _NoProgress:
+    def phase(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+@dataclass
+class Item:
+    """One (case, target) the judge scores, with its ratings on the criterion."""
+
+    case: object
+    target: object
+    ratings: list
+    split: str
+
+
+@dataclass
+class Candidate:
+    """A guidance candidate and what is known about it (one row of ``candidates.csv``)."""
+
+    candidate_id: str
+    criterion: str
+    parent_id: str
+    origin: str  # none | initial | mutation
+    text: str
+    seq: int
+    status: str = "accepted"
+    attempt: int | None = None
+    note: str = ""
+    train_mae: float | None = None
+    train_signed_error: float | None = None
+    train_coverage: float | None = None
+    train_repeat_sd: float | None = None
+    objective: float | None = None
+    selected: bool = False
+    elite: bool = False
+    mutation_prompt_tokens: int = 0
+    mutation_completion_tokens: int = 0
+
+    def row(self) -> dict:
+        d = {k: getattr(self, k) for k in CANDIDATE_COLUMNS if k != "length"}
+        d["length"] = len(self.text)
+        return {k: d[k] for k in CANDIDATE_COLUMNS}
+
+
+@dataclass
+class CalibrationResult:
+    """What :func:`calibrate` returns.
+
+    Attributes:
+        run_dir: The run folder.
+        winners: Winning candidate id per criterion.
+        report: The parsed ``report.json``.
+    """
+
+    run_dir: Path
+    winners: dict[str, str]
+    report: dict = field(default_factory=dict)
+
+
+def _select_items(pack: RatingPack, splits: Splits, criterion: Criterion, side: str, limit: int | None, seed: int) -> list[Item]:
+    """Applicable, rated targets of one split side, optionally a seeded subsample in source order."""
+    ids = set(getattr(splits, side))
+    by_target: dict[str, list] = {}
+    for r in pack.ratings:
+        if r.criterion == criterion.criterion_id and r.score is not None:
+            by_target.setdefault(r.target_id, []).append(r)
+    items = [
+        Item(case=pack.case(t.case_id), target=t, ratings=by_target[t.target_id], split=side)
+        for t in pack.targets
+        if t.case_id in ids and t.component in criterion.components and t.target_id in by_target
+    ]
+    if limit is not None and len(items) > limit:
+        rng = np.random.default_rng([seed, 1 if side == "train" else 2])
+        keep = set(rng.choice(len(items), size=limit, replace=False).tolist())
+        items = [it for i, it in enumerate(items) if i in keep]
+    return items
+
+
+def _ratings_frame(items: Sequence[Item]) -> pd.DataFrame:
+    rows = [r.model_dump() for it in items for r in it.ratings]
+    return pd.DataFrame(rows, columns=["case_id", "target_id", "rater_id", "criterion", "score", "not_evaluable", "comment"])
+
+
+class CriterionRun:
+    """Evolution, selection and re-evaluation for one criterion, in its own archive."""
+
+    def __init__(
+        self,
+        *,
+        config: CalibrationConfig,
+        criterion: Criterion,
+        index: int,
+        judge: Judge,
+        client: Client,
+        pack: RatingPack,
+        train: list[Item],
+        validation: list[Item],
+        initial: list[tuple[str, str]],
+        journal: Journal,
+        progress: ProgressHook,
+    ) -> None:
+        self.config = config
+        self.criterion = criterion
+        self.cid = criterion.criterion_id
+        self.index = index
+        self.judge = judge
+        self.client = client
+        self.pack = pack
+        self.train = train
+        self.validation = validation
+        self.initial = initial
+        self.journal = journal
+        self.progress = progress
+        self.candidates: dict[str, Candidate] = {}
+        self.score_rows: list[dict] = []
+        self.train_ratings = _ratings_frame(train)
+        self._rows_by_candidate: dict[str, pd.DataFrame] = {}
+        seed = config.seed + 7919 * index
+        self.seed = seed
+        self.archive = make_archive(
+            criterion, length_bins=config.archive.length_bins, bias_bins=config.archive.bias_bins, seed=seed
+        )
+
+    # -- judging ---------------------------------------------------------------------------
+    def _judge_many(self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str) -> None:
+        """Score candidates x items x seeds; rows go to ``score_rows``. Item-major order keeps
+        the calls that share a (case, target) prefix together for the server's prompt cache."""
+        jobs = []
+        for it in items:
+            for cand in cands:
+                for rep, seed in enumerate(seeds):
+                    req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
+                    jobs.append((cand, it, rep, seed, req))
+        self.progress.phase(f"{self.cid}: {phase} judging", len(jobs))
+        results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance())
+        for (cand, it, rep, seed, req), res in zip(jobs, results):
+            out = self.judge.parse(req, res, self.criterion)
+            self.score_rows.append(
+                {
+                    "candidate_id": cand.candidate_id,
+                    "criterion": self.cid,
+                    "target_id": it.target.target_id,
+                    "case_id": it.case.case_id,
+                    "split": it.split,
+                    "phase": phase,
+                    "repeat": rep,
+                    "seed": seed,
+                    "outcome": out.outcome,
+                    "score": out.score,
+                    "prompt_tokens": out.prompt_tokens,
+                    "completion_tokens": out.completion_tokens,
+                    "cached": out.cached,
+                    "rubric_version": self.judge.rubric.version,
+                    "prompt_hash": out.prompt_hash,
+                    "rationale": out.rationale,
+                }
+            )
+
+    def _frame(self, candidate_id: str, phase: str, split: str) -> pd.DataFrame:
+        df = pd.DataFrame(self.score_rows, columns=SCORE_COLUMNS)
+        return df[(df["candidate_id"] == candidate_id) & (df["phase"] == phase) & (df["split"] == split)]
+
+    def _evaluate_on_train(self, cands: Sequence[Candidate]) -> None:
+        seeds = [self.config.seed + r for r in range(self.config.budget.train_repeats)]
+        self._judge_many(cands, self.train, seeds, "evolution")
+        for cand in cands:
+            frame = self._frame(cand.candidate_id, "evolution", "train")
+            ag = agreement(frame, self.train_ratings)
+            cand.train_mae, cand.train_signed_error = ag.mae, ag.signed_error
+            cand.train_coverage, cand.train_repeat_sd = ag.coverage, ag.repeat_sd
+            selectable = ag.mae is not None and ag.coverage >= self.config.min_coverage
+            # A failed evaluation is never NaN (pyribs rejects it) nor a silent 0: it gets the
+            # worst possible objective and cannot win.
+            cand.objective = -ag.mae if selectable else -float(self.criterion.scale_range)
+            if not selectable:
+                cand.status = "low_coverage"
+            self._rows_by_candidate[cand.candidate_id] = frame
+            self.journal.append(
+                "candidate_evaluated",
+                criterion=self.cid,
+                candidate_id=cand.candidate_id,
+                train_mae=cand.train_mae,
+                coverage=cand.train_coverage,
+                signed_error=cand.train_signed_error,
+                repeat_sd=cand.train_repeat_sd,
+            )
+
+    def _measures(self, cands: Sequence[Candidate]) -> np.ndarray:
+        rows = []
+        for cand in cands:
+            m, clipped = measures_of(cand.text, cand.train_signed_error, self.criterion)
+            if clipped:
+                self.journal.append("measures_clipped", criterion=self.cid, candidate_id=cand.candidate_id)
+            rows.append(m)
+        return np.array(rows)
+
+    # -- mutation --------------------------------------------------------------------------
+    def _propose(self, parents: Sequence[dict], attempts: Sequence[int]) -> list[Proposal]:
+        mcfg = self.config.mutation
+        requests = []
+        for parent, attempt in zip(parents, attempts):
+            pid = str(parent["candidate_id"])
+            pcand = self.candidates[pid]
+            errors = item_errors(self._rows_by_candidate[pid], self.train_ratings).head(mcfg.worst_items)
+            by_id = {it.target.target_id: it for it in self.train}
+            worst = []
+            for _, row in errors.iterrows():
+                it = by_id[row["target_id"]]
+                judge_mean = None if pd.isna(row.get("judge_mean")) else float(row["judge_mean"])
+                worst.append((it.case, it.target, judge_mean, it.ratings))
+            messages = mutation_messages(
+                criterion=self.criterion,
+                parent_text=pcand.text,
+                parent_mae=pcand.train_mae,
+                parent_bias=pcand.train_signed_error,
+                worst=worst,
+                excerpt_chars=mcfg.excerpt_chars,
+            )
+            requests.append(
+                ChatRequest(
+                    model=mcfg.model or self.config.endpoint.model,
+                    messages=messages,
+                    temperature=mcfg.temperature,
+                    top_p=1.0,
+                    seed=self.seed + MUTATION_SEED_OFFSET + attempt,
+                    max_tokens=mcfg.max_tokens,
+                    response_format=MUTATION_FORMAT,
+                    tag="mutation",
+                )
+            )
+        self.progress.phase(f"{self.cid}: mutation", len(requests))
+        results = self.client.map(requests, on_result=lambda i, r: self.progress.advance())
+        proposals = []
+        for parent, attempt, res in zip(parents, attempts, results):
+            pid = str(parent["candidate_id"])
+            if isinstance(res, CallFailure):
+                proposals.append(Proposal(attempt=attempt, parent_id=pid, text=None, note=f"endpoint: {res.error}"))
+                continue
+            tokens = dict(prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
+            if res.finish_reason != "stop":
+                proposals.append(
+                    Proposal(attempt=attempt, parent_id=pid, text=None, note=f"cut ({res.finish_reason})", **tokens)
+                )
+                continue
+            try:
+                reply = MutationReply.model_validate(parse_json_object(res.text))
+            except (ValueError, ValidationError) as exc:
+                proposals.append(Proposal(attempt=attempt, parent_id=pid, text=None, note=f"invalid: {str(exc)[:150]}", **tokens))
+                continue
+            proposals.append(Proposal(attempt=attempt, parent_id=pid, text=reply.guidance, note=reply.analysis, **tokens))
+        return proposals
+
+    def _record_proposal(self, p: Proposal) -> None:
+        seq = len(self.candidates)
+        cid = f"{self.cid}:m{p.attempt + 1:03d}"
+        self.candidates[cid] = Candidate(
+            candidate_id=cid,
+            criterion=self.cid,
+            parent_id=p.parent_id,
+            origin="mutation",
+            text=p.text or "",
+            seq=seq,
+            status=p.status,
+            attempt=p.attempt,
+            note=p.note,
+            mutation_prompt_tokens=p.prompt_tokens,
+            mutation_completion_tokens=p.completion_tokens,
+        )
+        p.extra["candidate_id"] = cid
+        self.journal.append(
+            "mutation_attempt",
+            criterion=self.cid,
+            candidate_id=cid,
+            parent_id=p.parent_id,
+            attempt=p.attempt,
+            status=p.status,
+            length=len(p.text or ""),
+        )
+
+    # -- the whole criterion ---------------------------------------------------------------
+    def run(self) -> str:
+        """Evolve, select and re-evaluate; returns the winner's candidate id."""
+        cfg = self.config
+        none = Candidate(candidate_id=f"{self.cid}:none", criterion=self.cid, parent_id="", origin="none", text="", seq=0)
+        self.candidates[none.candidate_id] = none
+        inits = []
+        for name, text in self.initial:
+            cand = Candidate(
+                candidate_id=f"{self.cid}:{name}", criterion=self.cid, parent_id="", origin="initial",
+                text=text, seq=len(self.candidates),
+            )
+            self.candidates[cand.candidate_id] = cand
+            inits.append(cand)
+        self.journal.append(
+            "criterion_started", criterion=self.cid, n_train=len(self.train), n_validation=len(self.validation),
+            initial=[c.candidate_id for c in inits],
+        )
+        self._evaluate_on_train(inits)
+        self.archive.add(
+            np.array([c.text for c in inits], dtype=object),
+            np.array([c.objective for c in inits]),
+            self._measures(inits),
+            candidate_id=np.array([c.candidate_id for c in inits], dtype=object),
+        )
+        emitter = MutationEmitter(
+            self.archive,
+            self._propose,
+            batch_size=cfg.budget.batch_size,
+            max_attempts=cfg.budget.max_attempts,
+            accepted_budget=cfg.budget.accepted,
+            known_texts=[c.text for c in inits],
+            on_proposal=self._record_proposal,
+        )
+        scheduler = Scheduler(self.archive, [emitter])
+        iteration = 0
+        while not emitter.exhausted:
+            texts = scheduler.ask()
+            batch = [self.candidates[p.extra["candidate_id"]] for p in emitter.last_batch]
+            if len(texts) == 0:  # only when the budget ran out inside ask()
+                break
+            self._evaluate_on_train(batch)
+            scheduler.tell(
+                np.array([c.objective for c in batch]),
+                self._measures(batch),
+                candidate_id=np.array([c.candidate_id for c in batch], dtype=object),
+            )
+            iteration += 1
+            self._snapshot(iteration)
+        self.journal.append(
+            "evolution_finished", criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
+            rejections=dict(emitter.rejections), archive_cells=self.archive.cells, elites=len(self.archive),
+        )
+        elite_ids = set(self.archive.data("candidate_id").tolist()) if len(self.archive) else set()
+        for cand in self.candidates.values():
+            cand.elite = cand.candidate_id in elite_ids
+
+        winner = self._select()
+        winner.selected = True
+        self.journal.append("winner_selected", criterion=self.cid, candidate_id=winner.candidate_id, train_mae=winner.train_mae)
+
+        reeval = [none, *inits] + ([winner] if winner.origin == "mutation" else [])
+        seeds = [cfg.seed + REEVAL_SEED_OFFSET + r for r in range(cfg.budget.reeval_repeats)]
+        self._judge_many(reeval, self.train + self.validation, seeds, "reeval")
+        self.journal.append("reevaluation_finished", criterion=self.cid, candidates=[c.candidate_id for c in reeval])
+        self._snapshot(None)
+        return winner.candidate_id
+
+    def _select(self) -> Candidate:
+        """Lowest training MAE; ties: repeat SD, then length, then program id (SPEC §4)."""
+        pool = [
+            c for c in self.candidates.values()
+            if c.origin in ("initial", "mutation") and c.status == "accepted" and c.train_mae is not None
+        ]
+        if not pool:
+            raise RunError(
+                f"criterion {self.cid!r}: no candidate reached min_coverage={self.config.min_coverage} on training "
+                "items (the judge failed or declined too often). Check the endpoint with a small run, raise "
+                "judge max_tokens, or lower --min-coverage."
+            )
+        return min(pool, key=lambda c: (round(c.train_mae, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq))
+
+    def _snapshot(self, iteration: int | None) -> None:
+        """Archive snapshot for inspection: ``archive_<criterion>.csv`` (overwritten)."""
+        path = self.config.run_dir / f"archive_{self.cid}.csv"
+        if len(self.archive):
+            self.archive.data(return_type="pandas").to_csv(path, index=False)
+        if iteration is not None:
+            self.journal.append("archive_snapshot", criterion=self.cid, iteration=iteration, elites=len(self.archive))
+
+
+def _check_resume(config: CalibrationConfig, resume: bool) -> None:
+    path = config.run_dir / "config.json"
+    if path.exists():
+        if not resume:
+            raise RunError(
+                f"{config.run_dir} already holds a run. Pass --resume to continue it (finished calls are "
+                "free from the cache), or choose another --run-id."
+            )
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        current = json.loads(config.model_dump_json())
+        diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+        if diff:
+            raise RunError(
+                f"{path}: the stored configuration differs from this one in {diff}. Resume with the same "
+                "settings (omit options to reuse the stored ones), or start a new --run-id."
+            )
+    elif resume:
+        raise RunError(f"{config.run_dir}: nothing to resume (no config.json). Start the run without --resume.")
+
+
+def load_run_config(run_dir: Path) -> CalibrationConfig:
+    """Read ``config.json`` of a run folder.
+
+    Raises:
+        RunError: Missing or invalid file.
+    """
+    path = Path(run_dir) / "config.json"
+    try:
+        return CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        raise RunError(f"{path}: cannot read the run configuration ({exc}). Is this a run folder?") from exc
+
+
+def calibrate(
+    config: CalibrationConfig,
+    *,
+    client: Client | None = None,
+    resume: bool = False,
+    progress: ProgressHook | None = None,
+) -> CalibrationResult:
+    """Run the calibration of every requested criterion and write the run folder.
+
+    Replaying is how a run resumes: every finished LLM call is answered by the response cache
+    (same request, same seed), so a resumed run pays only for calls that never finished, and
+    the journal records the resumption.
+
+    Args:
+        config: Resolved configuration.
+        client: A ready client (tests pass one over the fake provider); None builds one from
+            ``config.endpoint`` (starting the embedded server if so configured) and closes it.
+        resume: Continue the run in ``config.run_dir``.
+        progress: Progress hook.
+
+    Returns:
+        The run folder, winners and the report.
+
+    Raises:
+        RunError: Run folder exists without ``resume``, or configuration mismatch on resume.
+        PackError, SplitError, RubricError: Invalid inputs (raised before any LLM call).
+    """
+    from evolve.calibration._endpoint import open_client
+    from evolve.report import write_report
+
+    progress = progress or _NoProgress()
+    _check_resume(config, resume)
+    pack = load_pack(config.pack, prompts_root=config.prompts_root)
+    splits = load_splits(config.splits)
+    check_splits(splits, pack)
+    rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
+    protocol = load_protocol(rubric.id, root=config.prompts_root)
+    wanted = config.criteria or tuple(c.criterion_id for c in rubric.criteria if c.evolve)
+    criteria = []
+    for cid in wanted:
+        try:
+            criteria.append(rubric.criterion(cid))
+        except KeyError:
+            raise RunError(f"criterion {cid!r} is not in rubric {rubric.id!r}; choose from {[c.criterion_id for c in rubric.criteria]}.") from None
+    initial = {c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria}
+    plan = {}
+    for i, c in enumerate(criteria):
+        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i)
+        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i)
+        if not train or not val:
+            raise RunError(
+                f"criterion {c.criterion_id!r}: {len(train)} training and {len(val)} validation targets have "
+                "ratings; both must be non-empty. Check the split fractions and the pack."
+            )
+        plan[c.criterion_id] = (train, val)
+
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    journal = Journal(run_dir / "journal.jsonl")
+    if not resume:
+        (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    journal.append("run_resumed" if resume else "run_started", run_id=config.run_id, criteria=list(wanted))
+
+    owns = client is None
+    closer = None
+    if owns:
+        client, closer = open_client(config, journal=journal)
+    winners: dict[str, str] = {}
+    candidates: list[Candidate] = []
+    rows: list[dict] = []
+    try:
+        judge = Judge(rubric, protocol, config.judge)
+        for i, c in enumerate(criteria):
+            train, val = plan[c.criterion_id]
+            run = CriterionRun(
+                config=config, criterion=c, index=i, judge=judge, client=client, pack=pack,
+                train=train, validation=val, initial=initial[c.criterion_id], journal=journal, progress=progress,
+            )
+            winners[c.criterion_id] = run.run()
+            candidates += run.candidates.values()
+            rows += run.score_rows
+        usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+    except BaseException as exc:
+        journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    finally:
+        if owns:
+            client.close()
+            if closer is not None:
+                closer()
+    cand_frame = pd.DataFrame([c.row() for c in candidates], columns=CANDIDATE_COLUMNS)
+    cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
+    cand_frame.to_csv(run_dir / "candidates.csv", index=False)
+    pd.DataFrame(rows, columns=SCORE_COLUMNS).to_csv(run_dir / "scores.csv", index=False)
+    journal.append("usage", usage=usage)
+    report = write_report(run_dir)
+    journal.append("run_finished", winners=winners)
+    return CalibrationResult(run_dir=run_dir, winners=winners, report=report)

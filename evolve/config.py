@@ -1,0 +1,259 @@
+"""Configuration of a calibration run: pydantic records, presets and endpoint resolution.
+
+Layering, lowest to highest: preset (``quick`` or ``paper``) < config file < environment
+(``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_API_KEY``) < command-line options. The
+resolved configuration is written to ``archives/<run_id>/config.json``; API keys never are
+(only the *name* of the environment variable that holds one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evolve.errors import BudgetError, ConfigError
+from evolve.judge._judge import JudgeSettings
+
+CONFIG_VERSION = 1
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EndpointSettings(_Settings):
+    """Where model calls go.
+
+    Attributes:
+        provider: ``embedded`` (start the local llama-server, the default), ``openai_compatible``
+            (any base URL: OpenAI, OpenRouter, vLLM, a running llama-server) or ``fake`` (tests).
+        base_url: Base URL ending in ``/v1`` for ``openai_compatible``.
+        model: Model id sent with each request (llama-server ignores it).
+        api_key_env: Name of the environment variable holding the API key (the key itself is
+            never stored).
+        local_model: Which embedded model to serve (see ``evolve.local.LOCAL_MODELS``).
+        max_concurrency: Requests in flight at once.
+        max_retries: Retries on 429/5xx/timeouts.
+        timeout_s: Per-request timeout, seconds.
+    """
+
+    provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
+    base_url: str | None = None
+    model: str = "local"
+    api_key_env: str = "EVOLVE_API_KEY"
+    local_model: str = "qwen2.5-coder-0.5b"
+    max_concurrency: int = Field(default=2, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    timeout_s: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> "EndpointSettings":
+        if self.provider == "openai_compatible" and not self.base_url:
+            raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
+        return self
+
+
+class MutationSettings(_Settings):
+    """The mutation LLM (SPEC §4: temperature 0.3, up to 4,096 output tokens).
+
+    Attributes:
+        model: Model id; None = the endpoint's model.
+        temperature: Sampling temperature.
+        max_tokens: Output limit, tokens.
+        worst_items: How many of the parent's worst training items (largest absolute error
+            against the physicians' mean) the mutation prompt shows, with physicians' comments.
+        excerpt_chars: Case/target text shown per item, characters.
+    """
+
+    model: str | None = None
+    temperature: float = 0.3
+    max_tokens: int = Field(default=4096, ge=64)
+    worst_items: int = Field(default=4, ge=0)
+    excerpt_chars: int = Field(default=700, ge=100)
+
+
+class BudgetSettings(_Settings):
+    """How much evolution and re-evaluation a run may do, per criterion.
+
+    Attributes:
+        accepted: Accepted mutants to reach (SPEC §4 paper budget: 25).
+        max_attempts: Most mutation attempts, accepted or rejected (paper: 320).
+        batch_size: Mutants asked from the emitter per iteration.
+        train_repeats: Judge seeds per candidate during evolution (>= 1); their spread gives
+            the repeat SD used to break ties.
+        reeval_repeats: Fresh judge seeds in re-evaluation (>= 2).
+        max_train_targets: Use at most this many training targets (deterministic sample);
+            None = all.
+        max_validation_targets: Same for validation.
+    """
+
+    accepted: int = Field(default=25, ge=0)
+    max_attempts: int = Field(default=320, ge=0)
+    batch_size: int = Field(default=5, ge=1)
+    train_repeats: int = Field(default=2, ge=1)
+    reeval_repeats: int = Field(default=2, ge=2)
+    max_train_targets: int | None = Field(default=None, ge=1)
+    max_validation_targets: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _attempts_cover_accepted(self) -> "BudgetSettings":
+        if self.max_attempts < self.accepted:
+            raise ValueError(
+                f"max_attempts ({self.max_attempts}) is below accepted ({self.accepted}); raise max_attempts"
+            )
+        return self
+
+
+class ArchiveSettings(_Settings):
+    """Grid of the MAP-Elites archive (paper capacity: 540 cells = 20 x 27).
+
+    Measures (descriptors): guidance length in characters, range [0, 800], and the judge's
+    signed bias on training items (mean of judge score minus rater score), range
+    [-scale range, +scale range] of the criterion.
+    """
+
+    length_bins: int = Field(default=20, ge=1)
+    bias_bins: int = Field(default=27, ge=1)
+
+    @property
+    def cells(self) -> int:
+        """Archive capacity."""
+        return self.length_bins * self.bias_bins
+
+
+class CalibrationConfig(_Settings):
+    """Resolved configuration of one calibration run (``config.json``).
+
+    Attributes:
+        version: Config format version.
+        run_id: Folder name under ``archives_dir``.
+        pack: Rating pack folder.
+        splits: Split manifest folder (``frame.txt``, ``train.txt``, ``validation.txt`` ...).
+        prompts_root: ``judge_prompts`` folder; None = the project's.
+        criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
+        seed: Master seed (parent selection, subsampling, judge and mutation seeds).
+        min_coverage: A candidate needs numeric judge scores on at least this fraction of
+            training calls to be selectable; below it its objective is the worst possible.
+        archives_dir: Where run folders go.
+        cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
+    """
+
+    version: Literal[1] = CONFIG_VERSION
+    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]+$")
+    pack: Path
+    splits: Path
+    prompts_root: Path | None = None
+    criteria: tuple[str, ...] | None = None
+    seed: int = 42
+    min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
+    archives_dir: Path = Path("archives")
+    cache_path: Path | None = None
+    endpoint: EndpointSettings = EndpointSettings()
+    judge: JudgeSettings = JudgeSettings()
+    mutation: MutationSettings = MutationSettings()
+    budget: BudgetSettings = BudgetSettings()
+    archive: ArchiveSettings = ArchiveSettings()
+
+    @property
+    def run_dir(self) -> Path:
+        """``archives_dir / run_id``."""
+        return self.archives_dir / self.run_id
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # SPEC §4: 540 cells, 2 seeds, 25 accepted of <= 320 attempts, mutation 0.3 / 4,096 tokens,
+    # judge temperature 0 / top_p 1 / 8,000 tokens.
+    "paper": {
+        "budget": {"accepted": 25, "max_attempts": 320, "batch_size": 5, "train_repeats": 2, "reeval_repeats": 2},
+        "archive": {"length_bins": 20, "bias_bins": 27},
+        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8000, "rationale_max_chars": 1200},
+        "mutation": {"temperature": 0.3, "max_tokens": 4096},
+    },
+    # A demo that finishes in about 15 minutes on 2 CPU cores with the embedded 0.5B model.
+    "quick": {
+        "budget": {
+            "accepted": 3,
+            "max_attempts": 6,
+            "batch_size": 3,
+            "train_repeats": 1,
+            "reeval_repeats": 2,
+            "max_train_targets": 10,
+            "max_validation_targets": 6,
+        },
+        "archive": {"length_bins": 8, "bias_bins": 9},
+        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 256, "rationale_max_chars": 240},
+        "mutation": {"temperature": 0.3, "max_tokens": 700, "worst_items": 3, "excerpt_chars": 500},
+    },
+}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Endpoint overrides from ``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_PROVIDER``."""
+    env = os.environ if environ is None else environ
+    endpoint: dict[str, Any] = {}
+    if env.get("EVOLVE_BASE_URL"):
+        endpoint["base_url"] = env["EVOLVE_BASE_URL"]
+        endpoint["provider"] = "openai_compatible"
+    if env.get("EVOLVE_MODEL"):
+        endpoint["model"] = env["EVOLVE_MODEL"]
+    if env.get("EVOLVE_PROVIDER"):
+        endpoint["provider"] = env["EVOLVE_PROVIDER"]
+    return {"endpoint": endpoint} if endpoint else {}
+
+
+def resolve_config(
+    *,
+    preset: str | None = "quick",
+    config_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> CalibrationConfig:
+    """Build a :class:`CalibrationConfig` from preset < file < environment < overrides.
+
+    Args:
+        preset: ``quick``, ``paper`` or None.
+        config_file: JSON file with any subset of the config fields.
+        overrides: Nested dict of values (None values are ignored), e.g. from the CLI.
+        environ: Environment to read (default: ``os.environ``).
+
+    Raises:
+        ConfigError: Unknown preset, unreadable file or invalid values (names the field).
+        BudgetError: Inconsistent budget.
+    """
+    data: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
+        data = _merge(data, PRESETS[preset])
+    if config_file is not None:
+        try:
+            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
+    data = _merge(data, env_overrides(environ))
+    data = _merge(data, overrides or {})
+    if data.get("judge", {}).get("model") is None and data.get("endpoint", {}).get("model"):
+        data.setdefault("judge", {})["model"] = data["endpoint"]["model"]
+    try:
+        return CalibrationConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        msg = f"configuration field '{loc}': {first['msg']}."
+        if loc.startswith("budget"):
+            raise BudgetError(msg + " Adjust the budget options.") from exc
+        raise ConfigError(msg + " Fix the value in the config file or on the command line.") from exc

@@ -1,0 +1,159 @@
+"""End-to-end calibration on a tiny synthetic pack with the fake provider (no network)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evolve.calibration import CANDIDATE_COLUMNS, SCORE_COLUMNS, calibrate
+from evolve.config import resolve_config
+from evolve.errors import RunError
+from evolve.llm import Client, ResponseCache
+from evolve.testing import FakeProvider
+from tests.conftest import fake_endpoint
+
+
+def _config(tmp_path: Path, pack: Path, splits: Path, **budget):
+    b = {"accepted": 4, "max_attempts": 8, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2}
+    b.update(budget)
+    return resolve_config(
+        preset="quick",
+        overrides={
+            "run_id": "tiny-run",
+            "pack": pack,
+            "splits": splits,
+            "archives_dir": tmp_path / "archives",
+            "cache_path": tmp_path / "cache.sqlite",
+            "endpoint": {"provider": "fake"},
+            "budget": b,
+        },
+        environ={},
+    )
+
+
+def test_calibrate_writes_complete_run_folder(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    result = calibrate(config, client=fake_client)
+    run = result.run_dir
+    for name in ("config.json", "journal.jsonl", "candidates.csv", "scores.csv", "report.md", "report.json"):
+        assert (run / name).is_file(), name
+
+    cands = pd.read_csv(run / "candidates.csv", keep_default_na=False)
+    assert list(cands.columns) == CANDIDATE_COLUMNS
+    mutants = cands[cands["origin"] == "mutation"]
+    # mutation seeds are 100042 + attempt; the fake proposes 900 characters when seed % 3 == 2
+    # (attempts 1 and 4), which must be rejected, so 4 accepted mutants take 6 attempts
+    assert (mutants["status"] == "accepted").sum() == 4
+    assert mutants.loc[mutants["status"] == "too_long", "attempt"].astype(int).tolist() == [1, 4]
+    assert len(mutants) == 6
+    assert (cands.loc[cands["status"] == "accepted", "length"] <= 800).all()
+
+    scores = pd.read_csv(run / "scores.csv")
+    assert list(scores.columns) == SCORE_COLUMNS
+    assert set(scores["outcome"]) == {"score"}
+    # validation ratings never reach evolution
+    assert set(scores.loc[scores["phase"] == "evolution", "split"]) == {"train"}
+
+    # the lenient no-guidance judge loses; a 'calibrated' mutant wins with zero error vs rater 1
+    assert result.winners["entailment"].startswith("entailment:m")
+    rep = json.loads((run / "report.json").read_text())
+    rows = {r["kind"]: r for r in rep["criteria"]["entailment"]["rows"]}
+    assert set(rows) == {"no-guidance", "initial", "training-median", "winner"}
+    assert rows["winner"]["validation"]["mae"] < rows["no-guidance"]["validation"]["mae"]
+    assert rows["winner"]["train"]["repeat_sd"] == 0.0
+    assert rep["criteria"]["entailment"]["ceiling"]["validation"]["mae"] is not None
+    md = (run / "report.md").read_text()
+    for label in ("no guidance", "initial initial_1", "training median", "evolved winner", "physician vs physician"):
+        assert label in md
+    secrets = (run / "config.json").read_text()
+    assert "api_key_env" in secrets and "sk-" not in secrets
+
+
+def _independent_mae(run: Path, pack: Path, candidate_id: str, split: str) -> float:
+    """MAE recomputed with the csv module only: every (judge call, individual rating) pair."""
+    ratings = defaultdict(list)
+    with open(pack / "ratings.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["score"] != "":
+                ratings[(row["criterion"], row["target_id"])].append(float(row["score"]))
+    errors = []
+    with open(run / "scores.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if (row["candidate_id"], row["phase"], row["split"], row["outcome"]) == (candidate_id, "reeval", split, "score"):
+                for r in ratings[(row["criterion"], row["target_id"])]:
+                    errors.append(abs(float(row["score"]) - r))
+    return sum(errors) / len(errors)
+
+
+def test_every_report_mae_recomputes_from_scores_csv(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    result = calibrate(_config(tmp_path, tiny_pack_dir, tiny_splits_dir), client=fake_client)
+    rep = json.loads((result.run_dir / "report.json").read_text())
+    checked = 0
+    for row in rep["criteria"]["entailment"]["rows"]:
+        if not row["candidate_id"]:
+            continue
+        for split in ("train", "validation"):
+            assert row[split]["mae"] == pytest.approx(_independent_mae(result.run_dir, tiny_pack_dir, row["candidate_id"], split))
+            checked += 1
+    assert checked >= 8
+
+
+def test_existing_run_needs_resume(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    calibrate(config, client=fake_client)
+    with pytest.raises(RunError, match="--resume"):
+        calibrate(config, client=fake_client)
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_resume_after_interruption_repeats_no_finished_call(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+
+    # reference: an uninterrupted run in its own cache
+    ref_provider = FakeProvider(fake_endpoint)
+    with Client(ref_provider, cache=ResponseCache(tmp_path / "ref.sqlite"), max_concurrency=1) as ref_client:
+        ref = calibrate(config.model_copy(update={"run_id": "reference"}), client=ref_client)
+
+    # interrupted run: the endpoint dies after 40 calls
+    def dying(request):
+        if dying.count >= 40:
+            raise _Crash("endpoint went away")
+        dying.count += 1
+        return fake_endpoint(request)
+
+    dying.count = 0
+    first = FakeProvider(dying)
+    with Client(first, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1) as client:
+        with pytest.raises(BaseException):
+            calibrate(config, client=client)
+    assert not (config.run_dir / "report.json").exists()
+    answered = {r.cache_key(first.endpoint_id) for r in first.requests[:40]}
+
+    second = FakeProvider(fake_endpoint)
+    with Client(second, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1) as client:
+        result = calibrate(config, client=client, resume=True)
+    repeated = answered & {r.cache_key(second.endpoint_id) for r in second.requests}
+    assert repeated == set()
+    assert 40 + second.calls == ref_provider.calls
+    events = [json.loads(line)["event"] for line in (config.run_dir / "journal.jsonl").read_text().splitlines()]
+    assert events.count("run_started") == 1 and "run_interrupted" in events and "run_resumed" in events
+    assert result.winners == ref.winners
+    ref_scores = pd.read_csv(ref.run_dir / "scores.csv").drop(columns=["cached"])
+    new_scores = pd.read_csv(result.run_dir / "scores.csv").drop(columns=["cached"])
+    pd.testing.assert_frame_equal(ref_scores, new_scores)
+
+
+def test_resume_refuses_a_changed_configuration(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    calibrate(config, client=fake_client)
+    changed = config.model_copy(update={"seed": 7})
+    with pytest.raises(RunError, match="seed"):
+        calibrate(changed, client=fake_client, resume=True)

@@ -1,0 +1,84 @@
+"""Shared fixtures: a tiny synthetic rating pack, its splits, and a scripted fake endpoint."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack
+from evolve.judge import load_rubric
+from evolve.llm import ChatRequest, Client, ResponseCache
+from evolve.splits import make_splits, write_splits
+from evolve.testing import FakeProvider
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def make_tiny_pack(n_cases: int = 10) -> RatingPack:
+    """Synthetic K-QA-style pack: each target's text carries its 'truth' so a fake judge can use it."""
+    rubric = load_rubric("kqa-entailment")
+    cases, targets, ratings = [], [], []
+    for i in range(n_cases):
+        cid = f"syn-{i:02d}"
+        cases.append(Case(case_id=cid, title=f"Synthetic question {i}", text=f"Synthetic patient question {i}?",
+                          reference_answer="Synthetic reference."))
+        for j in range(2):
+            truth = (i + j) % 3
+            tid = f"{cid}-t{j}"
+            targets.append(Target(target_id=tid, case_id=cid, component="answer",
+                                  text=f"Synthetic answer {i}.{j} (truth {truth})", statement=f"Statement {i}.{j}",
+                                  model="synthetic", condition="Must_have"))
+            for k, delta in enumerate((0, 1 if truth < 2 else -1)):
+                score = truth if k == 0 or (i % 2 == 0) else truth + delta
+                ratings.append(Rating(case_id=cid, target_id=tid, rater_id=f"rater-{k + 1}", criterion="entailment",
+                                      score=score, comment="synthetic comment" if score == 0 else ""))
+    manifest = PackManifest(name="tiny", description="synthetic test pack",
+                            rubric=RubricRef(id=rubric.id, version=rubric.version))
+    return RatingPack(path=None, manifest=manifest, cases=tuple(cases), targets=tuple(targets), ratings=tuple(ratings))
+
+
+@pytest.fixture
+def tiny_pack_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "packs" / "tiny"
+    write_pack(make_tiny_pack(), path)
+    return path
+
+
+@pytest.fixture
+def tiny_splits_dir(tmp_path: Path, tiny_pack_dir: Path) -> Path:
+    from evolve.data import load_pack
+
+    splits = make_splits(load_pack(tiny_pack_dir), holdout_fraction=0.2, validation_fraction=0.4, seed=3)
+    path = tmp_path / "splits" / "tiny"
+    write_splits(splits, path)
+    return path
+
+
+def fake_endpoint(request: ChatRequest) -> str:
+    """A scripted endpoint for the tiny pack.
+
+    Judge: with guidance containing 'calibrated' it returns the true label; otherwise it
+    always answers 2 (a lenient judge). Mutation: proposes 'calibrated rule N' guidance, but
+    when the seed is 2 mod 3 it proposes a text over 800 characters (must be rejected).
+    """
+    user = request.messages[-1].content
+    if request.tag == "mutation":
+        n = request.seed
+        text = "x" * 900 if n % 3 == 2 else f"calibrated rule {n}: score the statement strictly."
+        return json.dumps({"analysis": "too lenient", "guidance": text})
+    guidance = user.split("GUIDANCE FOR THIS CRITERION:", 1)[1] if "GUIDANCE FOR THIS CRITERION:" in user else ""
+    truth = int(re.search(r"truth (\d)", user).group(1))
+    score = truth if "calibrated" in guidance else 2
+    return json.dumps({"rationale": "synthetic", "score": str(score)})
+
+
+@pytest.fixture
+def fake_client(tmp_path: Path):
+    provider = FakeProvider(fake_endpoint)
+    client = Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=2, backoff_initial=0.01)
+    yield client
+    client.close()
