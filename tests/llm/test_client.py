@@ -1,0 +1,168 @@
+"""The client layer: cache, retries, failures, bounded concurrency, the OpenAI-compatible provider."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from evolve.errors import ConfigError, EndpointError, TransientEndpointError
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, Client, Message, OpenAICompatibleProvider, ResponseCache, get_provider
+from evolve.testing import FakeProvider
+
+
+def _req(i: int, **kw) -> ChatRequest:
+    return ChatRequest(model="m", messages=(Message(role="user", content=f"q{i}"),), seed=i, tag="judge", **kw)
+
+
+def test_cache_makes_a_repeated_run_free(tmp_path):
+    provider = FakeProvider(lambda r: f"answer {r.seed}")
+    cache_path = tmp_path / "c.sqlite"
+    with Client(provider, cache=ResponseCache(cache_path)) as client:
+        first = client.map([_req(i) for i in range(5)])
+    with Client(provider, cache=ResponseCache(cache_path)) as client:
+        second = client.map([_req(i) for i in range(5)])
+        assert client.usage["judge"].cache_hits == 5 and client.usage["judge"].calls == 0
+    assert provider.calls == 5
+    assert [r.text for r in first] == [r.text for r in second] == [f"answer {i}" for i in range(5)]
+    assert all(r.cached for r in second) and not any(r.cached for r in first)
+
+
+def test_cache_key_covers_the_whole_request():
+    base = _req(1)
+    assert base.cache_key("e") != _req(2).cache_key("e")  # seed
+    assert base.cache_key("e") != base.model_copy(update={"temperature": 0.3}).cache_key("e")
+    assert base.cache_key("e") != base.cache_key("other endpoint")
+
+
+def test_transient_errors_are_retried_then_succeed():
+    provider = FakeProvider([TransientEndpointError("429"), TransientEndpointError("503"), "ok"])
+    with Client(provider, backoff_initial=0.001, backoff_max=0.01) as client:
+        result = client.complete(_req(1))
+        assert result.text == "ok"
+        assert client.usage["judge"].retries == 2
+
+
+def test_failures_come_back_as_values_and_are_not_cached(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    provider = FakeProvider([TransientEndpointError("429")] * 3 + [EndpointError("400 bad model")])
+    with Client(provider, cache=cache, max_retries=2, backoff_initial=0.001, backoff_max=0.01) as client:
+        transient = client.complete(_req(1))
+        fatal = client.complete(_req(2))
+    assert isinstance(transient, CallFailure) and transient.kind == "transient" and transient.attempts == 3
+    assert isinstance(fatal, CallFailure) and fatal.kind == "fatal" and fatal.attempts == 1
+    assert len(cache) == 0
+
+
+def test_truncated_output_is_not_cached(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    provider = FakeProvider([ChatResponse(text='{"a": ', finish_reason="length")])
+    with Client(provider, cache=cache) as client:
+        assert client.complete(_req(1)).finish_reason == "length"
+    assert len(cache) == 0
+
+
+def test_concurrency_is_bounded():
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    class Slow(FakeProvider):
+        async def complete(self, request):
+            import anyio
+
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            await anyio.sleep(0.02)
+            with lock:
+                state["now"] -= 1
+            return ChatResponse(text="x")
+
+    with Client(Slow(lambda r: "x"), max_concurrency=3) as client:
+        client.map([_req(i) for i in range(12)])
+    assert state["peak"] == 3
+
+
+def test_fake_provider_raises_when_script_runs_out():
+    with Client(FakeProvider(["one"]), max_retries=0) as client:
+        assert client.complete(_req(1)).text == "one"
+        failure = client.complete(_req(2))
+    assert isinstance(failure, CallFailure) and "ran out" in failure.error
+
+
+def test_unknown_provider_is_a_config_error():
+    with pytest.raises(ConfigError, match="choose one of"):
+        get_provider("nope")
+
+
+class _ScriptedServer:
+    """A real HTTP server on 127.0.0.1 answering /v1/chat/completions from a script.
+
+    (openai >= 3 sends through httpx2, which respx cannot intercept; a loopback server tests the
+    real client stack whatever transport the openai package uses.)
+    """
+
+    def __init__(self, script):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.script = list(script)
+        self.bodies = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                outer.bodies.append(json.loads(self.rfile.read(length)))
+                status, body = outer.script.pop(0)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+_OK = {
+    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"a\": 1}"}}],
+    "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14, "prompt_tokens_details": {"cached_tokens": 8}},
+}
+
+
+def test_openai_compatible_provider_maps_429_to_retry_and_reads_usage():
+    server = _ScriptedServer([(429, {"error": {"message": "slow down"}}), (200, _OK)])
+    try:
+        provider = OpenAICompatibleProvider(server.base_url, api_key="k")
+        with Client(provider, backoff_initial=0.001, backoff_max=0.01) as client:
+            result = client.complete(_req(1, response_format={"type": "json_object"}))
+    finally:
+        server.close()
+    assert result.text == '{"a": 1}' and result.prompt_tokens == 11 and result.cached_prompt_tokens == 8
+    assert len(server.bodies) == 2
+    sent = server.bodies[-1]
+    assert sent["seed"] == 1 and sent["temperature"] == 0.0 and sent["top_p"] == 1.0
+    assert sent["response_format"] == {"type": "json_object"}
+
+
+def test_openai_compatible_provider_reports_400_without_retry():
+    server = _ScriptedServer([(400, {"error": {"message": "unknown model"}})])
+    try:
+        with Client(OpenAICompatibleProvider(server.base_url), backoff_initial=0.001) as client:
+            result = client.complete(_req(1))
+    finally:
+        server.close()
+    assert isinstance(result, CallFailure) and result.kind == "fatal" and "HTTP 400" in result.error
+    assert len(server.bodies) == 1
