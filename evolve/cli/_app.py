@@ -117,6 +117,7 @@ def splits_make(
     holdout_fraction: float = typer.Option(0.2, help="Share of cases held out of the calibration frame."),
     validation_fraction: float = typer.Option(0.3, help="Share of the frame used for validation."),
     seed: int = typer.Option(42, help="Seed of the partition."),
+    overwrite: bool = typer.Option(False, help="Replace different manifests already in the folder."),
 ) -> None:
     """Write a deterministic case-disjoint frame/held-out and train/validation partition."""
     from evolve.data import load_pack
@@ -127,7 +128,7 @@ def splits_make(
         splits = make_splits(pack, holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed)
         check_splits(splits, pack)
         target = out_dir or Path("splits") / pack.manifest.name
-        write_splits(splits, target)
+        write_splits(splits, target, overwrite=overwrite)
     except EvolveError as exc:
         _fail(exc)
     out.print(

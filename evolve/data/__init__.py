@@ -1,0 +1,82 @@
+"""Rating packs: physician ratings of LLM-written clinical text, in one validated format.
+
+A *rating pack* is a directory that holds everything calibration needs from one source
+of human ratings, independent of how that source was originally laid out:
+
+* ``pack.json`` - the :class:`PackManifest`: pack name, format version, the rubric (id and
+  version under ``judge_prompts/``) that defines the rated criteria, provenance and
+  checksums of the imported files;
+* ``cases.jsonl`` - one :class:`Case` per line. A case (a vignette, a patient question) is
+  the grouping unit: splits never separate the targets of one case;
+* ``targets.jsonl`` - one :class:`Target` per line: a piece of LLM output that raters scored
+  (an answer, a rationale ...), tagged with the rubric *component* it is;
+* ``ratings.csv`` - one :class:`Rating` per row (a long table): one rater's integer score
+  (or *not evaluable*) for one target on one rubric criterion, with the rater's comment.
+
+:func:`load_pack` reads and validates a pack (structure, references between files, and
+criteria / score scales / components against the rubric) and reports every problem at once
+in one :class:`~evolve.errors.PackError`. :func:`write_pack` writes one atomically. Importers
+(:data:`IMPORTERS`) convert the original release files of a data set into a pack in memory;
+the caller decides where to write it. Imported real data is never committed to the
+repository (see ``ratings/README.md``).
+"""
+
+from collections.abc import Callable
+
+from evolve.data._kqa import KQA_LABEL_SCORES, import_kqa, kqa_case_id
+from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
+from evolve.data._pack import (
+    CASES_FILE,
+    MANIFEST_FILE,
+    MAX_REPORTED_PROBLEMS,
+    RATINGS_COLUMNS,
+    RATINGS_FILE,
+    TARGETS_FILE,
+    PackSummary,
+    RatingPack,
+    check_pack,
+    load_pack,
+    pack_json_schemas,
+    summarize_pack,
+    validate_pack,
+    write_pack,
+    write_pack_schemas,
+)
+from evolve.data._savage import import_savage, savage_swapped_case_ids
+
+IMPORTERS: dict[str, Callable[..., RatingPack]] = {
+    "kqa": import_kqa,
+    "savage": import_savage,
+}
+"""Importer by source name, called as ``IMPORTERS[name](src, prompts_root=None)``; each returns
+a validated :class:`RatingPack` and writes nothing."""
+
+__all__ = [
+    "CASES_FILE",
+    "IMPORTERS",
+    "KQA_LABEL_SCORES",
+    "MANIFEST_FILE",
+    "MAX_REPORTED_PROBLEMS",
+    "PACK_FORMAT_VERSION",
+    "RATINGS_COLUMNS",
+    "RATINGS_FILE",
+    "TARGETS_FILE",
+    "Case",
+    "PackManifest",
+    "PackSummary",
+    "Rating",
+    "RatingPack",
+    "RubricRef",
+    "Target",
+    "check_pack",
+    "import_kqa",
+    "import_savage",
+    "kqa_case_id",
+    "load_pack",
+    "pack_json_schemas",
+    "savage_swapped_case_ids",
+    "summarize_pack",
+    "validate_pack",
+    "write_pack",
+    "write_pack_schemas",
+]

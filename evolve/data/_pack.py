@@ -1,0 +1,912 @@
+"""Reading, writing and validating rating packs (the on-disk exchange format for ratings).
+
+A pack is a directory::
+
+    pack.json      PackManifest (JSON, indent 2)
+    cases.jsonl    one Case per line, in source order
+    targets.jsonl  one Target per line, in source order
+    ratings.csv    one Rating per row (long table), header = RATINGS_COLUMNS
+
+Validation collects every problem it can find before raising one :class:`PackError`; each
+problem names the file, the 1-based line (JSONL) or row (CSV, header = row 1, as a
+spreadsheet shows it), the field, and how to fix it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
+from evolve.errors import PackError, RubricError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from evolve.judge._rubric_models import Rubric
+
+__all__ = [
+    "CASES_FILE",
+    "MANIFEST_FILE",
+    "MAX_REPORTED_PROBLEMS",
+    "RATINGS_COLUMNS",
+    "RATINGS_FILE",
+    "TARGETS_FILE",
+    "PackSummary",
+    "RatingPack",
+    "check_pack",
+    "load_pack",
+    "pack_json_schemas",
+    "summarize_pack",
+    "validate_pack",
+    "write_pack",
+    "write_pack_schemas",
+]
+
+MANIFEST_FILE = "pack.json"
+CASES_FILE = "cases.jsonl"
+TARGETS_FILE = "targets.jsonl"
+RATINGS_FILE = "ratings.csv"
+PACK_FILES = (MANIFEST_FILE, CASES_FILE, TARGETS_FILE, RATINGS_FILE)
+
+RATINGS_COLUMNS: tuple[str, ...] = (
+    "case_id",
+    "target_id",
+    "rater_id",
+    "criterion",
+    "score",
+    "not_evaluable",
+    "comment",
+)
+"""The exact header of ``ratings.csv``, in order."""
+
+MAX_REPORTED_PROBLEMS = 20
+"""How many problems a :class:`PackError` message lists before summarising the rest as a count."""
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+# --------------------------------------------------------------------------------------------
+# The in-memory pack
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RatingPack:
+    """A rating pack in memory: manifest, cases, targets and ratings, each in source order.
+
+    Build one with :func:`load_pack` or an importer (``import_kqa``, ``import_savage``);
+    constructing it directly does not validate anything (call :func:`validate_pack`).
+
+    Attributes:
+        path: Directory the pack was loaded from or last written to; ``None`` for a pack that
+            only exists in memory. Not part of equality.
+        manifest: The ``pack.json`` record.
+        cases: Cases in source order.
+        targets: Targets in source order.
+        ratings: Ratings in source order.
+    """
+
+    path: Path | None = field(compare=False)
+    manifest: PackManifest
+    cases: tuple[Case, ...]
+    targets: tuple[Target, ...]
+    ratings: tuple[Rating, ...]
+
+    def __post_init__(self) -> None:
+        # Accept any iterable / path-like and normalise, so callers may pass lists.
+        object.__setattr__(self, "path", Path(self.path) if self.path is not None else None)
+        object.__setattr__(self, "cases", tuple(self.cases))
+        object.__setattr__(self, "targets", tuple(self.targets))
+        object.__setattr__(self, "ratings", tuple(self.ratings))
+
+    # -- lookups (indices are built once, lazily) -------------------------------------------
+
+    @cached_property
+    def _case_index(self) -> dict[str, Case]:
+        return {c.case_id: c for c in self.cases}
+
+    @cached_property
+    def _target_index(self) -> dict[str, Target]:
+        return {t.target_id: t for t in self.targets}
+
+    @cached_property
+    def _targets_by_case(self) -> dict[str, tuple[Target, ...]]:
+        out: dict[str, list[Target]] = {}
+        for t in self.targets:
+            out.setdefault(t.case_id, []).append(t)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _ratings_by_criterion(self) -> dict[str, tuple[Rating, ...]]:
+        out: dict[str, list[Rating]] = {}
+        for r in self.ratings:
+            out.setdefault(r.criterion, []).append(r)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _ratings_by_target(self) -> dict[str, tuple[Rating, ...]]:
+        out: dict[str, list[Rating]] = {}
+        for r in self.ratings:
+            out.setdefault(r.target_id, []).append(r)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @property
+    def name(self) -> str:
+        """The pack name from the manifest (``pack.json: name``)."""
+        return self.manifest.name
+
+    @property
+    def case_ids(self) -> tuple[str, ...]:
+        """All case ids, in source order."""
+        return tuple(c.case_id for c in self.cases)
+
+    def case(self, case_id: str) -> Case:
+        """Return the case with this id.
+
+        Raises:
+            KeyError: No such case in the pack.
+        """
+        try:
+            return self._case_index[case_id]
+        except KeyError:
+            raise KeyError(f"no case {case_id!r} in pack {self.manifest.name!r}") from None
+
+    def target(self, target_id: str) -> Target:
+        """Return the target with this id.
+
+        Raises:
+            KeyError: No such target in the pack.
+        """
+        try:
+            return self._target_index[target_id]
+        except KeyError:
+            raise KeyError(f"no target {target_id!r} in pack {self.manifest.name!r}") from None
+
+    def targets_of_case(self, case_id: str) -> tuple[Target, ...]:
+        """The targets of one case, in source order (empty if the case has none).
+
+        Raises:
+            KeyError: No such case in the pack.
+        """
+        self.case(case_id)
+        return self._targets_by_case.get(case_id, ())
+
+    def ratings_of(self, criterion: str) -> tuple[Rating, ...]:
+        """All ratings on one criterion, in source order (empty if nobody rated it)."""
+        return self._ratings_by_criterion.get(criterion, ())
+
+    def ratings_of_target(self, target_id: str) -> tuple[Rating, ...]:
+        """All ratings of one target (every rater, every criterion), in source order."""
+        return self._ratings_by_target.get(target_id, ())
+
+    @property
+    def raters(self) -> tuple[str, ...]:
+        """Distinct rater ids, sorted."""
+        return tuple(sorted({r.rater_id for r in self.ratings}))
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        """Distinct criteria that have ratings, in order of first appearance."""
+        return tuple(dict.fromkeys(r.criterion for r in self.ratings))
+
+    def ratings_frame(self) -> pd.DataFrame:
+        """The ratings as a pandas DataFrame with the ``ratings.csv`` columns.
+
+        ``score`` is a nullable integer column (``Int64``; missing when not evaluable) and
+        ``not_evaluable`` is boolean. Rows keep source order.
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            [r.model_dump() for r in self.ratings],
+            columns=list(RATINGS_COLUMNS),
+        )
+        frame["score"] = frame["score"].astype("Int64")
+        frame["not_evaluable"] = frame["not_evaluable"].astype(bool)
+        return frame
+
+    def subset(self, case_ids: Iterable[str]) -> RatingPack:
+        """A pack restricted to some cases (with their targets and ratings), in source order.
+
+        The manifest is kept unchanged and ``path`` is ``None``.
+
+        Raises:
+            KeyError: A case id is not in the pack.
+        """
+        wanted = set(case_ids)
+        unknown = sorted(wanted - set(self._case_index))
+        if unknown:
+            raise KeyError(f"cases not in pack {self.manifest.name!r}: {unknown[:10]}")
+        return RatingPack(
+            path=None,
+            manifest=self.manifest,
+            cases=tuple(c for c in self.cases if c.case_id in wanted),
+            targets=tuple(t for t in self.targets if t.case_id in wanted),
+            ratings=tuple(r for r in self.ratings if r.case_id in wanted),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Problem collection
+# --------------------------------------------------------------------------------------------
+
+
+_FILE_RANK = {name: rank for rank, name in enumerate(PACK_FILES)}
+
+
+class _Problems:
+    """Accumulates validation problems; :meth:`raise_if_any` turns them into one PackError."""
+
+    def __init__(self, where: str, *, heading: str = "rating pack {where} is invalid") -> None:
+        self.where = where
+        self.heading = heading
+        self.items: list[str] = []
+        self._keys: list[tuple[int, int]] = []
+        self.cause: BaseException | None = None
+
+    def add(self, file: str, loc: str | None, field_name: str | None, message: str, fix: str) -> None:
+        parts = [file]
+        if loc:
+            parts.append(loc)
+        if field_name:
+            parts.append(f"field '{field_name}'")
+        self.items.append(f"{', '.join(parts)}: {message.rstrip('.')}. {fix}".rstrip())
+        number = re.search(r"\d+", loc or "")
+        self._keys.append((_FILE_RANK.get(file, len(_FILE_RANK)), int(number.group()) if number else 0))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        n = len(self.items)
+        # Report in file order, then line/row order (stable for problems of the same line).
+        ordered = [item for _, item in sorted(zip(self._keys, self.items), key=lambda pair: pair[0])]
+        shown = ordered[:MAX_REPORTED_PROBLEMS]
+        head = self.heading.format(where=self.where)
+        lines = [f"{head} ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  - {p}" for p in shown]
+        if n > len(shown):
+            lines.append(f"  ... and {n - len(shown)} more problem(s) not shown; fix the ones above and re-run.")
+        raise PackError("\n".join(lines)) from self.cause
+
+
+def _fix_for(error_type: str, schema: str) -> str:
+    if error_type == "missing":
+        return "Add the field."
+    if error_type == "extra_forbidden":
+        return f"Remove the field (it is not part of the format; see ratings/schema/{schema})."
+    return f"Correct the value (see ratings/schema/{schema})."
+
+
+def _add_validation_errors(
+    problems: _Problems, file: str, loc: str | None, exc: ValidationError, schema: str, prefix: str = ""
+) -> None:
+    for err in exc.errors():
+        field_name = prefix + ".".join(str(p) for p in err["loc"]) if err["loc"] else None
+        msg = err["msg"]
+        if err["type"] == "value_error" and msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if field_name is None and schema == "rating.schema.json":
+            field_name = "score/not_evaluable"
+        problems.add(file, loc, field_name, msg, _fix_for(err["type"], schema))
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def _read_manifest(path: Path, problems: _Problems) -> PackManifest | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        problems.add(MANIFEST_FILE, f"line {exc.lineno}", None, f"invalid JSON ({exc.msg})", "Fix the JSON syntax.")
+        return None
+    except UnicodeDecodeError as exc:
+        problems.add(MANIFEST_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        return None
+    if not isinstance(raw, dict):
+        problems.add(MANIFEST_FILE, "line 1", None, "expected a JSON object", "Write the manifest as one JSON object.")
+        return None
+    version = raw.get("version", PACK_FORMAT_VERSION)
+    if version != PACK_FORMAT_VERSION:
+        problems.add(
+            MANIFEST_FILE,
+            None,
+            "version",
+            f"unsupported pack format version {version!r}; this toolkit reads version {PACK_FORMAT_VERSION}",
+            "Re-import the source data with this version of evolve, or upgrade evolve.",
+        )
+        problems.raise_if_any()  # a different format cannot be read further
+    try:
+        return PackManifest.model_validate(raw)
+    except ValidationError as exc:
+        _add_validation_errors(problems, MANIFEST_FILE, None, exc, "pack.schema.json")
+        return None
+
+
+def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Problems) -> list[tuple[int, Any]]:
+    """Parse one JSONL file into ``(line_number, record)`` pairs; blank lines are skipped."""
+    out: list[tuple[int, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        problems.add(path.name, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        return out
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.add(
+                path.name,
+                f"line {lineno}",
+                None,
+                f"malformed JSON at column {exc.colno} ({exc.msg})",
+                "Write exactly one JSON object per line.",
+            )
+            continue
+        if not isinstance(raw, dict):
+            problems.add(
+                path.name, f"line {lineno}", None, f"expected a JSON object, got {type(raw).__name__}",
+                "Write exactly one JSON object per line.",
+            )
+            continue
+        try:
+            out.append((lineno, model.model_validate(raw)))
+        except ValidationError as exc:
+            _add_validation_errors(problems, path.name, f"line {lineno}", exc, schema)
+    return out
+
+
+def _parse_bool(text: str) -> bool | None:
+    low = text.strip().lower()
+    if low == "true":
+        return True
+    if low == "false":
+        return False
+    return None
+
+
+def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] | None:
+    """Parse ``ratings.csv`` into ``(row_number, Rating)`` pairs (header is row 1).
+
+    Returns ``None`` when the header is wrong (rows cannot be interpreted).
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.add(RATINGS_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        return None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        problems.add(
+            RATINGS_FILE, "row 1", None, "the file is empty",
+            f"Write the header line: {','.join(RATINGS_COLUMNS)}",
+        )
+        return None
+    if tuple(header) != RATINGS_COLUMNS:
+        problems.add(
+            RATINGS_FILE,
+            "row 1",
+            "header",
+            f"header is {','.join(header)!r} but must be exactly {','.join(RATINGS_COLUMNS)!r}",
+            "Rename/reorder the columns to match (rows were not read).",
+        )
+        return None
+    out: list[tuple[int, Rating]] = []
+    for rowno, row in enumerate(reader, start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != len(RATINGS_COLUMNS):
+            problems.add(
+                RATINGS_FILE,
+                f"row {rowno}",
+                None,
+                f"has {len(row)} cells but the header has {len(RATINGS_COLUMNS)}",
+                "Quote cells that contain commas or line breaks, and give every column a cell.",
+            )
+            continue
+        cells = dict(zip(RATINGS_COLUMNS, row))
+        ok = True
+        not_evaluable = _parse_bool(cells["not_evaluable"])
+        if not_evaluable is None:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "not_evaluable",
+                f"{cells['not_evaluable']!r} is not a boolean", "Write true or false.",
+            )
+            ok = False
+        score_text = cells["score"].strip()
+        score: int | None = None
+        if score_text:
+            if _INT_RE.match(score_text):
+                score = int(score_text)
+            else:
+                problems.add(
+                    RATINGS_FILE, f"row {rowno}", "score", f"{score_text!r} is not an integer",
+                    "Write a whole number on the criterion's scale, or leave it empty and set not_evaluable=true.",
+                )
+                ok = False
+        if not ok:
+            continue
+        try:
+            rating = Rating(
+                case_id=cells["case_id"],
+                target_id=cells["target_id"],
+                rater_id=cells["rater_id"],
+                criterion=cells["criterion"],
+                score=score,
+                not_evaluable=bool(not_evaluable),
+                comment=cells["comment"],
+            )
+        except ValidationError as exc:
+            _add_validation_errors(problems, RATINGS_FILE, f"row {rowno}", exc, "rating.schema.json")
+            continue
+        out.append((rowno, rating))
+    return out
+
+
+def _resolve_pack_dir(path: Path | str) -> Path:
+    path = Path(path)
+    if path.is_file() and path.name == MANIFEST_FILE:
+        path = path.parent
+    return path
+
+
+def load_pack(
+    path: Path | str,
+    *,
+    prompts_root: Path | str | None = None,
+    check_rubric: bool = True,
+) -> RatingPack:
+    """Read and validate a rating pack directory.
+
+    Args:
+        path: The pack directory (or its ``pack.json``).
+        prompts_root: ``judge_prompts`` folder holding the pack's rubric; defaults to the
+            project's.
+        check_rubric: Also check criteria, score scales and components against the rubric
+            named in ``pack.json`` (requires the rubric to exist in the right version).
+
+    Raises:
+        PackError: Anything malformed or inconsistent; the message lists every problem found
+            (the first :data:`MAX_REPORTED_PROBLEMS`, then a count), each naming the file,
+            the line/row and the field.
+    """
+    root = _resolve_pack_dir(path)
+    problems = _Problems(str(root))
+    if not root.is_dir():
+        problems.add(
+            str(root), None, None, "no such pack directory",
+            "Pass the folder that holds pack.json, cases.jsonl, targets.jsonl and ratings.csv.",
+        )
+        problems.raise_if_any()
+    missing = [name for name in PACK_FILES if not (root / name).is_file()]
+    for name in missing:
+        problems.add(name, None, None, "file is missing", "Every pack needs pack.json, cases.jsonl, targets.jsonl and ratings.csv; re-write the pack.")
+    problems.raise_if_any()
+
+    manifest = _read_manifest(root / MANIFEST_FILE, problems)
+    cases = _read_jsonl(root / CASES_FILE, Case, "case.schema.json", problems)
+    targets = _read_jsonl(root / TARGETS_FILE, Target, "target.schema.json", problems)
+    ratings = _read_ratings(root / RATINGS_FILE, problems)
+    _cross_check(
+        manifest, cases, targets, ratings or [], problems,
+        prompts_root=prompts_root, check_rubric=check_rubric,
+    )
+    problems.raise_if_any()
+    assert manifest is not None  # a missing manifest is a problem, raised above
+    return RatingPack(
+        path=root,
+        manifest=manifest,
+        cases=tuple(c for _, c in cases),
+        targets=tuple(t for _, t in targets),
+        ratings=tuple(r for _, r in (ratings or [])),
+    )
+
+
+def validate_pack(
+    pack: RatingPack,
+    *,
+    prompts_root: Path | str | None = None,
+    check_rubric: bool = True,
+) -> None:
+    """Run the cross-record checks of :func:`load_pack` on an in-memory pack.
+
+    Locations in the message are those the records would have once written by
+    :func:`write_pack` (line ``i + 1`` of the JSONL files, row ``i + 2`` of ``ratings.csv``).
+
+    Raises:
+        PackError: The pack is inconsistent (all problems are listed).
+    """
+    problems = _Problems(str(pack.path) if pack.path is not None else f"{pack.manifest.name!r} (in memory)")
+    _cross_check(
+        pack.manifest,
+        [(i + 1, c) for i, c in enumerate(pack.cases)],
+        [(i + 1, t) for i, t in enumerate(pack.targets)],
+        [(i + 2, r) for i, r in enumerate(pack.ratings)],
+        problems,
+        prompts_root=prompts_root,
+        check_rubric=check_rubric,
+    )
+    problems.raise_if_any()
+
+
+def _cross_check(
+    manifest: PackManifest | None,
+    cases: Sequence[tuple[int, Case]],
+    targets: Sequence[tuple[int, Target]],
+    ratings: Sequence[tuple[int, Rating]],
+    problems: _Problems,
+    *,
+    prompts_root: Path | str | None,
+    check_rubric: bool,
+) -> None:
+    # Unique case ids.
+    case_line: dict[str, int] = {}
+    for lineno, case in cases:
+        if case.case_id in case_line:
+            problems.add(
+                CASES_FILE, f"line {lineno}", "case_id",
+                f"duplicate case_id {case.case_id!r} (first on line {case_line[case.case_id]})",
+                "Give every case a unique case_id or remove the repeated line.",
+            )
+        else:
+            case_line[case.case_id] = lineno
+
+    # Unique target ids whose case exists.
+    target_by_id: dict[str, tuple[int, Target]] = {}
+    for lineno, target in targets:
+        if target.target_id in target_by_id:
+            problems.add(
+                TARGETS_FILE, f"line {lineno}", "target_id",
+                f"duplicate target_id {target.target_id!r} (first on line {target_by_id[target.target_id][0]})",
+                "Give every target a unique target_id or remove the repeated line.",
+            )
+        else:
+            target_by_id[target.target_id] = (lineno, target)
+        if target.case_id not in case_line:
+            problems.add(
+                TARGETS_FILE, f"line {lineno}", "case_id",
+                f"unknown case_id {target.case_id!r} (not in {CASES_FILE})",
+                f"Add the case to {CASES_FILE} or correct the id.",
+            )
+
+    # Ratings: target exists, case agrees, no duplicate (target, rater, criterion).
+    rating_row: dict[tuple[str, str, str], int] = {}
+    for rowno, rating in ratings:
+        key = (rating.target_id, rating.rater_id, rating.criterion)
+        if key in rating_row:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "rater_id",
+                f"duplicate rating of target {rating.target_id!r} by rater {rating.rater_id!r} on criterion "
+                f"{rating.criterion!r} (first in row {rating_row[key]})",
+                "Keep one rating per (target_id, rater_id, criterion); delete or re-assign the repeat.",
+            )
+        else:
+            rating_row[key] = rowno
+        hit = target_by_id.get(rating.target_id)
+        if hit is None:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "target_id",
+                f"unknown target_id {rating.target_id!r} (not in {TARGETS_FILE})",
+                f"Add the target to {TARGETS_FILE} or correct the id.",
+            )
+        elif hit[1].case_id != rating.case_id:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "case_id",
+                f"case_id {rating.case_id!r} differs from the case of target {rating.target_id!r} "
+                f"({hit[1].case_id!r}, {TARGETS_FILE} line {hit[0]})",
+                "Set case_id to the target's case.",
+            )
+
+    if manifest is None or not check_rubric:
+        return
+
+    rubric = _load_rubric_for(manifest, prompts_root, problems)
+    if rubric is None:
+        return
+
+    # Targets whose component the rubric does not know at all.
+    known_components = set(rubric.components)
+    unknown_component_targets: set[str] = set()
+    for lineno, target in targets:
+        if target.component not in known_components:
+            unknown_component_targets.add(target.target_id)
+            problems.add(
+                TARGETS_FILE, f"line {lineno}", "component",
+                f"component {target.component!r} is not a component of rubric {rubric.id!r} "
+                f"(known: {sorted(known_components)})",
+                "Use one of the rubric's components, or add the component to the rubric.",
+            )
+
+    criteria = {c.criterion_id: c for c in rubric.criteria}
+    for rowno, rating in ratings:
+        crit = criteria.get(rating.criterion)
+        if crit is None:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "criterion",
+                f"criterion {rating.criterion!r} is not in rubric {rubric.id!r} version {rubric.version!r} "
+                f"(known: {sorted(criteria)})",
+                "Use a criterion id from the rubric, or point pack.json at the right rubric.",
+            )
+            continue
+        if rating.score is not None and not crit.scale_min <= rating.score <= crit.scale_max:
+            problems.add(
+                RATINGS_FILE, f"row {rowno}", "score",
+                f"score {rating.score} is outside the scale {crit.scale_min}..{crit.scale_max} of criterion "
+                f"{crit.criterion_id!r}",
+                f"Use an integer from {crit.scale_min} to {crit.scale_max}, or leave score empty and set "
+                "not_evaluable=true.",
+            )
+        hit = target_by_id.get(rating.target_id)
+        if hit is not None and rating.target_id not in unknown_component_targets:
+            component = hit[1].component
+            if component not in crit.components:
+                problems.add(
+                    RATINGS_FILE, f"row {rowno}", "criterion",
+                    f"criterion {crit.criterion_id!r} does not apply to component {component!r} of target "
+                    f"{rating.target_id!r} (it applies to {list(crit.components)}); the pair is "
+                    "structurally inapplicable",
+                    "Delete the rating, or fix the target's component in targets.jsonl.",
+                )
+
+
+def _load_rubric_for(manifest: PackManifest, prompts_root: Path | str | None, problems: _Problems) -> Rubric | None:
+    from evolve.judge._rubric import load_rubric
+
+    try:
+        return load_rubric(
+            manifest.rubric.id,
+            root=Path(prompts_root) if prompts_root is not None else None,
+            version=manifest.rubric.version,
+        )
+    except RubricError as exc:
+        problems.cause = exc
+        problems.add(
+            MANIFEST_FILE, None, "rubric",
+            f"cannot use rubric {manifest.rubric.id!r} version {manifest.rubric.version!r}: {exc}",
+            "Criteria, scales and components were not checked. Fix pack.json 'rubric', pass the right "
+            "prompts root, or load with check_rubric=False.",
+        )
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _jsonl(records: Iterable[BaseModel]) -> str:
+    return "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in records)
+
+
+def _ratings_csv(ratings: Iterable[Rating]) -> str:
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(RATINGS_COLUMNS)
+    for r in ratings:
+        writer.writerow(
+            [
+                r.case_id,
+                r.target_id,
+                r.rater_id,
+                r.criterion,
+                "" if r.score is None else str(r.score),
+                "true" if r.not_evaluable else "false",
+                r.comment,
+            ]
+        )
+    return buf.getvalue()
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_pack(pack: RatingPack, path: Path | str, *, overwrite: bool = False) -> Path:
+    """Write a pack to a directory and return that directory.
+
+    The files are first written into a hidden temporary directory next to ``path`` and then
+    renamed into place, so an interrupted write never leaves a half-written directory at
+    ``path``. The pack itself is not validated here; :func:`load_pack` checks what was written.
+
+    Args:
+        pack: The pack to write.
+        path: Target directory (created; its parent must be writable).
+        overwrite: Replace an existing non-empty directory. Without it, a non-empty
+            directory raises :class:`PackError`.
+
+    Raises:
+        PackError: ``path`` is a file, or a non-empty directory and ``overwrite`` is false.
+    """
+    dest = Path(path)
+    if dest.exists() and not dest.is_dir():
+        raise PackError(f"{dest}: exists and is not a directory; choose another output path for the pack.")
+    if dest.is_dir() and any(dest.iterdir()) and not overwrite:
+        raise PackError(
+            f"{dest}: directory is not empty; refusing to overwrite it. Pass overwrite=True to replace it, "
+            "or choose an empty/new directory."
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()  # hidden sibling: same filesystem, so the final rename is atomic
+    try:
+        _write_text(tmp / CASES_FILE, _jsonl(pack.cases))
+        _write_text(tmp / TARGETS_FILE, _jsonl(pack.targets))
+        _write_text(tmp / RATINGS_FILE, _ratings_csv(pack.ratings))
+        manifest = json.dumps(pack.manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        _write_text(tmp / MANIFEST_FILE, manifest)
+        if dest.exists():
+            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
+            os.replace(dest, old)
+            os.replace(tmp, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+# --------------------------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------------------------
+
+
+class PackSummary(BaseModel):
+    """Counts describing a valid pack (what :func:`check_pack` returns).
+
+    Attributes:
+        path: Pack directory, if the pack was read from disk.
+        name: Pack name.
+        version: On-disk format version.
+        rubric: Rubric id and version.
+        n_cases, n_targets, n_ratings: Record counts.
+        n_not_evaluable: Ratings marked not evaluable.
+        raters: Rater ids, sorted.
+        criteria: Rated criteria, in first-seen order.
+        targets_per_component: Number of targets per component.
+        ratings_per_criterion: Number of ratings per criterion.
+        ratings_per_rater: Number of ratings per rater.
+        score_counts: ``criterion -> rater -> score -> count``; scores are strings in
+            ascending order, with ``"not_evaluable"`` last when present.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = None
+    name: str
+    version: int
+    rubric: RubricRef
+    n_cases: int
+    n_targets: int
+    n_ratings: int
+    n_not_evaluable: int
+    raters: tuple[str, ...]
+    criteria: tuple[str, ...]
+    targets_per_component: dict[str, int]
+    ratings_per_criterion: dict[str, int]
+    ratings_per_rater: dict[str, int]
+    score_counts: dict[str, dict[str, dict[str, int]]]
+
+
+def summarize_pack(pack: RatingPack) -> PackSummary:
+    """Count cases, targets and ratings of a pack (no validation)."""
+    scores: dict[str, dict[str, Counter[int | None]]] = {}
+    for r in pack.ratings:
+        scores.setdefault(r.criterion, {}).setdefault(r.rater_id, Counter())[r.score] += 1
+    score_counts = {
+        crit: {
+            rater: {
+                **{str(s): counts[s] for s in sorted(k for k in counts if k is not None)},
+                **({"not_evaluable": counts[None]} if None in counts else {}),
+            }
+            for rater, counts in sorted(by_rater.items())
+        }
+        for crit, by_rater in scores.items()
+    }
+    return PackSummary(
+        path=str(pack.path) if pack.path is not None else None,
+        name=pack.manifest.name,
+        version=pack.manifest.version,
+        rubric=pack.manifest.rubric,
+        n_cases=len(pack.cases),
+        n_targets=len(pack.targets),
+        n_ratings=len(pack.ratings),
+        n_not_evaluable=sum(r.not_evaluable for r in pack.ratings),
+        raters=pack.raters,
+        criteria=pack.criteria,
+        targets_per_component=dict(Counter(t.component for t in pack.targets)),
+        ratings_per_criterion=dict(Counter(r.criterion for r in pack.ratings)),
+        ratings_per_rater=dict(sorted(Counter(r.rater_id for r in pack.ratings).items())),
+        score_counts=score_counts,
+    )
+
+
+def check_pack(
+    path: Path | str,
+    *,
+    prompts_root: Path | str | None = None,
+    check_rubric: bool = True,
+) -> PackSummary:
+    """Validate a pack directory like :func:`load_pack` and return its counts.
+
+    Raises:
+        PackError: The pack is invalid (every problem is listed).
+    """
+    return summarize_pack(load_pack(path, prompts_root=prompts_root, check_rubric=check_rubric))
+
+
+# --------------------------------------------------------------------------------------------
+# JSON schemas
+# --------------------------------------------------------------------------------------------
+
+_SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "pack": PackManifest,
+    "case": Case,
+    "target": Target,
+    "rating": Rating,
+}
+
+_SCHEMA_NOTES = {
+    "pack": "pack.json of a rating pack.",
+    "case": "One line of cases.jsonl in a rating pack.",
+    "target": "One line of targets.jsonl in a rating pack.",
+    "rating": (
+        "One row of ratings.csv in a rating pack. In the CSV, score is an empty cell when "
+        "not_evaluable is true, and not_evaluable is written as true/false."
+    ),
+}
+
+
+def pack_json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas (draft 2020-12) of the pack records, generated from the pydantic models.
+
+    Keys: ``pack``, ``case``, ``target``, ``rating``. These are what
+    ``ratings/schema/<key>.schema.json`` must contain.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for key, model in _SCHEMA_MODELS.items():
+        schema = model.model_json_schema()
+        out[key] = {"$schema": _SCHEMA_DIALECT, "$comment": _SCHEMA_NOTES[key], **schema}
+    return out
+
+
+def write_pack_schemas(directory: Path | str) -> list[Path]:
+    """Write ``<key>.schema.json`` for every schema of :func:`pack_json_schemas` into a folder.
+
+    Used to regenerate the committed ``ratings/schema/`` files after a model change.
+    Returns the written paths.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for key, schema in pack_json_schemas().items():
+        path = directory / f"{key}.schema.json"
+        path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,437 @@
+"""Case-disjoint split manifests: holdout vs frame, and train vs validation inside the frame."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evolve.errors import SplitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evolve.data import RatingPack
+
+__all__ = [
+    "MANIFEST_FILES",
+    "SPLIT_FORMAT_VERSION",
+    "Side",
+    "Splits",
+    "check_splits",
+    "load_splits",
+    "make_splits",
+    "split_sizes",
+    "write_splits",
+]
+
+SPLIT_FORMAT_VERSION = 1
+SPLIT_META_FILE = "split.json"
+MANIFEST_FILES: dict[str, str] = {
+    "frame": "frame.txt",
+    "holdout": "holdout.txt",
+    "train": "train.txt",
+    "validation": "validation.txt",
+}
+"""Id-list file of each manifest inside a split directory."""
+
+Side = Literal["train", "validation", "holdout"]
+
+_MAX_REPORTED = 20
+
+
+class Splits(BaseModel):
+    """A case-level split of one rating pack.
+
+    ``holdout`` is set aside for the final evaluation; the rest of the pack is the
+    ``frame``, which is divided into ``train`` (fitness during evolution) and ``validation``
+    (re-scoring of winners). Every tuple lists case ids in the pack's source order.
+
+    Only field types and fraction ranges are checked on construction; the set relations
+    (disjointness, complements, order) are checked by :func:`check_splits` and
+    :func:`load_splits`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = SPLIT_FORMAT_VERSION
+    pack: str
+    seed: int
+    holdout_fraction: float = Field(ge=0.0, lt=1.0)
+    validation_fraction: float = Field(gt=0.0, lt=1.0)
+    frame: tuple[str, ...]
+    holdout: tuple[str, ...]
+    train: tuple[str, ...]
+    validation: tuple[str, ...]
+
+    def side_of(self, case_id: str) -> Side:
+        """Which side a case is on: ``"train"``, ``"validation"`` or ``"holdout"``.
+
+        Raises:
+            KeyError: The case is in none of the three lists.
+        """
+        # Plain scans: caching on the model would leak into pydantic's equality.
+        for side in ("holdout", "validation", "train"):
+            if case_id in getattr(self, side):
+                return side  # type: ignore[return-value]
+        raise KeyError(f"case {case_id!r} is not in the splits of pack {self.pack!r}")
+
+    def ids(self, name: Literal["frame", "holdout", "train", "validation"]) -> tuple[str, ...]:
+        """The case ids of one manifest by name."""
+        if name not in MANIFEST_FILES:
+            raise KeyError(f"unknown manifest {name!r}; use one of {list(MANIFEST_FILES)}")
+        return getattr(self, name)
+
+    def counts(self) -> dict[str, int]:
+        """Number of cases per manifest."""
+        return {name: len(getattr(self, name)) for name in MANIFEST_FILES}
+
+
+# --------------------------------------------------------------------------------------------
+# Making splits
+# --------------------------------------------------------------------------------------------
+
+
+def _round_half_up(x: Decimal) -> int:
+    return int(x.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def split_sizes(n_cases: int, holdout_fraction: float, validation_fraction: float) -> tuple[int, int, int]:
+    """``(n_holdout, n_train, n_validation)`` for a pack of ``n_cases`` cases.
+
+    Rounding rule (fractions are read as the decimals they print as, so ``0.15 * 10`` is 1.5):
+
+    * ``n_holdout = round_half_up(holdout_fraction * n_cases)``, at least 1 when the fraction
+      is positive; ``holdout_fraction = 0`` means no holdout.
+    * The frame (the rest) must keep at least 2 cases.
+    * ``n_validation = round_half_up(validation_fraction * n_frame)``, clamped to
+      ``1 .. n_frame - 1`` so that train and validation are both non-empty;
+      ``n_train = n_frame - n_validation``.
+
+    Raises:
+        SplitError: A fraction is out of range, or the frame would have fewer than 2 cases.
+    """
+    if not 0.0 <= holdout_fraction < 1.0:
+        raise SplitError(f"holdout_fraction={holdout_fraction} must be in [0, 1); e.g. 0.2 holds out a fifth.")
+    if not 0.0 < validation_fraction < 1.0:
+        raise SplitError(
+            f"validation_fraction={validation_fraction} must be in (0, 1): train and validation both need cases."
+        )
+    n_holdout = _round_half_up(Decimal(repr(holdout_fraction)) * n_cases)
+    if holdout_fraction > 0 and n_holdout == 0:
+        n_holdout = 1
+    n_frame = n_cases - n_holdout
+    if n_frame < 2:
+        raise SplitError(
+            f"the pack has {n_cases} case(s); holding out {n_holdout} leaves {n_frame} for the frame, but train "
+            "and validation each need at least one case. Lower holdout_fraction or use a pack with more cases."
+        )
+    n_validation = _round_half_up(Decimal(repr(validation_fraction)) * n_frame)
+    n_validation = min(max(n_validation, 1), n_frame - 1)
+    return n_holdout, n_frame - n_validation, n_validation
+
+
+def make_splits(
+    pack: RatingPack,
+    *,
+    holdout_fraction: float = 0.2,
+    validation_fraction: float = 0.3,
+    seed: int = 42,
+) -> Splits:
+    """Split a pack's cases into holdout / train / validation, deterministically.
+
+    One ``numpy.random.default_rng(seed)`` generator makes two draws: a permutation of all
+    cases whose first ``n_holdout`` positions form the holdout (the frame is the exact
+    complement), then a permutation of the frame whose first ``n_validation`` positions form
+    validation (train is the rest). Every list keeps the pack's source order. Because the
+    holdout is a prefix of a permutation that does not depend on the fractions, raising
+    ``holdout_fraction`` with the same seed only adds cases to the holdout.
+    Sizes follow :func:`split_sizes`.
+
+    Raises:
+        SplitError: Negative seed, fractions out of range, too few cases, or duplicate case
+            ids in the pack.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SplitError(f"seed={seed!r} must be a non-negative integer.")
+    case_ids = [c.case_id for c in pack.cases]
+    dupes = sorted(cid for cid, n in Counter(case_ids).items() if n > 1)
+    if dupes:
+        raise SplitError(f"pack {pack.manifest.name!r} repeats case ids {dupes[:10]}; validate the pack (load_pack).")
+    n_holdout, _, n_validation = split_sizes(len(case_ids), holdout_fraction, validation_fraction)
+
+    rng = np.random.default_rng(int(seed))
+    held = {case_ids[i] for i in rng.permutation(len(case_ids))[:n_holdout]}
+    frame = [cid for cid in case_ids if cid not in held]
+    chosen = {frame[i] for i in rng.permutation(len(frame))[:n_validation]}
+    return Splits(
+        pack=pack.manifest.name,
+        seed=int(seed),
+        holdout_fraction=holdout_fraction,
+        validation_fraction=validation_fraction,
+        frame=tuple(frame),
+        holdout=tuple(cid for cid in case_ids if cid in held),
+        train=tuple(cid for cid in frame if cid not in chosen),
+        validation=tuple(cid for cid in frame if cid in chosen),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------
+
+
+def _raise(problems: list[str], heading: str) -> None:
+    if not problems:
+        return
+    n = len(problems)
+    lines = [f"{heading} ({n} problem{'s' if n != 1 else ''}):"]
+    lines += [f"  - {p}" for p in problems[:_MAX_REPORTED]]
+    if n > _MAX_REPORTED:
+        lines.append(f"  ... and {n - _MAX_REPORTED} more problem(s) not shown.")
+    raise SplitError("\n".join(lines))
+
+
+def _short(ids: Iterable[str], limit: int = 10) -> str:
+    ids = list(ids)
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return f"{ids[:limit]}{more}"
+
+
+def _internal_problems(splits: Splits) -> list[str]:
+    """Set relations that need no pack: duplicates, frame vs holdout, train/validation vs frame."""
+    problems = []
+    for name in MANIFEST_FILES:
+        ids = getattr(splits, name)
+        dupes = sorted(cid for cid, n in Counter(ids).items() if n > 1)
+        if dupes:
+            problems.append(f"{name}: case ids listed more than once: {_short(dupes)}. Keep each id once.")
+    frame, holdout = set(splits.frame), set(splits.holdout)
+    train, validation = set(splits.train), set(splits.validation)
+    both = [cid for cid in splits.frame if cid in holdout]
+    if both:
+        problems.append(
+            f"frame and holdout overlap in {len(both)} case(s): {_short(both)}. A case is either held out or in "
+            "the frame; regenerate the splits with make_splits."
+        )
+    both = [cid for cid in splits.train if cid in validation]
+    if both:
+        problems.append(
+            f"train and validation overlap in {len(both)} case(s): {_short(both)}. Regenerate the splits."
+        )
+    outside = [cid for cid in (*splits.train, *splits.validation) if cid not in frame]
+    if outside:
+        problems.append(
+            f"train/validation contain {len(outside)} case(s) that are not in the frame: {_short(outside)}. "
+            "Train and validation must partition the frame."
+        )
+    uncovered = [cid for cid in splits.frame if cid not in train and cid not in validation]
+    if uncovered:
+        problems.append(
+            f"{len(uncovered)} frame case(s) are in neither train nor validation: {_short(uncovered)}. "
+            "Train and validation must partition the frame."
+        )
+    return problems
+
+
+def check_splits(splits: Splits, pack: RatingPack) -> None:
+    """Check that ``splits`` is a valid, case-disjoint split of ``pack``.
+
+    Checks (all problems are collected): frame and holdout are disjoint and together are
+    exactly the pack's cases (missing and extra ids are listed); train and validation are
+    disjoint and together are exactly the frame; no id is repeated; every list follows the
+    pack's source order; the pack name matches; every target's case is on some side and
+    every rating's case is on the same side as its target's case.
+
+    Raises:
+        SplitError: The splits do not fit the pack.
+    """
+    problems = _internal_problems(splits)
+    if splits.pack != pack.manifest.name:
+        problems.append(
+            f"splits were made for pack {splits.pack!r} but the pack is {pack.manifest.name!r}; "
+            "use the matching split directory or regenerate it."
+        )
+    order = {c.case_id: i for i, c in enumerate(pack.cases)}
+    covered = set(splits.frame) | set(splits.holdout)
+    missing = [cid for cid in order if cid not in covered]
+    if missing:
+        problems.append(
+            f"{len(missing)} pack case(s) are in neither frame nor holdout: {_short(missing)}. The holdout must be "
+            "the exact complement of the frame; regenerate the splits."
+        )
+    for name in MANIFEST_FILES:
+        ids = getattr(splits, name)
+        extra = [cid for cid in ids if cid not in order]
+        if extra:
+            problems.append(
+                f"{name}: {len(extra)} case id(s) not in pack {pack.manifest.name!r}: {_short(extra)}. Remove them "
+                "or regenerate the splits for this pack."
+            )
+        known = [cid for cid in ids if cid in order]
+        for prev, cur in zip(known, known[1:]):
+            if order[prev] > order[cur]:
+                problems.append(
+                    f"{name}: not in pack source order ({cur!r} comes before {prev!r} in the pack). "
+                    "List ids in source order (regenerate or sort by pack order)."
+                )
+                break
+
+    side: dict[str, str] = {}
+    for name in ("holdout", "train", "validation"):
+        for cid in getattr(splits, name):
+            side.setdefault(cid, name)
+    target_case = {t.target_id: t.case_id for t in pack.targets}
+    orphan_targets = [t.target_id for t in pack.targets if t.case_id not in side]
+    if orphan_targets:
+        problems.append(
+            f"{len(orphan_targets)} target(s) belong to cases on no side: {_short(orphan_targets)}."
+        )
+    crossing = []
+    for r in pack.ratings:
+        tcase = target_case.get(r.target_id)
+        if tcase is not None and side.get(r.case_id) != side.get(tcase):
+            crossing.append(f"{r.target_id}/{r.rater_id}/{r.criterion}")
+    if crossing:
+        problems.append(
+            f"{len(crossing)} rating(s) have a case_id on a different side than their target's case: "
+            f"{_short(crossing)}. Fix the ratings' case_id in the pack (load_pack reports it)."
+        )
+    _raise(problems, f"splits of pack {splits.pack!r} (seed {splits.seed}) do not fit pack {pack.manifest.name!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+
+
+def _meta(splits: Splits) -> dict:
+    return {
+        "version": splits.version,
+        "pack": splits.pack,
+        "seed": splits.seed,
+        "holdout_fraction": splits.holdout_fraction,
+        "validation_fraction": splits.validation_fraction,
+        "counts": splits.counts(),
+        "files": dict(MANIFEST_FILES),
+    }
+
+
+def _render(splits: Splits) -> dict[str, str]:
+    files = {SPLIT_META_FILE: json.dumps(_meta(splits), indent=2) + "\n"}
+    for name, filename in MANIFEST_FILES.items():
+        files[filename] = "".join(f"{cid}\n" for cid in getattr(splits, name))
+    return files
+
+
+def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = False) -> Path:
+    """Write ``split.json`` and the four id lists (one case id per line) into ``directory``.
+
+    Re-writing identical splits is a no-op. If the directory already holds *different*
+    split files, nothing is written unless ``overwrite=True`` (silently replacing a holdout
+    would let held-out cases leak into training). Each file is replaced atomically.
+
+    Returns:
+        The directory.
+
+    Raises:
+        SplitError: Different splits already exist there and ``overwrite`` is false.
+    """
+    directory = Path(directory)
+    files = _render(splits)
+    existing = [name for name in files if (directory / name).exists()]
+    if existing and not overwrite:
+        differs = [name for name in existing if (directory / name).read_text(encoding="utf-8") != files[name]]
+        if differs:
+            raise SplitError(
+                f"{directory}: already holds different split files ({', '.join(differs)}); refusing to replace them. "
+                "Pass overwrite=True, or write to another directory."
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+    # Id lists first, split.json last: a crash leaves either the old split.json (whose counts
+    # then disagree with the lists, which load_splits reports) or a complete new set.
+    for name in [*MANIFEST_FILES.values(), SPLIT_META_FILE]:
+        tmp = directory / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp.write_text(files[name], encoding="utf-8")
+        os.replace(tmp, directory / name)
+    return directory
+
+
+def _read_ids(path: Path, problems: list[str]) -> list[str]:
+    ids: list[str] = []
+    first: dict[str, int] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        cid = line.strip()
+        if not cid:
+            problems.append(f"{path.name} line {lineno}: blank line. Remove it (one case id per line).")
+            continue
+        if cid in first:
+            problems.append(
+                f"{path.name} line {lineno}: case id {cid!r} duplicates line {first[cid]}. Remove the repeat."
+            )
+            continue
+        first[cid] = lineno
+        ids.append(cid)
+    return ids
+
+
+def load_splits(directory: Path | str) -> Splits:
+    """Read a split directory written by :func:`write_splits`.
+
+    Checks the files themselves and the relations that need no pack (use
+    :func:`check_splits` against the pack as well).
+
+    Raises:
+        SplitError: Missing files, invalid ``split.json``, blank or duplicate ids (naming the
+            file and line), counts that disagree with the lists, or overlapping manifests.
+    """
+    directory = Path(directory)
+    heading = f"split directory {directory} is invalid"
+    problems: list[str] = []
+    missing = [name for name in [SPLIT_META_FILE, *MANIFEST_FILES.values()] if not (directory / name).is_file()]
+    if missing:
+        _raise(
+            [f"{name}: file is missing. Regenerate the splits (make_splits + write_splits)." for name in missing],
+            heading,
+        )
+    meta_path = directory / SPLIT_META_FILE
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        _raise([f"{SPLIT_META_FILE} line {exc.lineno}: invalid JSON ({exc.msg}). Fix the syntax."], heading)
+    if not isinstance(meta, dict):
+        _raise([f"{SPLIT_META_FILE} line 1: expected a JSON object. Regenerate the splits."], heading)
+    if meta.get("version") != SPLIT_FORMAT_VERSION:
+        _raise(
+            [
+                f"{SPLIT_META_FILE}, field 'version': unsupported split format {meta.get('version')!r}; this "
+                f"toolkit reads version {SPLIT_FORMAT_VERSION}. Regenerate the splits."
+            ],
+            heading,
+        )
+    lists = {name: _read_ids(directory / filename, problems) for name, filename in MANIFEST_FILES.items()}
+    counts = meta.get("counts")
+    if isinstance(counts, dict):
+        for name, filename in MANIFEST_FILES.items():
+            if name in counts and counts[name] != len(lists[name]):
+                problems.append(
+                    f"{SPLIT_META_FILE}, field 'counts.{name}': says {counts[name]} but {filename} lists "
+                    f"{len(lists[name])} id(s). The files are out of sync; regenerate the splits."
+                )
+    fields = {k: meta.get(k) for k in ("version", "pack", "seed", "holdout_fraction", "validation_fraction")}
+    try:
+        splits = Splits(**fields, **{name: tuple(ids) for name, ids in lists.items()})
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{SPLIT_META_FILE}, field '{loc}': {err['msg']}. Fix the value or regenerate the splits.")
+        _raise(problems, heading)
+    problems.extend(_internal_problems(splits))
+    _raise(problems, heading)
+    return splits
