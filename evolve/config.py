@@ -176,17 +176,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # A demo that finishes in about 15 minutes on 2 CPU cores with the embedded 0.5B model.
     "quick": {
         "budget": {
-            "accepted": 3,
-            "max_attempts": 6,
-            "batch_size": 3,
+            "accepted": 2,
+            "max_attempts": 4,
+            "batch_size": 2,
             "train_repeats": 1,
             "reeval_repeats": 2,
             "max_train_targets": 10,
-            "max_validation_targets": 6,
+            "max_validation_targets": 8,
         },
         "archive": {"length_bins": 8, "bias_bins": 9},
-        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 256, "rationale_max_chars": 240},
-        "mutation": {"temperature": 0.3, "max_tokens": 700, "worst_items": 3, "excerpt_chars": 500},
+        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 160, "rationale_max_chars": 120},
+        "mutation": {"temperature": 0.3, "max_tokens": 600, "worst_items": 3, "excerpt_chars": 400},
     },
 }
 
@@ -194,8 +194,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        if isinstance(value, dict):
+            out[key] = _merge(out.get(key) if isinstance(out.get(key), dict) else {}, value)
         elif value is not None:
             out[key] = value
     return out

@@ -378,7 +378,7 @@ class CriterionRun:
             self._snapshot(iteration)
         self.journal.append(
             "evolution_finished", criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
-            rejections=dict(emitter.rejections), archive_cells=self.archive.cells, elites=len(self.archive),
+            rejections=dict(emitter.rejections), archive_cells=int(self.archive.cells), elites=len(self.archive),
         )
         elite_ids = set(self.archive.data("candidate_id").tolist()) if len(self.archive) else set()
         for cand in self.candidates.values():
@@ -535,6 +535,8 @@ def calibrate(
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
     except BaseException as exc:
         journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+        if owns:
+            client.close(cancel=True)
         raise
     finally:
         if owns:

@@ -23,6 +23,16 @@ err = Console(stderr=True)
 out = Console()
 
 
+def _interrupt_on_sigterm() -> None:
+    """Treat SIGTERM like Ctrl-C so a killed run journals the interruption and stops its server."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _fail(exc: Exception) -> None:
     err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
@@ -214,6 +224,7 @@ def calibrate(
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
         out.print(f"run folder: {config.run_dir}", highlight=False)
+        _interrupt_on_sigterm()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
             result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar))

@@ -150,14 +150,21 @@ class Client:
                     setattr(total, field, getattr(total, field) + getattr(u, field))
         return total
 
-    def close(self) -> None:
-        """Stop the background loop (idempotent)."""
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the background loop (idempotent).
+
+        Args:
+            cancel: Cancel calls still in flight (after an interrupt) instead of waiting for
+                them; their results are lost and a resumed run pays for them again.
+        """
         if self._portal_cm is not None:
+            if cancel:
+                self._portal.call(self._portal.stop, True)
             self._portal_cm.__exit__(None, None, None)
             self._portal_cm = None
 
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(cancel=exc_type is not None)

@@ -1,0 +1,87 @@
+"""The command line: thin commands, clear errors, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from evolve.calibration import calibrate
+from evolve.cli import app
+from evolve.config import resolve_config
+from tests.conftest import REPO
+
+runner = CliRunner()
+EXAMPLE = REPO / "ratings" / "example"
+
+
+def test_ratings_check_prints_counts():
+    result = runner.invoke(app, ["ratings", "check", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_targets"] == 8
+
+
+def test_ratings_check_names_file_row_and_fix(tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(EXAMPLE, bad)
+    with open(bad / "ratings.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0].update(score="7", not_evaluable="false")  # off the 0-2 scale
+    with open(bad / "ratings.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = runner.invoke(app, ["ratings", "check", str(bad)])
+    assert result.exit_code == 2
+    assert "ratings.csv" in result.output and "row 2" in result.output and "score" in result.output
+
+
+def test_unknown_importer_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["ratings", "import", "nope", str(tmp_path), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2 and "kqa" in result.output
+
+
+def test_splits_make_then_check(tmp_path):
+    out = tmp_path / "s"
+    result = runner.invoke(app, ["splits", "make", str(EXAMPLE), "--out", str(out), "--holdout-fraction", "0.25",
+                                 "--validation-fraction", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert (out / "train.txt").is_file() and (out / "holdout.txt").read_text().strip()
+    result = runner.invoke(app, ["splits", "check", str(out), "--pack", str(EXAMPLE)])
+    assert result.exit_code == 0 and "ok" in result.output
+    # a different seed into the same folder must not silently replace the manifests
+    result = runner.invoke(app, ["splits", "make", str(EXAMPLE), "--out", str(out), "--seed", "1",
+                                 "--holdout-fraction", "0.25", "--validation-fraction", "0.5"])
+    assert result.exit_code == 2 and "overwrite" in result.output
+
+
+def test_calibrate_needs_a_pack():
+    result = runner.invoke(app, ["calibrate"])
+    assert result.exit_code == 2 and "--pack" in result.output
+
+
+def test_calibrate_reports_budget_errors_before_any_call(tmp_path):
+    result = runner.invoke(app, ["calibrate", "--pack", str(EXAMPLE), "--splits", str(tmp_path),
+                                 "--accepted", "5", "--max-attempts", "2", "--archives-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "max_attempts" in result.output
+
+
+def test_resume_of_a_missing_run_is_explained(tmp_path):
+    result = runner.invoke(app, ["calibrate", "--resume", str(tmp_path / "nothing")])
+    assert result.exit_code == 2 and "config.json" in result.output
+
+
+def test_report_rebuilds_from_artifacts(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    config = resolve_config(preset="quick", environ={}, overrides={
+        "run_id": "r", "pack": tiny_pack_dir, "splits": tiny_splits_dir, "archives_dir": tmp_path / "a",
+        "budget": {"accepted": 1, "max_attempts": 2, "batch_size": 1}})
+    run = calibrate(config, client=fake_client).run_dir
+    before = (run / "report.json").read_text()
+    (run / "report.json").unlink()
+    (run / "report.md").unlink()
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    assert (run / "report.json").read_text() == before and (run / "report.md").is_file()
