@@ -394,10 +394,15 @@ def load_splits(directory: Path | str) -> Splits:
     directory = Path(directory)
     heading = f"split directory {directory} is invalid"
     problems: list[str] = []
+    if not directory.is_dir():
+        raise SplitError(
+            f"{directory}: no such split directory. Make one with `evolve splits make <pack dir> --out {directory}` "
+            "(or pass --splits to point at existing manifests)."
+        )
     missing = [name for name in [SPLIT_META_FILE, *MANIFEST_FILES.values()] if not (directory / name).is_file()]
     if missing:
         _raise(
-            [f"{name}: file is missing. Regenerate the splits (make_splits + write_splits)." for name in missing],
+            [f"{name}: file is missing. Regenerate the splits with `evolve splits make` (library: make_splits + write_splits)." for name in missing],
             heading,
         )
     meta_path = directory / SPLIT_META_FILE
