@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,18 @@ def default_cache_path() -> Path:
     """``$EVOLVE_CACHE_DIR/responses.sqlite`` (default ``~/.cache/evolve/responses.sqlite``)."""
     base = os.environ.get("EVOLVE_CACHE_DIR") or str(Path.home() / ".cache" / "evolve")
     return Path(base) / "responses.sqlite"
+
+
+def _running_llama_servers() -> list[int]:
+    """PIDs of llama-server processes already running on this machine (Linux /proc; else [])."""
+    pids = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "llama-server":
+                pids.append(int(comm.parent.name))
+        except OSError:
+            continue
+    return sorted(pids)
 
 
 def open_client(
@@ -40,11 +53,18 @@ def open_client(
 
         if ep.local_model not in LOCAL_MODELS:
             raise ConfigError(f"unknown local model {ep.local_model!r}; choose one of {sorted(LOCAL_MODELS)}.")
-        server = LocalServer(ep.local_model)
+        others = _running_llama_servers()
+        if others and journal is not None:
+            journal.append("warning", message=f"other llama-server processes are running (pids {others}); "
+                           "they share the 2 CPU cores and can slow every call many times over")
+        # A fresh random key per start: only this process can use the server (a web page
+        # in a local browser cannot). It lives in memory only and is never written.
+        key = secrets.token_urlsafe(24)
+        server = LocalServer(ep.local_model, extra_args=("--api-key", key))
         base_url = server.start()
         spec = LOCAL_MODELS[ep.local_model]
         provider = OpenAICompatibleProvider(
-            base_url, api_key="local", timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}"
+            base_url, api_key=key, timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}"
         )
         closer = server.stop
         if journal is not None:
