@@ -16,7 +16,7 @@ from evolve.archive import Journal, MutationEmitter, Proposal, make_archive, mea
 from evolve.calibration._metrics import agreement, item_errors
 from evolve.calibration._mutation import MUTATION_FORMAT, MutationReply, mutation_messages
 from evolve.config import CalibrationConfig
-from evolve.data import RatingPack, load_pack
+from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import RunError
 from evolve.judge import Criterion, Judge, load_initial_guidance, load_protocol, load_rubric, parse_json_object
 from evolve.llm import CallFailure, ChatRequest, Client
@@ -55,11 +55,11 @@ class _NoProgress:
 
 @dataclass
 class Item:
-    """One (case, target) the judge scores, with its ratings on the criterion."""
+    """One (case, target) the judge scores, with its numeric ratings on the criterion."""
 
-    case: object
-    target: object
-    ratings: list
+    case: Case
+    target: Target
+    ratings: list[Rating]
     split: str
 
 
@@ -428,6 +428,10 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
             )
         stored = json.loads(path.read_text(encoding="utf-8"))
         current = json.loads(config.model_dump_json())
+        # where the run folder sits (and its name) is not part of what the run computes
+        for key in ("archives_dir", "run_id"):
+            stored.pop(key, None)
+            current.pop(key, None)
         diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
         if diff:
             raise RunError(

@@ -197,7 +197,7 @@ def calibrate(
 
     try:
         if resume is not None:
-            config = load_run_config(resume)
+            config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
         else:
             if pack is None:
                 raise EvolveError("--pack is required (or --resume RUN_DIR to continue a run).")
@@ -233,7 +233,7 @@ def calibrate(
     except KeyboardInterrupt:
         err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir}")
         raise typer.Exit(code=130)
-    out.print((result.run_dir / "report.md").read_text(encoding="utf-8"), highlight=False, markup=False)
+    typer.echo((result.run_dir / "report.md").read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
 
 
