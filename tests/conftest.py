@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack
+from evolve.errors import LocalServerError
 from evolve.judge import load_rubric
 from evolve.llm import ChatRequest, Client, ResponseCache
+from evolve.local import DEFAULT_LOCAL_MODEL, InstallInfo, install, model_path, server_binary
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 
@@ -82,3 +85,23 @@ def fake_client(tmp_path: Path):
     client = Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=2, backoff_initial=0.01)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def installed_local_model() -> InstallInfo | None:
+    """The default embedded model, installed.
+
+    On CI (``CI=true``) this runs :func:`evolve.local.install` (idempotent: instant when
+    ``evolve setup`` already ran). Elsewhere it never installs anything: the test is skipped
+    with the reason when the server binary or the weights are missing.
+    """
+    if os.environ.get("CI") == "true":
+        return install(model=DEFAULT_LOCAL_MODEL)
+    try:
+        server_binary()
+    except LocalServerError as exc:
+        pytest.skip(f"embedded llama-server not installed; run `evolve setup` ({exc})")
+    weights = model_path(DEFAULT_LOCAL_MODEL)
+    if not weights.is_file():
+        pytest.skip(f"weights of {DEFAULT_LOCAL_MODEL} not installed at {weights}; run `evolve setup`")
+    return None

@@ -7,7 +7,6 @@ validity, bookkeeping and the cache, never particular scores or texts.
 from __future__ import annotations
 
 import json
-import os
 
 import pandas as pd
 import pytest
@@ -18,28 +17,7 @@ from evolve.config import resolve_config
 pytestmark = pytest.mark.slow
 
 
-def _installed() -> bool:
-    try:
-        from evolve.local import DEFAULT_LOCAL_MODEL, model_path, server_binary
-
-        server_binary()
-        return model_path(DEFAULT_LOCAL_MODEL).is_file()
-    except Exception:
-        return False
-
-
-@pytest.fixture(scope="module")
-def local_ready():
-    if not _installed():
-        if os.environ.get("CI") == "true":
-            from evolve.local import install
-
-            install()
-        else:
-            pytest.skip("embedded model not installed: run `evolve setup` (CI installs it itself)")
-
-
-def test_quick_calibration_on_the_real_local_model(local_ready, tmp_path, tiny_pack_dir, tiny_splits_dir):
+def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_path, tiny_pack_dir, tiny_splits_dir):
     overrides = {
         "pack": tiny_pack_dir,
         "splits": tiny_splits_dir,
