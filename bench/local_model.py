@@ -107,6 +107,10 @@ def main() -> None:
                 }
             )
     result["calls"] = calls
+    if len(calls) > 1:
+        warm = sorted(c["seconds"] for c in calls[1:])[len(calls[1:]) // 2]
+        # the ratio the prompt order exists for: first (cold) call vs the median cached-prefix call
+        result["cold_over_cached_prefix_ratio"] = round(calls[0]["seconds"] / max(warm, 1e-9), 2)
     print(json.dumps(result, indent=2))
 
 
