@@ -154,9 +154,11 @@ def render_markdown(report: dict) -> str:
     ]
     for criterion, c in report["criteria"].items():
         out += [f"## Criterion `{criterion}`", ""]
+        pairs = next(r for r in c["rows"] if r["kind"] == "training-median")
         out.append(
             f"{c['n_targets']['train']} training and {c['n_targets']['validation']} validation targets, "
-            f"{c['n_raters']} raters."
+            f"{c['n_raters']} raters: each MAE rests on {pairs['train']['n_pairs']} training and "
+            f"{pairs['validation']['n_pairs']} validation ratings per repeat."
         )
         out += [
             "",
