@@ -64,10 +64,10 @@ def setup(
     from evolve.local import install
 
     try:
-        info = install(model=model, build_server=build_server, log=lambda m: out.print(m, highlight=False))
+        info = install(model=model, build_server=build_server, log=typer.echo)
     except EvolveError as exc:
         _fail(exc)
-    out.print(f"ready: {info.model_dump_json()}", highlight=False)
+    typer.echo(f"ready: {info.model_dump_json()}")
 
 
 @app.command()
@@ -166,9 +166,9 @@ def splits_check(
 
 @app.command()
 def calibrate(
-    pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder."),
+    pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume)."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
-    preset: str = typer.Option("quick", help="Budget preset: quick (minutes, embedded model) or paper (SPEC §4)."),
+    preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (SPEC §4 budget)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: <pack>-<UTC time>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (archives/<run_id>)."),
@@ -223,7 +223,6 @@ def calibrate(
                 },
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
-        out.print(f"run folder: {config.run_dir}", highlight=False)
         _interrupt_on_sigterm()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
