@@ -49,4 +49,5 @@ __all__ = [
     "install",
     "model_path",
     "serve",
+    "server_binary",
 ]

@@ -19,17 +19,6 @@ from evolve.errors import SplitError
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import RatingPack
 
-__all__ = [
-    "MANIFEST_FILES",
-    "SPLIT_FORMAT_VERSION",
-    "Side",
-    "Splits",
-    "check_splits",
-    "load_splits",
-    "make_splits",
-    "split_sizes",
-    "write_splits",
-]
 
 SPLIT_FORMAT_VERSION = 1
 SPLIT_META_FILE = "split.json"

@@ -2,9 +2,11 @@
 
 :class:`FakeProvider` is registered as the ``fake`` provider. It answers from a script or a
 function and records every request, so tests can count calls (e.g. that a resumed run pays no
-finished call twice) without any network.
+finished call twice) without any network. :class:`LoopbackChatServer` is a real OpenAI-compatible HTTP endpoint on
+127.0.0.1 scripted by a function, for tests of the full HTTP stack and the command line.
 """
 
 from evolve.testing._fake import FakeOutput, FakeProvider
+from evolve.testing._loopback import LoopbackChatServer, chat_completion
 
-__all__ = ["FakeOutput", "FakeProvider"]
+__all__ = ["FakeOutput", "FakeProvider", "LoopbackChatServer", "chat_completion"]

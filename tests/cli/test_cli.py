@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 from typer.testing import CliRunner
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
@@ -12,63 +10,40 @@ from typer.testing import CliRunner
 
 from evolve.cli import app
 from evolve.llm import ChatRequest, Message
+from evolve.testing import LoopbackChatServer
 from tests.conftest import fake_endpoint
 
 runner = CliRunner()
 
 
-class _Endpoint:
-    """Answers chat completions like `fake_endpoint`; can be told to fail after N calls."""
+class _Endpoint(LoopbackChatServer):
+    """A loopback endpoint answering like `fake_endpoint`; fails with HTTP 400 after N calls."""
 
     def __init__(self, fail_after: int | None = None) -> None:
         self.fail_after = fail_after
-        self.calls = 0
-        self.auth = set()
-        self.answered: list[str] = []  # canonical bodies answered with 200, in order
-        self.requested: list[str] = []
-        outer = self
+        self.answered: list[str] = []  # canonical bodies answered with 200
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                canonical = json.dumps(body, sort_keys=True)
-                outer.auth.add(self.headers.get("authorization"))
-                outer.calls += 1
-                outer.requested.append(canonical)
-                if outer.fail_after is not None and outer.calls > outer.fail_after:
-                    self.send_response(400)  # a fatal error: the judge records model_failure
-                    data = b'{"error": {"message": "endpoint gone"}}'
-                else:
-                    name = body["response_format"]["json_schema"]["name"]
-                    request = ChatRequest(
-                        model=body["model"],
-                        messages=tuple(Message(**m) for m in body["messages"]),
-                        seed=body["seed"],
-                        tag="mutation" if name == "guidance_revision" else "judge",
-                    )
-                    text = fake_endpoint(request)
-                    data = json.dumps({
-                        "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
-                    }).encode()
-                    self.send_response(200)
-                    outer.answered.append(canonical)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @property
+    def calls(self) -> int:
+        return len(self.bodies)
 
-            def log_message(self, *args):
-                pass
+    @property
+    def requested(self) -> list[str]:
+        return [json.dumps(b, sort_keys=True) for b in self.bodies]
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _respond(self, body: dict):
+        if self.fail_after is not None and len(self.bodies) > self.fail_after:
+            return 400, {"error": {"message": "endpoint gone"}}  # fatal: recorded as model_failure
+        name = body["response_format"]["json_schema"]["name"]
+        request = ChatRequest(
+            model=body["model"],
+            messages=tuple(Message(**m) for m in body["messages"]),
+            seed=body["seed"],
+            tag="mutation" if name == "guidance_revision" else "judge",
+        )
+        self.answered.append(json.dumps(body, sort_keys=True))
+        return fake_endpoint(request)
 
 
 @pytest.fixture
@@ -88,7 +63,7 @@ def test_calibrate_command_end_to_end_with_key_from_environment(tmp_path, tiny_p
     assert result.exit_code == 0, result.output
     run = tmp_path / "archives" / "cli"
     assert "| **evolved winner" in result.stdout  # the report is printed
-    assert endpoint.auth == {"Bearer sk-test-not-a-real-key-000000000000"}
+    assert set(endpoint.authorizations) == {"Bearer sk-test-not-a-real-key-000000000000"}
     for path in run.iterdir():  # the key is used, never written
         assert "sk-test" not in path.read_text(), path.name
     config = json.loads((run / "config.json").read_text())

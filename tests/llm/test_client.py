@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest
 
 from evolve.errors import ConfigError, EndpointError, TransientEndpointError
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, Client, Message, OpenAICompatibleProvider, ResponseCache, get_provider
-from evolve.testing import FakeProvider
+from evolve.testing import FakeProvider, LoopbackChatServer, chat_completion
 
 
 def _req(i: int, **kw) -> ChatRequest:
@@ -96,54 +95,16 @@ def test_unknown_provider_is_a_config_error():
         get_provider("nope")
 
 
-class _ScriptedServer:
-    """A real HTTP server on 127.0.0.1 answering /v1/chat/completions from a script.
-
-    (openai >= 3 sends through httpx2, which respx cannot intercept; a loopback server tests the
-    real client stack whatever transport the openai package uses.)
-    """
-
-    def __init__(self, script):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.script = list(script)
-        self.bodies = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                length = int(self.headers.get("content-length", 0))
-                outer.bodies.append(json.loads(self.rfile.read(length)))
-                status, body = outer.script.pop(0)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-_OK = {
-    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"a\": 1}"}}],
-    "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14, "prompt_tokens_details": {"cached_tokens": 8}},
-}
+def _scripted(replies):
+    """A loopback endpoint answering from a list. (openai >= 3 sends through httpx2, which respx
+    cannot intercept, so the tests use a real HTTP server on 127.0.0.1.)"""
+    script = list(replies)
+    return LoopbackChatServer(lambda body: script.pop(0))
 
 
 def test_openai_compatible_provider_maps_429_to_retry_and_reads_usage():
-    server = _ScriptedServer([(429, {"error": {"message": "slow down"}}), (200, _OK)])
+    ok = chat_completion('{"a": 1}', prompt_tokens=11, completion_tokens=3, cached_tokens=8)
+    server = _scripted([(429, {"error": {"message": "slow down"}}), (200, ok)])
     try:
         provider = OpenAICompatibleProvider(server.base_url, api_key="k")
         with Client(provider, backoff_initial=0.001, backoff_max=0.01) as client:
@@ -158,7 +119,7 @@ def test_openai_compatible_provider_maps_429_to_retry_and_reads_usage():
 
 
 def test_openai_compatible_provider_reports_400_without_retry():
-    server = _ScriptedServer([(400, {"error": {"message": "unknown model"}})])
+    server = _scripted([(400, {"error": {"message": "unknown model"}})])
     try:
         with Client(OpenAICompatibleProvider(server.base_url), backoff_initial=0.001) as client:
             result = client.complete(_req(1))
