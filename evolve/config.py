@@ -39,6 +39,8 @@ class EndpointSettings(_Settings):
         max_concurrency: Requests in flight at once.
         max_retries: Retries on 429/5xx/timeouts.
         timeout_s: Per-request timeout, seconds.
+        schema_limits: Send ``maxLength`` in output JSON schemas (needed by constrained
+            decoders such as llama.cpp; turn off for hosted strict modes that reject it).
     """
 
     provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
@@ -49,6 +51,7 @@ class EndpointSettings(_Settings):
     max_concurrency: int = Field(default=2, ge=1)
     max_retries: int = Field(default=4, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
+    schema_limits: bool = True
 
     @model_validator(mode="after")
     def _needs_url(self) -> "EndpointSettings":

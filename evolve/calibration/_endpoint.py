@@ -70,7 +70,10 @@ def open_client(
         if journal is not None:
             journal.append("embedded_server_started", model=spec.name, base_url=base_url, pid=server.pid)
     elif ep.provider == "openai_compatible":
-        provider = get_provider("openai_compatible", base_url=ep.base_url, api_key=api_key, timeout=ep.timeout_s)
+        provider = get_provider(
+            "openai_compatible", base_url=ep.base_url, api_key=api_key, timeout=ep.timeout_s,
+            schema_limits=ep.schema_limits,
+        )
     else:
         raise ConfigError(
             f"provider {ep.provider!r} cannot be built from a config file; pass a Client to calibrate() (tests)."

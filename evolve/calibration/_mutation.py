@@ -23,15 +23,16 @@ class MutationReply(BaseModel):
     """The mutation LLM's JSON answer.
 
     Attributes:
-        analysis: What the parent guidance gets wrong (<= 400 characters).
-        guidance: The revised guidance; over 800 characters is rejected by the emitter (the
-            schema allows a little more so generation always closes the JSON).
+        analysis: What the parent guidance gets wrong (schema: <= 400 characters).
+        guidance: The revised guidance. The schema's bound (1,000 characters) only keeps
+            generation short enough to close the JSON; length is not validated here, so an
+            over-long text reaches the emitter and is rejected there as ``too_long`` (> 800).
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    analysis: str = Field(max_length=400)
-    guidance: str = Field(max_length=MAX_GUIDANCE_CHARS + 200)
+    analysis: str = Field(json_schema_extra={"maxLength": 400})
+    guidance: str = Field(json_schema_extra={"maxLength": MAX_GUIDANCE_CHARS + 200})
 
 
 MUTATION_FORMAT = response_format(MutationReply, "guidance_revision")

@@ -184,6 +184,9 @@ def calibrate(
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
     max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
+    schema_limits: Optional[bool] = typer.Option(
+        None, "--schema-limits/--no-schema-limits",
+        help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it)."),
     local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
@@ -203,7 +206,8 @@ def calibrate(
                 raise EvolveError("--pack is required (or --resume RUN_DIR to continue a run).")
             name = load_pack(pack).manifest.name
             endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
-                        "max_concurrency": max_concurrency, "local_model": local_model}
+                        "max_concurrency": max_concurrency, "local_model": local_model,
+                        "schema_limits": schema_limits}
             if base_url:
                 endpoint["provider"] = "openai_compatible"
             overrides = {

@@ -90,6 +90,7 @@ def response_format(model: type[BaseModel], name: str) -> dict:
     """OpenAI ``response_format`` (strict JSON schema) for a pydantic model."""
     schema = model.model_json_schema()
     schema.pop("title", None)
+    schema.pop("description", None)  # a model's docstring is for developers, not for the endpoint
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
@@ -222,7 +223,12 @@ class Judge:
             )
         model, _ = self._format(criterion)
         try:
-            verdict = model.model_validate(parse_json_object(result.text))
+            data = parse_json_object(result.text)
+            # maxLength bounds generation; an endpoint that ignores it gets its rationale clipped,
+            # not a model_failure
+            if isinstance(data.get("rationale"), str):
+                data["rationale"] = data["rationale"][: self.settings.rationale_max_chars]
+            verdict = model.model_validate(data)
         except (ValueError, ValidationError) as exc:
             return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {str(exc)[:200]}", **common)
         if verdict.score == NOT_EVALUABLE:

@@ -9,7 +9,13 @@ per-tag token accounting. Failures come back as :class:`CallFailure` values, nev
 
 from evolve.llm._cache import ResponseCache
 from evolve.llm._client import Client, Result
-from evolve.llm._providers import OpenAICompatibleProvider, Provider, get_provider, register_provider
+from evolve.llm._providers import (
+    OpenAICompatibleProvider,
+    Provider,
+    get_provider,
+    register_provider,
+    strip_length_limits,
+)
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
@@ -25,4 +31,5 @@ __all__ = [
     "Usage",
     "get_provider",
     "register_provider",
+    "strip_length_limits",
 ]

@@ -54,14 +54,23 @@ class OpenAICompatibleProvider:
         timeout: Per-request timeout, seconds.
         endpoint_id: Identity in cache keys; defaults to the base URL. The embedded server
             passes a port-independent id so its cache survives restarts on another port.
+        schema_limits: Send ``maxLength``/``minLength`` in JSON schemas. Constrained decoders
+            (llama.cpp, vLLM) need them to bound generation; some hosted strict modes reject
+            these keywords, so set False there.
     """
 
     def __init__(
-        self, base_url: str, api_key: str | None = None, timeout: float = 600.0, endpoint_id: str | None = None
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        endpoint_id: str | None = None,
+        schema_limits: bool = True,
     ) -> None:
         import openai
 
         self.endpoint_id = endpoint_id or base_url.rstrip("/")
+        self.schema_limits = schema_limits
         self._openai = openai
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
@@ -80,7 +89,8 @@ class OpenAICompatibleProvider:
         if request.seed is not None:
             kwargs["seed"] = request.seed
         if request.response_format is not None:
-            kwargs["response_format"] = request.response_format
+            fmt = request.response_format
+            kwargs["response_format"] = fmt if self.schema_limits else strip_length_limits(fmt)
         start = time.perf_counter()
         try:
             result = await self._client.chat.completions.create(**kwargs)
@@ -111,10 +121,21 @@ class OpenAICompatibleProvider:
         )
 
 
-def _openai_factory(base_url: str | None = None, api_key: str | None = None, timeout: float = 600.0) -> Provider:
+def strip_length_limits(value: Any) -> Any:
+    """A copy of a JSON schema (or ``response_format``) without ``maxLength``/``minLength`` keys."""
+    if isinstance(value, dict):
+        return {k: strip_length_limits(v) for k, v in value.items() if k not in ("maxLength", "minLength")}
+    if isinstance(value, list):
+        return [strip_length_limits(v) for v in value]
+    return value
+
+
+def _openai_factory(
+    base_url: str | None = None, api_key: str | None = None, timeout: float = 600.0, schema_limits: bool = True
+) -> Provider:
     if not base_url:
         raise ConfigError("provider 'openai_compatible' needs a base_url (e.g. http://127.0.0.1:8080/v1).")
-    return OpenAICompatibleProvider(base_url=base_url, api_key=api_key, timeout=timeout)
+    return OpenAICompatibleProvider(base_url=base_url, api_key=api_key, timeout=timeout, schema_limits=schema_limits)
 
 
 register_provider("openai_compatible", _openai_factory)

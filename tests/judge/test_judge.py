@@ -81,3 +81,10 @@ def test_outcomes_are_typed_and_failures_never_zero(judge, result, outcome, scor
     out = judge.parse(req, result, crit)
     assert out.outcome == outcome and out.score == score
     assert len(out.prompt_hash) == 16
+
+
+def test_a_rationale_longer_than_the_schema_allows_is_clipped_not_failed(judge):
+    crit = judge.rubric.criteria[0]
+    req = judge.request(CASE, TARGET, crit, None, seed=1)
+    out = judge.parse(req, ChatResponse(text=json.dumps({"rationale": "x" * 500, "score": "1"})), crit)
+    assert out.outcome == "score" and out.score == 1 and len(out.rationale) == 200

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import threading
 
 import pytest
 
 from evolve.errors import ConfigError, EndpointError, TransientEndpointError
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, Client, Message, OpenAICompatibleProvider, ResponseCache, get_provider
+from evolve.llm import (
+    CallFailure,
+    ChatRequest,
+    ChatResponse,
+    Client,
+    Message,
+    OpenAICompatibleProvider,
+    ResponseCache,
+    get_provider,
+    strip_length_limits,
+)
 from evolve.testing import FakeProvider, LoopbackChatServer, chat_completion
 
 
@@ -127,3 +139,20 @@ def test_openai_compatible_provider_reports_400_without_retry():
         server.close()
     assert isinstance(result, CallFailure) and result.kind == "fatal" and "HTTP 400" in result.error
     assert len(server.bodies) == 1
+
+
+def test_schema_length_limits_can_be_left_out_for_strict_hosted_modes():
+    fmt = {"type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": {
+        "type": "object", "properties": {"r": {"type": "string", "maxLength": 9, "minLength": 1},
+                                         "s": {"type": "array", "items": [{"type": "string", "maxLength": 2}]}}}}}
+    stripped = strip_length_limits(fmt)
+    assert "maxLength" not in json.dumps(stripped) and "minLength" not in json.dumps(stripped)
+    assert fmt["json_schema"]["schema"]["properties"]["r"]["maxLength"] == 9  # the original is untouched
+
+    server = _scripted([(200, chat_completion("{}"))])
+    try:
+        with Client(OpenAICompatibleProvider(server.base_url, schema_limits=False)) as client:
+            client.complete(_req(1, response_format=fmt))
+    finally:
+        server.close()
+    assert server.bodies[0]["response_format"] == stripped
