@@ -15,8 +15,9 @@ from evolve.llm import Client, OpenAICompatibleProvider, ResponseCache, get_prov
 
 def default_cache_path() -> Path:
     """``$EVOLVE_CACHE_DIR/responses.sqlite`` (default ``~/.cache/evolve/responses.sqlite``)."""
-    base = os.environ.get("EVOLVE_CACHE_DIR") or str(Path.home() / ".cache" / "evolve")
-    return Path(base) / "responses.sqlite"
+    from evolve.local import cache_dir
+
+    return cache_dir() / "responses.sqlite"
 
 
 def _running_llama_servers() -> list[int]:

@@ -248,11 +248,11 @@ class CriterionRun:
     def _propose(self, parents: Sequence[dict], attempts: Sequence[int]) -> list[Proposal]:
         mcfg = self.config.mutation
         requests = []
+        by_id = {it.target.target_id: it for it in self.train}
         for parent, attempt in zip(parents, attempts):
             pid = str(parent["candidate_id"])
             pcand = self.candidates[pid]
             errors = item_errors(self._rows_by_candidate[pid], self.train_ratings).head(mcfg.worst_items)
-            by_id = {it.target.target_id: it for it in self.train}
             worst = []
             for _, row in errors.iterrows():
                 it = by_id[row["target_id"]]
