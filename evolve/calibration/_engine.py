@@ -172,9 +172,13 @@ class CriterionRun:
         )
 
     # -- judging ---------------------------------------------------------------------------
-    def _judge_many(self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str) -> None:
-        """Score candidates x items x seeds; rows go to ``score_rows``. Item-major order keeps
-        the calls that share a (case, target) prefix together for the server's prompt cache."""
+    def _judge_many(
+        self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str
+    ) -> list[dict]:
+        """Score candidates x items x seeds; returns the new rows (also kept in ``score_rows``).
+        Item-major order keeps the calls that share a (case, target) prefix together for the
+        server's prompt cache."""
+        new_rows: list[dict] = []
         jobs = []
         for it in items:
             for cand in cands:
@@ -185,7 +189,7 @@ class CriterionRun:
         results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance())
         for (cand, it, rep, seed, req), res in zip(jobs, results):
             out = self.judge.parse(req, res, self.criterion)
-            self.score_rows.append(
+            new_rows.append(
                 {
                     "candidate_id": cand.candidate_id,
                     "criterion": self.cid,
@@ -205,16 +209,15 @@ class CriterionRun:
                     "rationale": out.rationale,
                 }
             )
-
-    def _frame(self, candidate_id: str, phase: str, split: str) -> pd.DataFrame:
-        df = pd.DataFrame(self.score_rows, columns=SCORE_COLUMNS)
-        return df[(df["candidate_id"] == candidate_id) & (df["phase"] == phase) & (df["split"] == split)]
+        self.score_rows += new_rows
+        return new_rows
 
     def _evaluate_on_train(self, cands: Sequence[Candidate]) -> None:
         seeds = [self.config.seed + r for r in range(self.config.budget.train_repeats)]
-        self._judge_many(cands, self.train, seeds, "evolution")
+        rows = self._judge_many(cands, self.train, seeds, "evolution")
+        batch = pd.DataFrame(rows, columns=SCORE_COLUMNS)
         for cand in cands:
-            frame = self._frame(cand.candidate_id, "evolution", "train")
+            frame = batch[batch["candidate_id"] == cand.candidate_id]
             ag = agreement(frame, self.train_ratings)
             cand.train_mae, cand.train_signed_error = ag.mae, ag.signed_error
             cand.train_coverage, cand.train_repeat_sd = ag.coverage, ag.repeat_sd
