@@ -75,9 +75,11 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
     """Pydantic model of the judge's JSON answer for ``criterion`` (drives the JSON schema).
 
     Fields, in generation order: ``rationale`` (<= ``rationale_max_chars``) then ``score``, a
-    string from ``"scale_min".."scale_max"`` or ``"not_evaluable"``.
+    string from ``"scale_min".."scale_max"`` or, if the criterion allows it, ``"not_evaluable"``.
     """
-    choices = tuple(str(s) for s in criterion.scores) + (NOT_EVALUABLE,)
+    choices = tuple(str(s) for s in criterion.scores)
+    if criterion.allow_not_evaluable:
+        choices += (NOT_EVALUABLE,)
     return create_model(
         "JudgeVerdict",
         __config__=ConfigDict(extra="forbid"),
@@ -142,6 +144,8 @@ class Judge:
             ValueError: ``target.component`` is structurally inapplicable to the criterion, or
                 guidance is longer than 800 characters.
         """
+        if not criterion.judged:
+            raise ValueError(f"criterion {criterion.criterion_id!r} is physician-only (judged: false); it is never judged")
         if target.component not in criterion.components:
             raise ValueError(
                 f"criterion {criterion.criterion_id!r} does not apply to component {target.component!r}; "
@@ -179,12 +183,9 @@ class Judge:
             parts += [f"Applicability: {criterion.applicability}"]
         if guidance:
             parts += ["", "GUIDANCE FOR THIS CRITERION:", guidance.strip()]
-        parts += [
-            "",
-            'Reply with a JSON object: {"rationale": "<brief reasons>", "score": "<one of '
-            + ", ".join(f'"{s}"' for s in criterion.scores)
-            + f' or "{NOT_EVALUABLE}">"}}.',
-        ]
+        options = [f'"{s}"' for s in criterion.scores]
+        tail = f' or "{NOT_EVALUABLE}"' if criterion.allow_not_evaluable else ""
+        parts += ["", 'Reply with a JSON object: {"rationale": "<brief reasons>", "score": "<one of ' + ", ".join(options) + tail + '>"}.']
         return (Message(role="system", content=self.protocol), Message(role="user", content="\n".join(parts)))
 
     def request(

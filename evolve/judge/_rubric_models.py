@@ -26,7 +26,14 @@ class Criterion(_Record):
         applicability: When the judge may answer ``not_evaluable`` (the applicability rule).
         show_reference: Show the case's reference answer to the judge for this criterion
             (SPEC §3: only the conclusion criterion sees the reference diagnosis).
-        evolve: Whether guidance is evolved for this criterion.
+        evolve: Whether guidance is evolved for this criterion (SPEC §2: consilium criteria
+            1-9; case complexity is judged but not evolved).
+        number: The criterion's number in its source rubric (the paper's 1-11), for tables.
+        judged: False for physician-only criteria the judge never scores (the consilium's
+            criterion 11, overall quality); such criteria are never evolved either.
+        allow_not_evaluable: Whether a rater or the judge may mark the criterion not
+            evaluable; when False the judge's output schema offers only numeric scores and
+            a workbook cell must hold a number.
     """
 
     criterion_id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
@@ -40,9 +47,14 @@ class Criterion(_Record):
     applicability: str = ""
     show_reference: bool = False
     evolve: bool = True
+    number: int | None = Field(default=None, ge=1)
+    judged: bool = True
+    allow_not_evaluable: bool = True
 
     @model_validator(mode="after")
     def _anchors_cover_scale(self) -> "Criterion":
+        if self.evolve and not self.judged:
+            raise ValueError("a criterion the judge never scores (judged: false) cannot be evolved; set evolve: false")
         if self.scale_max <= self.scale_min:
             raise ValueError("scale_max must be greater than scale_min")
         expected = {str(s) for s in range(self.scale_min, self.scale_max + 1)}
@@ -85,6 +97,9 @@ class Rubric(_Record):
         ids = [c.criterion_id for c in self.criteria]
         if len(ids) != len(set(ids)):
             raise ValueError("criterion ids must be unique")
+        numbers = [c.number for c in self.criteria if c.number is not None]
+        if len(numbers) != len(set(numbers)):
+            raise ValueError("criterion numbers must be unique")
         for c in self.criteria:
             unknown = set(c.components) - set(self.components)
             if unknown:
@@ -104,3 +119,18 @@ class Rubric(_Record):
             if c.criterion_id == criterion_id:
                 return c
         raise KeyError(criterion_id)
+
+    def applies(self, criterion_id: str, component: str) -> bool:
+        """Whether the judge scores ``criterion_id`` on ``component`` (SPEC §2 applicability).
+
+        False for structurally inapplicable pairs and for physician-only criteria.
+
+        Raises:
+            KeyError: No such criterion.
+        """
+        crit = self.criterion(criterion_id)
+        return crit.judged and component in crit.components
+
+    def matrix(self) -> dict[str, dict[str, bool]]:
+        """Applicability matrix ``{criterion_id: {component: judged?}}`` over all components."""
+        return {c.criterion_id: {k: self.applies(c.criterion_id, k) for k in self.components} for c in self.criteria}
