@@ -137,7 +137,13 @@ class CalibrationConfig(_Settings):
         pack: Rating pack folder.
         splits: Split manifest folder (``frame.txt``, ``train.txt``, ``validation.txt`` ...).
         prompts_root: ``judge_prompts`` folder; None = the project's.
+        rubric: Expected rubric id (``--rubric consilium``); the pack must be rated on it.
+            None = whatever rubric the pack names.
         criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
+        conditions: Use only targets produced under these conditions (``Target.condition``,
+            e.g. ``structured``, as in the paper's calibration); None = all targets.
+        parallel_criteria: Criterion archives evolved at the same time (threads sharing one
+            client, its concurrency bound and its cache); each archive stays isolated.
         seed: Master seed (parent selection, subsampling, judge and mutation seeds).
         min_coverage: A candidate needs numeric judge scores on at least this fraction of
             training calls to be selectable; below it its objective is the worst possible.
@@ -150,7 +156,10 @@ class CalibrationConfig(_Settings):
     pack: Path
     splits: Path
     prompts_root: Path | None = None
+    rubric: str | None = None
     criteria: tuple[str, ...] | None = None
+    conditions: tuple[str, ...] | None = None
+    parallel_criteria: int = Field(default=9, ge=1)
     seed: int = 42
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
     archives_dir: Path = Path("archives")

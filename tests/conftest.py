@@ -105,3 +105,61 @@ def installed_local_model() -> InstallInfo | None:
     if not weights.is_file():
         pytest.skip(f"weights of {DEFAULT_LOCAL_MODEL} not installed at {weights}; run `evolve setup`")
     return None
+
+
+CONSILIUM_ROLES = ("Cardiology", "Nephrology")
+
+
+def consilium_truth(case_index: int, number: int, component: str) -> int:
+    """The synthetic 'true' 0-3 score of a consilium target on criterion ``number``."""
+    return (case_index + number + len(component)) % 4
+
+
+def make_consilium_pack(n_cases: int = 12) -> RatingPack:
+    """Synthetic consilium-rubric pack: 2 roles per case, reasoning/opinion per role, final, case.
+
+    Each target's text lists its true score per criterion number (``truths 1:2 2:0 ...``) so a
+    fake judge can answer correctly when guided. Raters: one per specialty; a role's
+    reasoning/opinion is rated by its own specialty, the final report and the case target by
+    both (their ratings sometimes differ by one). Only applicable (criterion, component)
+    pairs are rated.
+    """
+    rubric = load_rubric("consilium")
+    cases, targets, ratings = [], [], []
+    for i in range(n_cases):
+        cid = f"10.0000/syn-{i:03d}"
+        cases.append(Case(case_id=cid, title=f"SYNTHETIC case {i}", text=f"Synthetic patient {i}: chest pain and rising creatinine.",
+                          reference_answer=f"Synthetic diagnosis {i}"))
+        units = [(f"{cid}:s:{r.lower()}:{comp}", comp, r) for r in CONSILIUM_ROLES for comp in ("reasoning", "opinion")]
+        units += [(f"{cid}:s:final", "final", ""), (f"{cid}:s:case", "case", "")]
+        for tid, comp, role in units:
+            truths = " ".join(f"{c.number}:{consilium_truth(i, c.number, comp)}" for c in rubric.criteria)
+            targets.append(Target(target_id=tid, case_id=cid, component=comp, role=role,
+                                  text=f"Synthetic {comp} text. truths {truths}", model="synthetic", condition="structured"))
+            raters = [role] if role else list(CONSILIUM_ROLES)
+            for c in rubric.criteria:
+                if comp not in c.components:
+                    continue
+                truth = consilium_truth(i, c.number, comp)
+                for k, rater in enumerate(raters):
+                    score = truth if k == 0 or (i + c.number) % 3 else min(3, truth + 1)
+                    ratings.append(Rating(case_id=cid, target_id=tid, rater_id=rater.lower(), criterion=c.criterion_id,
+                                          score=score, comment="synthetic" if score < 2 else ""))
+    manifest = PackManifest(name="consilium-tiny", description="synthetic consilium pack",
+                            rubric=RubricRef(id=rubric.id, version=rubric.version))
+    return RatingPack(path=None, manifest=manifest, cases=tuple(cases), targets=tuple(targets), ratings=tuple(ratings))
+
+
+def fake_consilium_endpoint(request: ChatRequest) -> str:
+    """Scripted endpoint for the consilium pack: guided by 'calibrated' guidance the judge
+    returns the true score of the criterion it is asked about, otherwise always 2. Mutations
+    as in :func:`fake_endpoint`."""
+    user = request.messages[-1].content
+    if request.tag != "judge":
+        return fake_endpoint(request)
+    rubric = load_rubric("consilium")
+    name = re.search(r"^CRITERION: (.+)$", user, re.M).group(1)
+    number = next(c.number for c in rubric.criteria if c.name == name)
+    truth = int(re.search(rf"\b{number}:(\d)", user.split("truths", 1)[1]).group(1))
+    guidance = user.split("GUIDANCE FOR THIS CRITERION:", 1)[1] if "GUIDANCE FOR THIS CRITERION:" in user else ""
+    return json.dumps({"rationale": "synthetic", "score": str(truth if "calibrated" in guidance else 2)})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -18,7 +19,7 @@ from evolve.calibration._mutation import MUTATION_FORMAT, MutationReply, mutatio
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import RunError
-from evolve.judge import Criterion, Judge, load_initial_guidance, load_protocol, load_rubric, parse_json_object
+from evolve.judge import Criterion, Judge, Rubric, load_initial_guidance, load_protocol, load_rubric, parse_json_object
 from evolve.llm import CallFailure, ChatRequest, Client
 from evolve.splits import Splits, check_splits, load_splits
 
@@ -38,18 +39,22 @@ MUTATION_SEED_OFFSET = 100_000
 
 
 class ProgressHook(Protocol):
-    """Receives progress from the engine (the CLI draws it with rich)."""
+    """Receives progress from the engine (the CLI draws it with rich).
 
-    def phase(self, description: str, total: int) -> None: ...
+    Criteria run concurrently, so every call names its ``key`` (the criterion id); a hook
+    keeps one bar per key. Calls may come from several threads.
+    """
 
-    def advance(self, n: int = 1) -> None: ...
+    def phase(self, description: str, total: int, key: str = "") -> None: ...
+
+    def advance(self, n: int = 1, key: str = "") -> None: ...
 
 
 class _NoProgress:
-    def phase(self, description: str, total: int) -> None:
+    def phase(self, description: str, total: int, key: str = "") -> None:
         pass
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, key: str = "") -> None:
         pass
 
 
@@ -107,8 +112,20 @@ class CalibrationResult:
     report: dict = field(default_factory=dict)
 
 
-def _select_items(pack: RatingPack, splits: Splits, criterion: Criterion, side: str, limit: int | None, seed: int) -> list[Item]:
-    """Applicable, rated targets of one split side, optionally a seeded subsample in source order."""
+def _select_items(
+    pack: RatingPack,
+    splits: Splits,
+    criterion: Criterion,
+    side: str,
+    limit: int | None,
+    seed: int,
+    conditions: Sequence[str] | None = None,
+) -> list[Item]:
+    """Applicable, rated targets of one split side, optionally a seeded subsample in source order.
+
+    A target whose component the criterion does not apply to is never selected (a structural
+    exclusion, SPEC §2), nor is one outside ``conditions`` when given.
+    """
     ids = set(getattr(splits, side))
     by_target: dict[str, list] = {}
     for r in pack.ratings:
@@ -117,7 +134,10 @@ def _select_items(pack: RatingPack, splits: Splits, criterion: Criterion, side: 
     items = [
         Item(case=pack.case(t.case_id), target=t, ratings=by_target[t.target_id], split=side)
         for t in pack.targets
-        if t.case_id in ids and t.component in criterion.components and t.target_id in by_target
+        if t.case_id in ids
+        and t.component in criterion.components
+        and t.target_id in by_target
+        and (conditions is None or t.condition in conditions)
     ]
     if limit is not None and len(items) > limit:
         rng = np.random.default_rng([seed, 1 if side == "train" else 2])
@@ -185,8 +205,8 @@ class CriterionRun:
                 for rep, seed in enumerate(seeds):
                     req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
                     jobs.append((cand, it, rep, seed, req))
-        self.progress.phase(f"{self.cid}: {phase} judging", len(jobs))
-        results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance())
+        self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid)
+        results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance(key=self.cid))
         for (cand, it, rep, seed, req), res in zip(jobs, results):
             out = self.judge.parse(req, res, self.criterion)
             new_rows.append(
@@ -281,8 +301,8 @@ class CriterionRun:
                     tag="mutation",
                 )
             )
-        self.progress.phase(f"{self.cid}: mutation", len(requests))
-        results = self.client.map(requests, on_result=lambda i, r: self.progress.advance())
+        self.progress.phase(f"{self.cid}: mutation", len(requests), key=self.cid)
+        results = self.client.map(requests, on_result=lambda i, r: self.progress.advance(key=self.cid))
         proposals = []
         for parent, attempt, res in zip(parents, attempts, results):
             pid = str(parent["candidate_id"])
@@ -421,6 +441,50 @@ class CriterionRun:
             self.journal.append("archive_snapshot", criterion=self.cid, iteration=iteration, elites=len(self.archive))
 
 
+EXCLUSION_COLUMNS = ["criterion", "component", "split", "n_targets", "n_ratings", "reason"]
+
+
+def structural_exclusions(
+    pack: RatingPack,
+    splits: Splits,
+    rubric: Rubric,
+    criteria: Sequence[Criterion],
+    conditions: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Which (criterion, component) pairs a run never judges, and how much material they hold.
+
+    SPEC §2: a criterion outside a component's set is structurally inapplicable - not scored,
+    not zero, reported separately. Physician ratings of such pairs (a workbook has a cell for
+    every criterion of every component) live in the pack's ``structural_exclusions.csv``, when
+    present, and are counted here; they never reach fitness or the report's MAE.
+
+    Returns:
+        One row per (criterion, inapplicable component, split) with ``n_targets`` (targets of
+        that component on that side, after the condition filter) and ``n_ratings`` (excluded
+        physician ratings), columns :data:`EXCLUSION_COLUMNS`.
+    """
+    side_of = {cid: side for side in ("train", "validation", "holdout") for cid in getattr(splits, side)}
+    excluded = pack.path / "structural_exclusions.csv" if pack.path is not None else None
+    extra = pd.read_csv(excluded, dtype=str, keep_default_na=False) if excluded is not None and excluded.is_file() else None
+    rows = []
+    for crit in criteria:
+        for component in rubric.components:
+            if rubric.applies(crit.criterion_id, component):
+                continue
+            targets = [
+                t for t in pack.targets
+                if t.component == component and (conditions is None or t.condition in conditions)
+            ]
+            for side in ("train", "validation"):
+                ids = {t.target_id for t in targets if side_of.get(t.case_id) == side}
+                n_ratings = 0
+                if extra is not None and ids:
+                    n_ratings = int(((extra["criterion"] == crit.criterion_id) & extra["target_id"].isin(ids)).sum())
+                if ids or n_ratings:
+                    rows.append([crit.criterion_id, component, side, len(ids), n_ratings, "structurally inapplicable"])
+    return pd.DataFrame(rows, columns=EXCLUSION_COLUMNS)
+
+
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     path = config.run_dir / "config.json"
     if path.exists():
@@ -429,10 +493,15 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
                 f"{config.run_dir} already holds a run. Pass --resume to continue it (finished calls are "
                 "free from the cache), or choose another --run-id."
             )
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            # validated, so fields added since the run started compare at their defaults
+            stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
+        except (OSError, ValidationError) as exc:
+            raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
         current = json.loads(config.model_dump_json())
-        # where the run folder sits (and its name) is not part of what the run computes
-        for key in ("archives_dir", "run_id"):
+        # where the run folder sits, its name and how many archives run at once do not change
+        # what the run computes
+        for key in ("archives_dir", "run_id", "parallel_criteria"):
             stored.pop(key, None)
             current.pop(key, None)
         diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
@@ -494,23 +563,32 @@ def calibrate(
     splits = load_splits(config.splits)
     check_splits(splits, pack)
     rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
+    if config.rubric is not None and config.rubric != rubric.id:
+        raise RunError(
+            f"--rubric {config.rubric!r} was requested but pack {pack.manifest.name!r} is rated on rubric "
+            f"{rubric.id!r}. Import the ratings against {config.rubric!r} (e.g. `evolve ratings import-workbooks`) "
+            "or drop --rubric."
+        )
     protocol = load_protocol(rubric.id, root=config.prompts_root)
     wanted = config.criteria or tuple(c.criterion_id for c in rubric.criteria if c.evolve)
     criteria = []
     for cid in wanted:
         try:
-            criteria.append(rubric.criterion(cid))
+            crit = rubric.criterion(cid)
         except KeyError:
             raise RunError(f"criterion {cid!r} is not in rubric {rubric.id!r}; choose from {[c.criterion_id for c in rubric.criteria]}.") from None
+        if not crit.judged:
+            raise RunError(f"criterion {cid!r} is physician-only (the judge never scores it); drop it from --criterion.")
+        criteria.append(crit)
     initial = {c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria}
     plan = {}
     for i, c in enumerate(criteria):
-        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i)
-        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i)
+        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, config.conditions)
+        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i, config.conditions)
         if not train or not val:
             raise RunError(
                 f"criterion {c.criterion_id!r}: {len(train)} training and {len(val)} validation targets have "
-                "ratings; both must be non-empty. Check the split fractions and the pack."
+                "ratings; both must be non-empty. Check the split fractions, --condition and the pack."
             )
         plan[c.criterion_id] = (train, val)
 
@@ -519,37 +597,41 @@ def calibrate(
     journal = Journal(run_dir / "journal.jsonl")
     if not resume:
         (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    structural_exclusions(pack, splits, rubric, criteria, config.conditions).to_csv(run_dir / "exclusions.csv", index=False)
     journal.append("run_resumed" if resume else "run_started", run_id=config.run_id, criteria=list(wanted))
 
     owns = client is None
     closer = None
     if owns:
         client, closer = open_client(config, journal=journal)
-    winners: dict[str, str] = {}
-    candidates: list[Candidate] = []
-    rows: list[dict] = []
+    runs: list[CriterionRun] = []
+    pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(criteria)), thread_name_prefix="criterion")
     try:
         judge = Judge(rubric, protocol, config.judge)
         for i, c in enumerate(criteria):
             train, val = plan[c.criterion_id]
-            run = CriterionRun(
+            runs.append(CriterionRun(
                 config=config, criterion=c, index=i, judge=judge, client=client, pack=pack,
                 train=train, validation=val, initial=initial[c.criterion_id], journal=journal, progress=progress,
-            )
-            winners[c.criterion_id] = run.run()
-            candidates += run.candidates.values()
-            rows += run.score_rows
+            ))
+        # The archives are isolated; only the client (concurrency bound, cache, usage) is shared.
+        futures = [pool.submit(run.run) for run in runs]
+        winners = {run.cid: future.result() for run, future in zip(runs, futures)}
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
     except BaseException as exc:
         journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+        pool.shutdown(wait=False, cancel_futures=True)
         if owns:
             client.close(cancel=True)
         raise
     finally:
+        pool.shutdown(wait=True)
         if owns:
             client.close()
             if closer is not None:
                 closer()
+    candidates = [cand for run in runs for cand in run.candidates.values()]
+    rows = [row for run in runs for row in run.score_rows]
     cand_frame = pd.DataFrame([c.row() for c in candidates], columns=CANDIDATE_COLUMNS)
     cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
     cand_frame.to_csv(run_dir / "candidates.csv", index=False)

@@ -1,0 +1,131 @@
+"""Nine isolated criterion archives in one run on the consilium rubric (fake provider)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evolve.calibration import calibrate
+from evolve.config import resolve_config
+from evolve.data import load_pack, write_pack
+from evolve.errors import RunError
+from evolve.judge import load_rubric
+from evolve.llm import Client, ResponseCache
+from evolve.splits import make_splits, write_splits
+from evolve.testing import FakeProvider
+from tests.conftest import fake_consilium_endpoint, make_consilium_pack
+
+NINE = [
+    "factual_accuracy", "problem_prioritisation", "data_use", "reasoning_coherence", "differential_diagnosis",
+    "final_conclusion", "management", "clinical_safety", "panel_adequacy",
+]
+
+
+@pytest.fixture
+def consilium_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    pack_dir = tmp_path / "packs" / "consilium-tiny"
+    write_pack(make_consilium_pack(), pack_dir)
+    splits = make_splits(load_pack(pack_dir), holdout_fraction=0.0, validation_fraction=0.34, seed=1)
+    split_dir = tmp_path / "splits" / "consilium-tiny"
+    write_splits(splits, split_dir)
+    return pack_dir, split_dir
+
+
+def _config(tmp_path: Path, pack: Path, splits: Path, **extra):
+    return resolve_config(
+        preset="quick",
+        overrides={
+            "run_id": "nine", "pack": pack, "splits": splits, "rubric": "consilium",
+            "archives_dir": tmp_path / "archives", "cache_path": tmp_path / "cache.sqlite",
+            "endpoint": {"provider": "fake"},
+            "budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2,
+                       "max_train_targets": None, "max_validation_targets": None},
+            **extra,
+        },
+        environ={},
+    )
+
+
+def _client(tmp_path: Path) -> tuple[Client, FakeProvider]:
+    provider = FakeProvider(fake_consilium_endpoint)
+    return Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=4, backoff_initial=0.01), provider
+
+
+def test_nine_archives_concurrently_with_structural_exclusions(tmp_path, consilium_inputs):
+    pack_dir, split_dir = consilium_inputs
+    config = _config(tmp_path, pack_dir, split_dir)
+    client, provider = _client(tmp_path)
+    with client:
+        result = calibrate(config, client=client)
+    run = result.run_dir
+    assert sorted(result.winners) == sorted(NINE)  # 1-9 evolved; 10 judged-only; 11 physician-only
+    events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    assert sorted(e["criterion"] for e in events if e["event"] == "criterion_started") == sorted(NINE)
+
+    # each archive is isolated: every candidate of a criterion descends from that criterion
+    cands = pd.read_csv(run / "candidates.csv", keep_default_na=False)
+    for _, row in cands[cands["origin"] == "mutation"].iterrows():
+        assert row["parent_id"].split(":")[0] == row["criterion"]
+    # guided by 'calibrated' mutants, the fake judge is exact: every winner is a mutant
+    assert set(cands.loc[cands["selected"].astype(str) == "True", "origin"]) == {"mutation"}
+
+    # no judge call on a structurally inapplicable pair, and each call saw one target component
+    rubric = load_rubric("consilium")
+    pack = load_pack(pack_dir)
+    scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str})
+    components = scores["target_id"].map(lambda t: pack.target(t).component)
+    assert all(rubric.applies(c, k) for c, k in zip(scores["criterion"], components))
+    judge_requests = [r for r in provider.requests if r.tag == "judge"]
+    assert all(r.messages[-1].content.count("<<<TARGET:") == 1 for r in judge_requests)
+    # the reference diagnosis is shown for final_conclusion only
+    with_ref = {r.messages[-1].content.split("CRITERION: ", 1)[1].split("\n", 1)[0]
+                for r in judge_requests if "<<<REFERENCE" in r.messages[-1].content}
+    assert with_ref == {rubric.criterion("final_conclusion").name}
+
+    excl = pd.read_csv(run / "exclusions.csv")
+    pairs = set(zip(excl["criterion"], excl["component"]))
+    assert ("data_use", "opinion") in pairs and ("final_conclusion", "reasoning") in pairs
+    assert ("panel_adequacy", "final") in pairs and ("factual_accuracy", "case") in pairs
+    assert not any(rubric.applies(c, k) for c, k in pairs)
+    assert (excl["n_targets"] > 0).all()
+
+    report = json.loads((run / "report.json").read_text())
+    assert sorted(report["criteria"]) == sorted(NINE)
+
+    # every score records the rubric version and the exact prompt's hash
+    assert set(scores["rubric_version"].astype(str)) == {rubric.version}
+    assert scores["prompt_hash"].str.fullmatch(r"[0-9a-f]{16}").all()
+
+
+def test_resume_of_concurrent_run_pays_nothing_and_reproduces_scores(tmp_path, consilium_inputs):
+    pack_dir, split_dir = consilium_inputs
+    config = _config(tmp_path, pack_dir, split_dir)
+    client, _ = _client(tmp_path)
+    with client:
+        calibrate(config, client=client)
+    first = pd.read_csv(config.run_dir / "scores.csv")
+    client2, provider2 = _client(tmp_path)
+    with client2:
+        calibrate(config.model_copy(update={"parallel_criteria": 3}), client=client2, resume=True)
+    assert provider2.requests == []  # everything answered by the cache
+    second = pd.read_csv(config.run_dir / "scores.csv")
+    key = ["criterion", "candidate_id", "target_id", "phase", "repeat"]
+    a = first.sort_values(key).reset_index(drop=True).drop(columns=["cached"])
+    b = second.sort_values(key).reset_index(drop=True).drop(columns=["cached"])
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_rubric_mismatch_is_refused(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    with pytest.raises(RunError, match="rated on rubric 'kqa-entailment'"):
+        calibrate(config, client=_client(tmp_path)[0])
+
+
+def test_physician_only_criterion_cannot_be_calibrated(tmp_path, consilium_inputs):
+    pack_dir, split_dir = consilium_inputs
+    config = _config(tmp_path, pack_dir, split_dir, criteria=("overall_quality",))
+    with pytest.raises(RunError, match="physician-only"):
+        calibrate(config, client=_client(tmp_path)[0])
