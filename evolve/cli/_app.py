@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -39,20 +40,24 @@ def _fail(exc: Exception) -> None:
 
 
 class _RichProgress:
-    """Progress hook drawing one bar per engine phase."""
+    """Progress hook drawing one bar per criterion (criteria run concurrently)."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.task = None
+        self.tasks: dict[str, object] = {}
+        self._lock = threading.Lock()
 
-    def phase(self, description: str, total: int) -> None:
-        if self.task is not None:
-            self.progress.remove_task(self.task)
-        self.task = self.progress.add_task(description, total=total)
+    def phase(self, description: str, total: int, key: str = "") -> None:
+        with self._lock:
+            if key in self.tasks:
+                self.progress.reset(self.tasks[key], total=total, description=description)
+            else:
+                self.tasks[key] = self.progress.add_task(description, total=total)
 
-    def advance(self, n: int = 1) -> None:
-        if self.task is not None:
-            self.progress.advance(self.task, n)
+    def advance(self, n: int = 1, key: str = "") -> None:
+        task = self.tasks.get(key)
+        if task is not None:
+            self.progress.advance(task, n)
 
 
 @app.command()
@@ -172,7 +177,10 @@ def calibrate(
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: <pack>-<UTC time>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (archives/<run_id>)."),
+    rubric: Optional[str] = typer.Option(None, "--rubric", help="Rubric the pack must be rated on, e.g. 'consilium' (criteria 1-9 evolved, one archive each)."),
     criteria: Optional[list[str]] = typer.Option(None, "--criterion", help="Criterion to calibrate (repeatable)."),
+    conditions: Optional[list[str]] = typer.Option(None, "--condition", help="Use only targets of this producing condition, e.g. 'structured' (repeatable)."),
+    parallel_criteria: Optional[int] = typer.Option(None, help="Criterion archives evolved at once over the shared client (default 9)."),
     accepted: Optional[int] = typer.Option(None, help="Accepted mutants per criterion."),
     max_attempts: Optional[int] = typer.Option(None, help="Mutation attempts per criterion."),
     batch_size: Optional[int] = typer.Option(None, help="Mutants per iteration."),
@@ -214,7 +222,10 @@ def calibrate(
                 "run_id": run_id or f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "pack": pack,
                 "splits": splits or Path("splits") / name,
+                "rubric": rubric,
                 "criteria": tuple(criteria) if criteria else None,
+                "conditions": tuple(conditions) if conditions else None,
+                "parallel_criteria": parallel_criteria,
                 "seed": seed,
                 "min_coverage": min_coverage,
                 "archives_dir": archives_dir,
