@@ -1,0 +1,88 @@
+"""Agreement statistics between judge scores and physician ratings, with case-clustered intervals.
+
+The calibration objective is one number, the MAE of the judge against every individual
+physician rating. A report (SPEC §4, "Table 5") needs more than that number to be read
+safely, and this package supplies it.
+
+**The unit is a pair.** A *pairs* frame has one row per (judge score, individual physician
+rating) of the same target and criterion: columns ``case_id``, ``target_id``, ``judge``,
+``rater`` and optionally ``rater_id``, ``repeat``. Two judge repeats on a target rated by
+three physicians give six rows. Every statistic below is computed over these rows.
+
+**Several statistics, because each can mislead on its own.** On a 0-3 scale:
+
+- ``mae`` - mean |judge - rater|, the fitness; ``signed_error`` - mean (judge - rater), > 0
+  when the judge is lenient.
+- ``class_balanced_mae`` - the MAE within each physician category, averaged with equal
+  weight (Baccianella et al. 2009). When most ratings are 3, a judge that always says 3 has
+  a small MAE but a large class-balanced MAE.
+- ``qwk`` - quadratic weighted kappa (Cohen 1968): agreement corrected for what the two
+  score distributions would give by chance, distant disagreements costing more.
+- ``krippendorff_alpha_ordinal`` - Krippendorff's alpha with the ordinal metric
+  (Krippendorff 2011/2019), another chance-corrected coefficient that respects order
+  without assuming equal spacing, and the one to compare with physician-vs-physician
+  reliability.
+- ``spearman`` - rank correlation: does the judge *order* targets as the physicians do,
+  whatever its offset?
+
+An undefined value (no pairs, every score in one category, a constant side) is ``nan``, not
+an exception.
+
+**Intervals resample cases, not pairs.** Pairs from the same case share its text, its
+physicians and the judge's reading of it, so they move together. The bootstrap therefore
+draws whole cases with replacement and keeps all their pairs (Field & Welsh 2007), then
+takes the percentile interval of the replicates (Efron & Tibshirani 1993). Resampling pairs
+would pretend there are as many independent observations as pairs and give intervals that
+are too narrow. Replicates where a statistic is undefined are left out and counted
+(``Interval.n_valid``). :func:`agreement_table` computes all six statistics on the same
+resampled cases in one fast pass; :func:`cluster_bootstrap` does the same for any
+``statistic(judge, rater)``.
+
+**The ceiling.** Physicians disagree with each other too. :func:`rater_pairs` turns a long
+ratings table into physician-vs-physician pairs (each unordered pair of raters on a target)
+in the same schema, so ``agreement_table(rater_pairs(ratings), labels)`` gives the level of
+agreement a judge can hardly be expected to beat. :func:`macro_mean` averages per-criterion
+values while skipping undefined ones and saying how many it used.
+
+Example::
+
+    from evolve.stats import agreement_table, rater_pairs
+
+    table = agreement_table(pairs, labels=[0, 1, 2, 3], n_boot=2000, seed=0)
+    table["qwk"].estimate, table["qwk"].low, table["qwk"].high
+    ceiling = agreement_table(rater_pairs(ratings), labels=[0, 1, 2, 3])
+"""
+
+from evolve.stats._bootstrap import (
+    Interval,
+    Statistic,
+    agreement_table,
+    cluster_bootstrap,
+)
+from evolve.stats._pairs import rater_pairs
+from evolve.stats._statistics import (
+    class_balanced_mae,
+    krippendorff_alpha_ordinal,
+    macro_mean,
+    mae,
+    qwk,
+    signed_error,
+    spearman,
+)
+from evolve.stats._tables import STATISTICS
+
+__all__ = [
+    "STATISTICS",
+    "Interval",
+    "Statistic",
+    "agreement_table",
+    "class_balanced_mae",
+    "cluster_bootstrap",
+    "krippendorff_alpha_ordinal",
+    "macro_mean",
+    "mae",
+    "qwk",
+    "rater_pairs",
+    "signed_error",
+    "spearman",
+]
