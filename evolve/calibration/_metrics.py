@@ -55,9 +55,11 @@ def judge_pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         One row per (judge call, rating) with columns ``target_id, repeat, judge, rater_id,
-        rater, error`` (``error = judge - rater``).
+        rater, error`` (``error = judge - rater``), plus ``case_id`` when ``scores`` has it
+        (the unit of the case-clustered bootstrap).
     """
-    s = scores[scores["outcome"] == "score"][["criterion", "target_id", "repeat", "score"]].copy()
+    keep = ["criterion", "target_id", "repeat", "score"] + (["case_id"] if "case_id" in scores.columns else [])
+    s = scores[scores["outcome"] == "score"][keep].copy()
     s = s.rename(columns={"score": "judge"})
     s["judge"] = s["judge"].astype(float)
     r = numeric_ratings(ratings)[["criterion", "target_id", "rater_id", "score"]].rename(columns={"score": "rater"})

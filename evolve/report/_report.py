@@ -7,13 +7,52 @@ pack's ratings and the split manifests, so a report can be rebuilt - and checked
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from evolve.calibration._metrics import Agreement, agreement, constant_agreement, median_baseline, rater_ceiling
+from evolve.calibration._metrics import (
+    Agreement,
+    agreement,
+    constant_agreement,
+    judge_pairs,
+    median_baseline,
+    numeric_ratings,
+    rater_ceiling,
+)
+from evolve.stats import (
+    STATISTICS,
+    agreement_table,
+    cluster_bootstrap,
+    macro_mean,
+    mae,
+    rater_pairs,
+    signed_error,
+)
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
+
+N_BOOT = 2000
+"""Bootstrap replicates behind every interval of the report (case-clustered, percentile)."""
+
+TABLE5_COLUMNS = [
+    "number", "criterion", "name",
+    "no_guidance_train_mae", "no_guidance_val_mae",
+    "best_initial", "best_initial_train_mae", "best_initial_val_mae",
+    "median_train_mae", "median_val_mae",
+    "evolved", "evolved_origin", "evolved_train_mae", "evolved_val_mae", "delta_val_mae",
+    "evolved_val_repeat_sd", "evolved_val_coverage", "evolved_val_signed_error",
+    "ceiling_val_mae", "n_train_targets", "n_val_targets", "drift",
+]
+"""Columns of ``table5.csv`` (one row per criterion, then a ``macro`` row of column means)."""
+
+AGREEMENT_COLUMNS = [
+    "criterion", "row", "candidate_id", "split", "statistic", "estimate", "low", "high",
+    "n_valid", "n_boot", "n_clusters", "n_pairs",
+]
+"""Columns of ``agreement.csv`` (one row per criterion x row x split x statistic)."""
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -33,7 +72,57 @@ def _row(label: str, kind: str, candidate_id: str, tr: Agreement, va: Agreement,
     }
 
 
-def build_report(run_dir: Path) -> dict:
+def _nan_to_none(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _stats(pairs: pd.DataFrame, labels: list[int], seed: int, n_boot: int) -> dict:
+    """All agreement statistics with case-clustered 95% intervals, JSON-able (NaN -> None)."""
+    if pairs.empty:
+        return {}
+    table = agreement_table(pairs[["case_id", "judge", "rater"]], labels, n_boot=n_boot, seed=seed)
+    return {
+        name: {
+            "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),
+            "n_valid": iv.n_valid, "n_boot": iv.n_boot, "n_clusters": iv.n_clusters, "n_pairs": iv.n_pairs,
+        }
+        for name, iv in table.items()
+    }
+
+
+def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed: int, n_boot: int) -> dict:
+    """Error statistics of a constant predictor (the training median, possibly a half point).
+
+    Chance-corrected and rank statistics are undefined for a constant and are left out.
+    """
+    r = numeric_ratings(ratings)
+    if r.empty:
+        return {}
+    pairs = pd.DataFrame({"case_id": r["case_id"].to_numpy(), "judge": float(value), "rater": r["score"].to_numpy()})
+    out = {}
+    def balanced(judge, rater):  # the judge side is a constant, possibly between two labels
+        classes = [c for c in labels if (rater == c).any()]
+        return float(np.mean([np.abs(judge[rater == c] - c).mean() for c in classes])) if classes else math.nan
+
+    for name, fn in (("mae", mae), ("signed_error", signed_error), ("class_balanced_mae", balanced)):
+        iv = cluster_bootstrap(pairs, fn, n_boot=n_boot, seed=seed)
+        out[name] = {
+            "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),
+            "n_valid": iv.n_valid, "n_boot": iv.n_boot, "n_clusters": iv.n_clusters, "n_pairs": iv.n_pairs,
+        }
+    return out
+
+
+def _read_audit(run_dir: Path) -> dict[str, dict]:
+    """Per-criterion drift verdicts from ``audit.json`` (``evolve audit``), if it exists."""
+    path = run_dir / "audit.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {c["criterion"]: c for c in data.get("criteria", []) if isinstance(c, dict) and "criterion" in c}
+
+
+def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Compute the report of a finished run folder.
 
     Returns:
@@ -43,11 +132,24 @@ def build_report(run_dir: Path) -> dict:
         ``initial`` (each initial candidate; ``best_initial`` marks the one with the lowest
         evolution-phase training MAE), ``training-median``, ``winner``.
 
+        Also ``"table5"`` (one record per criterion, :data:`TABLE5_COLUMNS`), ``"macro"``
+        (column means over criteria, with how many criteria each rests on), per criterion
+        ``"agreement"`` (every statistic of :mod:`evolve.stats` with its case-clustered
+        bootstrap interval, for each baseline row and the physician ceiling, train and
+        validation), ``"exclusions"`` (structurally inapplicable pairs) and ``"audit"`` (drift
+        verdicts, when ``audit.json`` exists).
+
+    Args:
+        run_dir: The run folder.
+        n_boot: Bootstrap replicates per interval.
+        seed: Seed of the bootstrap (the same seed gives the same intervals).
+
     Raises:
         RunError: Missing artifacts.
     """
     from evolve.calibration._engine import load_run_config
     from evolve.data import load_pack
+    from evolve.judge import load_rubric
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
@@ -55,12 +157,18 @@ def build_report(run_dir: Path) -> dict:
     cands = pd.read_csv(run_dir / "candidates.csv", keep_default_na=False, dtype=str)
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     ratings = pack.ratings_frame()
+    rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
+    audit = _read_audit(run_dir)
+    exclusions_path = run_dir / "exclusions.csv"
+    exclusions = pd.read_csv(exclusions_path) if exclusions_path.is_file() else pd.DataFrame()
     report: dict = {
         "version": REPORT_VERSION,
         "run_id": config.run_id,
         "pack": pack.manifest.name,
         "rubric": {"id": pack.manifest.rubric.id, "version": pack.manifest.rubric.version},
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
         "criteria": {},
+        "exclusions": exclusions.to_dict(orient="records"),
     }
     for criterion, crit_scores in scores.groupby("criterion", sort=False):
         ccands = cands[cands["criterion"] == criterion]
@@ -137,11 +245,195 @@ def build_report(run_dir: Path) -> dict:
             "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
             "completion_tokens": int(crit_scores["completion_tokens"].sum()),
         }
+        crit = rubric.criterion(criterion)
+        labels = list(crit.scores)
+        entry = report["criteria"][criterion]
+        entry["number"], entry["name"] = crit.number, crit.name
+        stats: dict = {}
+        for r in rows:
+            if r["kind"] == "initial" and not r.get("best_initial"):
+                continue
+            key = {"initial": "best-initial"}.get(r["kind"], r["kind"])
+            stats[key] = {}
+            for split in ("train", "validation"):
+                if r["kind"] == "training-median":
+                    stats[key][split] = _constant_stats(med, split_ratings[split], labels, seed, n_boot)
+                    continue
+                frame = reeval[(reeval["candidate_id"] == r["candidate_id"]) & (reeval["split"] == split)]
+                stats[key][split] = _stats(judge_pairs(frame, split_ratings[split]), labels, seed, n_boot)
+        stats["ceiling"] = {
+            split: _stats(rater_pairs(split_ratings[split]), labels, seed, n_boot) for split in ("train", "validation")
+        }
+        entry["agreement"] = stats
+        if criterion in audit:
+            entry["audit"] = audit[criterion]
+        report.setdefault("table5", []).append(_table5_record(criterion, entry))
+    report["macro"] = _macro(report.get("table5", []))
     return report
 
 
+def _table5_record(criterion: str, entry: dict) -> dict:
+    """One Table 5 row: best initial vs evolved, train and validation MAE, baselines (SPEC §4)."""
+    by_kind = {r["kind"]: r for r in entry["rows"] if r["kind"] != "initial"}
+    best = next((r for r in entry["rows"] if r.get("best_initial")), None)
+    win = by_kind["winner"]
+
+    def mae(row: dict | None, split: str) -> float | None:
+        return None if row is None else row[split]["mae"]
+
+    delta = None
+    if mae(win, "validation") is not None and mae(best, "validation") is not None:
+        delta = mae(win, "validation") - mae(best, "validation")
+    audit = entry.get("audit") or {}
+    return {
+        "number": entry.get("number"),
+        "criterion": criterion,
+        "name": entry.get("name", ""),
+        "no_guidance_train_mae": mae(by_kind["no-guidance"], "train"),
+        "no_guidance_val_mae": mae(by_kind["no-guidance"], "validation"),
+        "best_initial": best["candidate_id"] if best else None,
+        "best_initial_train_mae": mae(best, "train"),
+        "best_initial_val_mae": mae(best, "validation"),
+        "median_train_mae": mae(by_kind["training-median"], "train"),
+        "median_val_mae": mae(by_kind["training-median"], "validation"),
+        "evolved": win["candidate_id"],
+        "evolved_origin": entry["winner"]["origin"],
+        "evolved_train_mae": mae(win, "train"),
+        "evolved_val_mae": mae(win, "validation"),
+        "delta_val_mae": delta,
+        "evolved_val_repeat_sd": win["validation"]["repeat_sd"],
+        "evolved_val_coverage": win["validation"]["coverage"],
+        "evolved_val_signed_error": win["validation"]["signed_error"],
+        "ceiling_val_mae": entry["ceiling"]["validation"]["mae"],
+        "n_train_targets": entry["n_targets"]["train"],
+        "n_val_targets": entry["n_targets"]["validation"],
+        "drift": audit.get("flag"),
+    }
+
+
+def _macro(records: list[dict]) -> dict:
+    """Unweighted means over criteria of every numeric Table 5 column, with the count used."""
+    out: dict = {}
+    for col in TABLE5_COLUMNS:
+        values = {r["criterion"]: r[col] for r in records}
+        if col in ("number", "n_train_targets", "n_val_targets") or not all(
+            v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
+        ):
+            continue
+        mean, n = macro_mean(values)
+        out[col] = {"mean": _nan_to_none(mean), "n_criteria": n}
+    return out
+
+
+def _ci(stat: dict | None, digits: int = 3) -> str:
+    if not stat or stat.get("estimate") is None:
+        return "—"
+    if stat.get("low") is None:
+        return f"{stat['estimate']:.{digits}f}"
+    return f"{stat['estimate']:.{digits}f} [{stat['low']:.{digits}f}, {stat['high']:.{digits}f}]"
+
+
+AGREEMENT_LABELS = {
+    "no-guidance": "no guidance", "best-initial": "best initial", "training-median": "training median",
+    "winner": "evolved", "ceiling": "physician vs physician",
+}
+
+
+def render_table5(report: dict) -> list[str]:
+    """Markdown lines of Table 5 (per criterion and macro means)."""
+    rows = report.get("table5", [])
+    out = [
+        "## Table 5 — judge guidance calibration",
+        "",
+        "MAE against every individual physician rating, re-scored with fresh seeds; train / validation. "
+        "Δ val = evolved − best initial on validation (negative: the evolved guidance agrees better). "
+        "SD = repeat-to-repeat SD of the validation MAE; coverage = share of validation calls with a numeric score; "
+        "signed = mean(judge − physician) on validation.",
+        "",
+        "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val | drift |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def pair(a, b) -> str:
+        return f"{_fmt(a, 3)} / {_fmt(b, 3)}"
+
+    for r in rows:
+        evolved = pair(r["evolved_train_mae"], r["evolved_val_mae"])
+        if r["evolved_origin"] != "mutation":
+            evolved += " (an initial prompt won)"
+        out.append(
+            f"| {r['number'] or ''} | {r['name'] or r['criterion']} | {pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
+            f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
+            f"{evolved} | {_fmt(r['delta_val_mae'], 3)} | {_fmt(r['evolved_val_repeat_sd'], 3)} | "
+            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_fmt(r['ceiling_val_mae'], 3)} | "
+            f"{r['drift'] or 'not audited'} |"
+        )
+    m = report.get("macro", {})
+
+    def mm(col: str) -> str:
+        v = m.get(col, {})
+        return _fmt(v.get("mean"), 3) if v else "—"
+
+    if len(rows) > 1:
+        out.append(
+            f"| | **macro mean** ({len(rows)} criteria) | {mm('no_guidance_train_mae')} / {mm('no_guidance_val_mae')} | "
+            f"{mm('best_initial_train_mae')} / {mm('best_initial_val_mae')} | {mm('median_train_mae')} / {mm('median_val_mae')} | "
+            f"{mm('evolved_train_mae')} / {mm('evolved_val_mae')} | {mm('delta_val_mae')} | {mm('evolved_val_repeat_sd')} | "
+            f"{mm('evolved_val_coverage')} | {mm('evolved_val_signed_error')} | {mm('ceiling_val_mae')} | |"
+        )
+    return out + [""]
+
+
+def render_agreement(report: dict, split: str = "validation") -> list[str]:
+    """Markdown lines: every agreement statistic with its case-clustered 95% interval."""
+    b = report.get("bootstrap", {})
+    out = [
+        f"## Agreement on {split} targets (95% case-clustered bootstrap intervals, {b.get('n_boot', '?')} replicates)",
+        "",
+        "Class-balanced MAE averages the MAE within each physician score; QWK = quadratic weighted kappa; "
+        "α = Krippendorff's alpha (ordinal; each judge–physician pair is a unit); ρ = Spearman. "
+        "— means undefined (e.g. a constant predictor has no rank correlation).",
+        "",
+        "| criterion | row | MAE | class-balanced MAE | QWK | α (ordinal) | ρ | pairs | cases |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for criterion, c in report["criteria"].items():
+        for key, label in AGREEMENT_LABELS.items():
+            st = c.get("agreement", {}).get(key, {}).get(split) or {}
+            if not st:
+                continue
+            out.append(
+                f"| {c.get('name') or criterion} | {label} | {_ci(st.get('mae'))} | {_ci(st.get('class_balanced_mae'))} | "
+                f"{_ci(st.get('qwk'))} | {_ci(st.get('krippendorff_alpha'))} | {_ci(st.get('spearman'))} | "
+                f"{st['mae']['n_pairs']} | {st['mae']['n_clusters']} |"
+            )
+    return out + [""]
+
+
+def render_exclusions(report: dict) -> list[str]:
+    """Markdown lines listing structurally inapplicable (criterion, component) pairs."""
+    ex = report.get("exclusions") or []
+    if not ex:
+        return []
+    by: dict[str, list[str]] = {}
+    for e in ex:
+        by.setdefault(e["criterion"], [])
+        label = f"{e['component']} ({e['split']}: {e['n_targets']} targets"
+        label += f", {e['n_ratings']} physician ratings kept aside)" if e.get("n_ratings") else ")"
+        by[e["criterion"]].append(label)
+    out = [
+        "## Structural exclusions",
+        "",
+        "Components a criterion does not apply to are never sent to the judge; they are not zeros "
+        "and are not in any MAE above (SPEC §2).",
+        "",
+    ]
+    out += [f"- `{crit}`: " + "; ".join(items) for crit, items in by.items()]
+    return out + [""]
+
+
 def render_markdown(report: dict) -> str:
-    """Render :func:`build_report` output as Markdown (one table per criterion)."""
+    """Render :func:`build_report` output as Markdown: Table 5, agreement, exclusions, details."""
     out = [
         f"# Calibration report — run `{report['run_id']}`",
         "",
@@ -152,6 +444,9 @@ def render_markdown(report: dict) -> str:
         "Recompute any number from `scores.csv` (phase `reeval`) and the pack's ratings.",
         "",
     ]
+    out += render_table5(report)
+    out += render_agreement(report)
+    out += render_exclusions(report)
     for criterion, c in report["criteria"].items():
         out += [f"## Criterion `{criterion}`", ""]
         pairs = next(r for r in c["rows"] if r["kind"] == "training-median")
@@ -199,10 +494,37 @@ def render_markdown(report: dict) -> str:
     return "\n".join(out)
 
 
-def write_report(run_dir: Path) -> dict:
-    """Build the report and write ``report.json`` and ``report.md`` into ``run_dir``."""
+def agreement_records(report: dict) -> list[dict]:
+    """Flatten the per-criterion agreement statistics into rows of :data:`AGREEMENT_COLUMNS`."""
+    rows = []
+    for criterion, c in report["criteria"].items():
+        ids = {r["kind"]: r["candidate_id"] for r in c["rows"] if r["kind"] != "initial"}
+        ids["best-initial"] = next((r["candidate_id"] for r in c["rows"] if r.get("best_initial")), "")
+        for key, splits in c.get("agreement", {}).items():
+            for split, stats in splits.items():
+                for name in STATISTICS:
+                    st = stats.get(name)
+                    if st is None:
+                        continue
+                    rows.append({"criterion": criterion, "row": key, "candidate_id": ids.get(key, ""), "split": split,
+                                 "statistic": name, **{k: st[k] for k in ("estimate", "low", "high", "n_valid", "n_boot", "n_clusters", "n_pairs")}})
+    return rows
+
+
+def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """Build the report and write it into ``run_dir``.
+
+    Files: ``report.json`` (everything), ``report.md`` (Table 5, agreement with intervals,
+    structural exclusions, per-criterion details), ``table5.csv`` (:data:`TABLE5_COLUMNS`,
+    criteria then a ``macro`` row) and ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
+    """
     run_dir = Path(run_dir)
-    report = build_report(run_dir)
+    report = build_report(run_dir, n_boot=n_boot, seed=seed)
     (run_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (run_dir / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
+    macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
+    macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
+    pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(run_dir / "table5.csv", index=False)
+    pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(run_dir / "agreement.csv", index=False)
     return report
