@@ -129,3 +129,38 @@ def test_physician_only_criterion_cannot_be_calibrated(tmp_path, consilium_input
     config = _config(tmp_path, pack_dir, split_dir, criteria=("overall_quality",))
     with pytest.raises(RunError, match="physician-only"):
         calibrate(config, client=_client(tmp_path)[0])
+
+
+def test_table5_and_agreement_recomputed_from_artifacts(tmp_path, consilium_inputs):
+    """table5.csv and agreement.csv agree with scores.csv + ratings.csv recomputed independently."""
+    from sklearn.metrics import cohen_kappa_score
+
+    pack_dir, split_dir = consilium_inputs
+    config = _config(tmp_path, pack_dir, split_dir, criteria=("data_use", "clinical_safety"))
+    client, _ = _client(tmp_path)
+    with client:
+        calibrate(config, client=client)
+    run = config.run_dir
+    scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str})
+    ratings = pd.read_csv(pack_dir / "ratings.csv", dtype={"target_id": str})
+    table = pd.read_csv(run / "table5.csv")
+    agreement = pd.read_csv(run / "agreement.csv")
+    assert table["criterion"].tolist() == ["data_use", "clinical_safety", "macro"]
+    for criterion in ("data_use", "clinical_safety"):
+        row = table[table["criterion"] == criterion].iloc[0]
+        sel = scores[(scores["criterion"] == criterion) & (scores["phase"] == "reeval") & (scores["split"] == "validation")
+                     & (scores["candidate_id"] == row["evolved"]) & (scores["outcome"] == "score")]
+        pairs = sel.merge(ratings[ratings["criterion"] == criterion], on="target_id", suffixes=("_judge", "_rater"))
+        errors = pairs["score_judge"] - pairs["score_rater"]
+        assert row["evolved_val_mae"] == pytest.approx(errors.abs().mean())
+        assert row["evolved_val_signed_error"] == pytest.approx(errors.mean())
+        got = agreement[(agreement["criterion"] == criterion) & (agreement["row"] == "winner")
+                        & (agreement["split"] == "validation")].set_index("statistic")
+        assert got.loc["mae", "estimate"] == pytest.approx(errors.abs().mean())
+        qwk = cohen_kappa_score(pairs["score_judge"], pairs["score_rater"], weights="quadratic", labels=[0, 1, 2, 3])
+        assert got.loc["qwk", "estimate"] == pytest.approx(qwk)
+        assert got.loc["mae", "low"] <= got.loc["mae", "estimate"] <= got.loc["mae", "high"]
+        assert got.loc["mae", "n_clusters"] == pairs["case_id_judge"].nunique()
+    macro = table[table["criterion"] == "macro"].iloc[0]
+    for col in ("evolved_val_mae", "no_guidance_val_mae", "best_initial_val_mae", "median_val_mae"):
+        assert macro[col] == pytest.approx(table.iloc[:2][col].mean())
