@@ -125,6 +125,58 @@ def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder.")) -> 
     out.print(summary.model_dump_json(indent=2), highlight=False)
 
 
+@ratings_app.command("import-workbooks")
+def ratings_import_workbooks(
+    src: Path = typer.Argument(..., help="Folder of physician workbooks (.xlsx/.csv, one per specialty), or one workbook."),
+    cases: Path = typer.Option(..., "--cases", help="Case file (.jsonl/.csv/.parquet) the workbooks' case ids refer to."),
+    outputs: Path = typer.Option(..., "--outputs", help="Folder of consilium records (*.json) the physicians rated."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write."),
+    condition: Optional[str] = typer.Option(None, "--condition", help="Record condition to use when a case has several."),
+    role_map: Optional[Path] = typer.Option(None, "--role-map", help="CSV with columns specialty,role for specialties named unlike their panel role."),
+    name: Optional[str] = typer.Option(None, "--name", help="Pack name (default: the workbook folder's name)."),
+    columns: Optional[list[str]] = typer.Option(None, "--column", help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
+    overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+) -> None:
+    """Import physician rating workbooks of consilium records (SPEC §6) into a rating pack."""
+    from evolve.data import import_workbooks, parse_column_overrides, write_workbook_import
+
+    try:
+        result = import_workbooks(
+            src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name,
+            case_columns=parse_column_overrides(columns or []),
+        )
+        write_workbook_import(result, out_dir, overwrite=overwrite)
+    except EvolveError as exc:
+        _fail(exc)
+    s = result.summary
+    for warning in s.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False, soft_wrap=True)
+    out.print(
+        f"wrote {out_dir}: {s.n_cases} cases, {s.n_targets} targets, {s.n_ratings} ratings by {len(s.raters)} raters "
+        f"({s.n_workbooks} workbooks, {s.n_sheets} sheets, {s.n_rows} rows); {s.n_structural_exclusions} cells of "
+        f"structurally inapplicable pairs kept in structural_exclusions.csv; {s.n_warnings} warning(s)",
+        highlight=False, soft_wrap=True,
+    )
+
+
+@ratings_app.command("workbook-template")
+def ratings_workbook_template(
+    path: Path = typer.Argument(..., help="The .xlsx file to write."),
+    specialty: str = typer.Option(..., "--specialty", help="Specialty of the rater, e.g. Cardiology."),
+    rater: str = typer.Option("", "--rater", help="Rater id to pre-fill (default: derived on import)."),
+    case_ids: Optional[list[str]] = typer.Option(None, "--case-id", help="Case id to pre-fill in column A (repeatable)."),
+    overwrite: bool = typer.Option(False, help="Replace an existing file."),
+) -> None:
+    """Write an empty, correctly headed physician rating workbook for one specialty."""
+    from evolve.data import write_workbook_template
+
+    try:
+        write_workbook_template(path, specialty=specialty, rater=rater, case_ids=case_ids or [], overwrite=overwrite)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(f"wrote {path}", highlight=False)
+
+
 @splits_app.command("make")
 def splits_make(
     pack_dir: Path = typer.Argument(..., help="Pack folder."),

@@ -19,10 +19,26 @@ in one :class:`~evolve.errors.PackError`. :func:`write_pack` writes one atomical
 (:data:`IMPORTERS`) convert the original release files of a data set into a pack in memory;
 the caller decides where to write it. Imported real data is never committed to the
 repository (see ``ratings/README.md``).
+
+For the consilium benchmark: :func:`load_cases` reads NEJM-MedQA-style case files,
+:class:`ConsiliumRecord` is the on-disk record of one consilium run on one case (SPEC §5) and
+:func:`consilium_targets` turns it into targets, and :func:`import_workbooks` reads the
+physicians' per-specialty rating workbooks (SPEC §6) into a pack.
 """
 
 from collections.abc import Callable
 
+from evolve.data._cases import CASE_FILE_SUFFIXES, CaseColumns, generation_input, load_cases, parse_column_overrides
+from evolve.data._consilium import (
+    MAX_PANEL_ROLES,
+    ConsiliumRecord,
+    PanelRole,
+    RoleOutput,
+    consilium_targets,
+    load_consilium_records,
+    record_file_stem,
+    role_slug,
+)
 from evolve.data._kqa import KQA_LABEL_SCORES, import_kqa, kqa_case_id
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import (
@@ -43,6 +59,20 @@ from evolve.data._pack import (
     write_pack_schemas,
 )
 from evolve.data._savage import import_savage, savage_swapped_case_ids
+from evolve.data._workbooks import (
+    NOT_EVALUABLE_MARKS,
+    STRUCTURAL_EXCLUSIONS_FILE,
+    WORKBOOK_HEADERS,
+    WORKBOOK_IMPORTER,
+    WORKBOOK_RUBRIC_ID,
+    WorkbookImport,
+    WorkbookImportSummary,
+    import_workbooks,
+    load_structural_exclusions,
+    read_role_map,
+    write_workbook_import,
+    write_workbook_template,
+)
 
 IMPORTERS: dict[str, Callable[..., RatingPack]] = {
     "kqa": import_kqa,
@@ -53,30 +83,55 @@ a validated :class:`RatingPack` and writes nothing."""
 
 __all__ = [
     "CASES_FILE",
+    "CASE_FILE_SUFFIXES",
     "IMPORTERS",
     "KQA_LABEL_SCORES",
     "MANIFEST_FILE",
+    "MAX_PANEL_ROLES",
     "MAX_REPORTED_PROBLEMS",
+    "NOT_EVALUABLE_MARKS",
     "PACK_FORMAT_VERSION",
     "RATINGS_COLUMNS",
     "RATINGS_FILE",
+    "STRUCTURAL_EXCLUSIONS_FILE",
     "TARGETS_FILE",
+    "WORKBOOK_HEADERS",
+    "WORKBOOK_IMPORTER",
+    "WORKBOOK_RUBRIC_ID",
     "Case",
+    "CaseColumns",
+    "ConsiliumRecord",
     "PackManifest",
+    "PanelRole",
     "PackSummary",
     "Rating",
     "RatingPack",
+    "RoleOutput",
     "RubricRef",
     "Target",
+    "WorkbookImport",
+    "WorkbookImportSummary",
     "check_pack",
+    "consilium_targets",
+    "generation_input",
     "import_kqa",
     "import_savage",
+    "import_workbooks",
     "kqa_case_id",
+    "load_cases",
+    "load_consilium_records",
     "load_pack",
+    "load_structural_exclusions",
     "pack_json_schemas",
+    "parse_column_overrides",
+    "read_role_map",
+    "record_file_stem",
+    "role_slug",
     "savage_swapped_case_ids",
     "summarize_pack",
     "validate_pack",
     "write_pack",
     "write_pack_schemas",
+    "write_workbook_import",
+    "write_workbook_template",
 ]

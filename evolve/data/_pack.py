@@ -726,7 +726,13 @@ def _write_text(path: Path, text: str) -> None:
         os.fsync(fh.fileno())
 
 
-def write_pack(pack: RatingPack, path: Path | str, *, overwrite: bool = False) -> Path:
+def write_pack(
+    pack: RatingPack,
+    path: Path | str,
+    *,
+    overwrite: bool = False,
+    extra_files: dict[str, str] | None = None,
+) -> Path:
     """Write a pack to a directory and return that directory.
 
     The files are first written into a hidden temporary directory next to ``path`` and then
@@ -738,10 +744,18 @@ def write_pack(pack: RatingPack, path: Path | str, *, overwrite: bool = False) -
         path: Target directory (created; its parent must be writable).
         overwrite: Replace an existing non-empty directory. Without it, a non-empty
             directory raises :class:`PackError`.
+        extra_files: Further UTF-8 text files written into the same atomic folder, keyed by
+            plain file name (e.g. ``structural_exclusions.csv`` from the workbook importer).
+            :func:`load_pack` ignores files it does not know.
 
     Raises:
-        PackError: ``path`` is a file, or a non-empty directory and ``overwrite`` is false.
+        PackError: ``path`` is a file, or a non-empty directory and ``overwrite`` is false; an
+            extra file name is a pack file name or not a plain file name.
     """
+    extra_files = dict(extra_files or {})
+    for name in extra_files:
+        if name in PACK_FILES or not name or Path(name).name != name or name.startswith("."):
+            raise PackError(f"extra pack file {name!r}: use a plain, visible file name other than {list(PACK_FILES)}.")
     dest = Path(path)
     if dest.exists() and not dest.is_dir():
         raise PackError(f"{dest}: exists and is not a directory; choose another output path for the pack.")
@@ -759,6 +773,8 @@ def write_pack(pack: RatingPack, path: Path | str, *, overwrite: bool = False) -
         _write_text(tmp / RATINGS_FILE, _ratings_csv(pack.ratings))
         manifest = json.dumps(pack.manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
         _write_text(tmp / MANIFEST_FILE, manifest)
+        for name, text in extra_files.items():
+            _write_text(tmp / name, text)
         if dest.exists():
             old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
             os.replace(dest, old)

@@ -1,0 +1,326 @@
+"""Loader for NEJM-MedQA-style case files: one clinical case per row, keyed by its DOI.
+
+A case file is what a consilium is run on and what the physicians' workbooks refer to: one
+row per case with its DOI, title, case text and reference answer. It is read with pandas from
+``.jsonl``, ``.csv`` or ``.parquet`` and turned into :class:`~evolve.data.Case` records in source
+order. Which column holds which field is given by a :class:`CaseColumns` mapping (defaults
+below; the CLI sets it with ``--column field=column``).
+
+The reference answer is part of the :class:`~evolve.data.Case` (the judge may see it for the
+conclusion criterion), but never part of what a *generating* model sees: use
+:func:`generation_input` to build that input (SPEC §5.2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evolve.data._models import _ID_PATTERN, Case
+from evolve.data._pack import MAX_REPORTED_PROBLEMS
+from evolve.data._util import is_missing
+from evolve.errors import DataError
+
+__all__ = [
+    "CASE_FILE_SUFFIXES",
+    "CaseColumns",
+    "generation_input",
+    "load_cases",
+    "parse_column_overrides",
+]
+
+CASE_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+"""File name endings :func:`load_cases` can read."""
+
+_ID_RE = re.compile(_ID_PATTERN)
+
+
+class _Issues:
+    """Collects located problems and raises them as one error (shared by the case, consilium
+    record and workbook readers).
+
+    Problems keep the order in which they were found (readers walk files, sheets and rows in
+    order). Each problem is one line ``<where>: <what>. <fix>``.
+    """
+
+    def __init__(self, heading: str, error: type[DataError] = DataError, limit: int = MAX_REPORTED_PROBLEMS) -> None:
+        self.heading = heading
+        self.error = error
+        self.limit = limit
+        self.items: list[str] = []
+
+    def add(self, where: str, message: str, fix: str) -> None:
+        self.items.append(f"{where}: {message.rstrip('.')}. {fix}".rstrip())
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        n = len(self.items)
+        lines = [f"{self.heading} ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  - {item}" for item in self.items[: self.limit]]
+        if n > self.limit:
+            lines.append(f"  ... and {n - self.limit} more problem(s) not shown; fix the ones above and re-run.")
+        raise self.error("\n".join(lines))
+
+
+class CaseColumns(BaseModel):
+    """Which column of a case file holds which :class:`~evolve.data.Case` field.
+
+    Column names are matched exactly (case-sensitive). A mapped column that is absent from the
+    file is an error; map ``title`` or ``answer`` to ``None`` when the file has no such column.
+
+    Attributes:
+        doi: Column with the case's DOI; it becomes ``case_id`` unless ``case_id`` is set.
+            Not read when ``case_id`` is set.
+        title: Column with the case title (``None``: no title column, titles stay empty).
+        text: Column with the case text (must be non-empty in every row).
+        answer: Column with the reference answer / diagnosis (``None``: no such column); an
+            empty cell gives ``reference_answer=None``.
+        case_id: Column with a case id to use instead of the DOI (``None``: the DOI is the id).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    doi: str = Field(default="doi", min_length=1)
+    title: str | None = "title"
+    text: str = Field(default="case_text", min_length=1)
+    answer: str | None = "answer"
+    case_id: str | None = None
+
+    @property
+    def id_field(self) -> str:
+        """The mapping field whose column gives the case id (``case_id`` or ``doi``)."""
+        return "case_id" if self.case_id is not None else "doi"
+
+    @property
+    def id_column(self) -> str:
+        """The column that gives the case id."""
+        return self.case_id if self.case_id is not None else self.doi
+
+    def required(self) -> dict[str, str]:
+        """``field -> column`` for every column the loader reads, in a fixed order."""
+        out = {self.id_field: self.id_column}
+        if self.title is not None:
+            out["title"] = self.title
+        out["text"] = self.text
+        if self.answer is not None:
+            out["answer"] = self.answer
+        return out
+
+
+def parse_column_overrides(items: Sequence[str], base: CaseColumns | None = None) -> CaseColumns:
+    """Build a :class:`CaseColumns` from ``field=column`` strings (the CLI's ``--column``).
+
+    An empty column (``title=``) maps an optional field (``title``, ``answer``, ``case_id``) to
+    ``None``.
+
+    Args:
+        items: Strings such as ``"text=case_text"`` or ``"case_id=id"``.
+        base: Mapping to start from (default: :class:`CaseColumns` defaults).
+
+    Raises:
+        DataError: A string without ``=``, an unknown field, or an empty column for a required
+            field (``doi``, ``text``).
+    """
+    base = base or CaseColumns()
+    fields = list(CaseColumns.model_fields)
+    update: dict[str, str | None] = {}
+    for item in items:
+        name, sep, column = item.partition("=")
+        name, column = name.strip(), column.strip()
+        if not sep or name not in fields:
+            raise DataError(
+                f"--column {item!r}: expected FIELD=COLUMN with FIELD one of {fields}, "
+                "e.g. --column text=case_text."
+            )
+        if not column and name in ("doi", "text"):
+            raise DataError(f"--column {item!r}: field {name!r} needs a column name, e.g. --column {name}=my_column.")
+        update[name] = column or None
+    return base.model_copy(update=update)
+
+
+def _read_jsonl(path: Path, issues: _Issues) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """Rows of a JSONL file as ``(location, record)`` pairs and the keys seen (first-seen order)."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    columns: dict[str, None] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            issues.add(
+                f"{path.name}, line {lineno}", f"malformed JSON at column {exc.colno} ({exc.msg})",
+                "Write exactly one JSON object per line.",
+            )
+            continue
+        if not isinstance(raw, dict):
+            issues.add(
+                f"{path.name}, line {lineno}", f"expected a JSON object, got {type(raw).__name__}",
+                "Write exactly one JSON object per line.",
+            )
+            continue
+        columns.update(dict.fromkeys(raw))
+        rows.append((f"line {lineno}", raw))
+    return list(columns), rows
+
+
+def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """Rows of a CSV (header = row 1) or parquet file (first row = row 1) as ``(location, record)``."""
+    if path.suffix.lower() == ".csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        first = 2
+    else:
+        frame = pd.read_parquet(path)
+        first = 1
+    columns = [str(c) for c in frame.columns]
+    frame.columns = columns
+    return columns, [(f"row {i + first}", rec) for i, rec in enumerate(frame.to_dict("records"))]
+
+
+def _text(value: Any) -> str:
+    if is_missing(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[Case]:
+    """Read a case file (``.jsonl``, ``.csv`` or ``.parquet``) into cases, in source order.
+
+    Each row becomes ``Case(case_id=<DOI or mapped id>, title, text,
+    reference_answer=<answer or None>, source="<file name> <row N | line N>")``. Rows are
+    numbered as a human finds them: JSONL by line (1-based), CSV by spreadsheet row (the
+    header is row 1), parquet by record (1-based). Blank JSONL lines are skipped. Leading and
+    trailing whitespace of the id is removed; text, title and answer are kept as written.
+
+    Args:
+        path: The case file.
+        mapping: Column mapping (default: ``doi``, ``title``, ``case_text``, ``answer``; the
+            DOI is the case id).
+
+    Returns:
+        One :class:`~evolve.data.Case` per row, in file order.
+
+    Raises:
+        DataError: The file is missing or of an unknown type; a mapped column is absent
+            (the message lists the file's columns and the ``--column`` fix); a row has an
+            empty id or text; an id does not match the case-id pattern
+            ``^[A-Za-z0-9][A-Za-z0-9._:/-]*$``; two rows share an id (both rows are named).
+            All row problems are collected into one error.
+    """
+    path = Path(path)
+    mapping = mapping or CaseColumns()
+    if not path.is_file():
+        raise DataError(f"{path}: case file not found. Pass a .jsonl, .csv or .parquet file with one case per row.")
+    suffix = path.suffix.lower()
+    if suffix not in CASE_FILE_SUFFIXES:
+        raise DataError(
+            f"{path}: unsupported case file type {suffix or '(none)'!r}. Save the cases as one of "
+            f"{list(CASE_FILE_SUFFIXES)}."
+        )
+    issues = _Issues(f"cannot load cases from {path}")
+    try:
+        if suffix == ".jsonl":
+            columns, rows = _read_jsonl(path, issues)
+        else:
+            columns, rows = _read_frame(path)
+    except (UnicodeDecodeError, ValueError, OSError, ImportError) as exc:
+        raise DataError(
+            f"{path}: cannot read the file ({type(exc).__name__}: {exc}). Check that it is a valid "
+            f"{suffix[1:]} file (UTF-8 text for .jsonl/.csv)."
+        ) from exc
+
+    missing = {name: col for name, col in mapping.required().items() if col not in columns}
+    for name, col in missing.items():
+        optional = f" (or --column {name}= if the file has none)" if name in ("title", "answer") else ""
+        issues.add(
+            f"{path.name}, column {col!r}",
+            f"column {col!r} for field {name!r} is missing; the file has columns {columns}",
+            f"Rename the column, or map the field with --column {name}=<column>{optional}.",
+        )
+    issues.raise_if_any()
+
+    cases: list[Case] = []
+    first_seen: dict[str, str] = {}
+    for loc, row in rows:
+        where = f"{path.name}, {loc}"
+        case_id = _text(row.get(mapping.id_column))
+        text = row.get(mapping.text)
+        ok = True
+        if not case_id:
+            issues.add(
+                f"{where}, column {mapping.id_column!r}", "empty case id",
+                f"Fill in the {mapping.id_field} or remove the row.",
+            )
+            ok = False
+        elif not _ID_RE.match(case_id):
+            issues.add(
+                f"{where}, column {mapping.id_column!r}",
+                f"case id {case_id!r} is not a valid id (it must start with a letter or digit and contain only "
+                "letters, digits and . _ : / -)",
+                "Correct the id, or take ids from another column with --column case_id=<column>.",
+            )
+            ok = False
+        elif case_id in first_seen:
+            issues.add(
+                f"{where}, column {mapping.id_column!r}",
+                f"duplicate case id {case_id!r} (first in {first_seen[case_id]})",
+                "Give every case its own id or remove the repeated row.",
+            )
+            ok = False
+        else:
+            first_seen[case_id] = loc
+        if is_missing(text):
+            issues.add(f"{where}, column {mapping.text!r}", "empty case text", "Fill in the case text or remove the row.")
+            ok = False
+        if not ok:
+            continue
+        answer = row.get(mapping.answer) if mapping.answer is not None else None
+        title = row.get(mapping.title) if mapping.title is not None else None
+        try:
+            cases.append(
+                Case(
+                    case_id=case_id,
+                    title="" if is_missing(title) else str(title).strip(),
+                    text=str(text),
+                    reference_answer=None if is_missing(answer) else str(answer),
+                    source=f"{path.name} {loc}",
+                )
+            )
+        except ValidationError as exc:  # pragma: no cover - fields were checked above
+            for err in exc.errors():
+                issues.add(where, f"field {'.'.join(map(str, err['loc']))}: {err['msg']}", "Correct the value.")
+    issues.raise_if_any()
+    if not cases:
+        raise DataError(f"{path}: the file holds no cases. Add one case per row.")
+    return cases
+
+
+def generation_input(case: Case) -> dict[str, str]:
+    """What a *generating* model may see of a case: its id (the DOI), title and text.
+
+    The reference answer is deliberately left out: the consilium roles work from the same case
+    input without the answer (SPEC §5.2), so no prompt built from this mapping can leak it.
+
+    Args:
+        case: The case.
+
+    Returns:
+        ``{"case_id": ..., "title": ..., "text": ...}`` (exactly these three keys).
+    """
+    return {"case_id": case.case_id, "title": case.title, "text": case.text}
+
