@@ -181,27 +181,53 @@ def ratings_workbook_template(
 def splits_make(
     pack_dir: Path = typer.Argument(..., help="Pack folder."),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Manifest folder (default: splits/<pack name>)."),
-    holdout_fraction: float = typer.Option(0.2, help="Share of cases held out of the calibration frame."),
-    validation_fraction: float = typer.Option(0.3, help="Share of the frame used for validation."),
-    seed: int = typer.Option(42, help="Seed of the partition."),
+    holdout_fraction: Optional[float] = typer.Option(
+        None, help="Share of the pack held out of the frame (fraction splits only; default 0.2)."),
+    validation_fraction: Optional[float] = typer.Option(None, help="Share of the frame used for validation (default 0.3)."),
+    seed: int = typer.Option(42, help="Seed of every draw."),
+    cases: Optional[Path] = typer.Option(
+        None, "--cases", help="Case file (.jsonl/.csv/.parquet/.txt) with the full source-ordered universe; "
+        "the frame defaults to the pack's rated cases and the holdout is its exact complement."),
+    frame_manifest: Optional[Path] = typer.Option(
+        None, "--frame-manifest", help="Calibration manifest to verify and use (one case id a line, # comments)."),
+    frame_size: Optional[int] = typer.Option(None, "--frame-size", help="Draw a frame of N cases with the seed."),
+    train_size: Optional[int] = typer.Option(None, "--train-size", help="Exact number of training cases."),
+    validation_size: Optional[int] = typer.Option(None, "--validation-size", help="Exact number of validation cases."),
+    train_manifest: Optional[Path] = typer.Option(None, "--train-manifest", help="Supplied training manifest to verify and use."),
+    validation_manifest: Optional[Path] = typer.Option(
+        None, "--validation-manifest", help="Supplied validation manifest to verify and use."),
+    preset: Optional[str] = typer.Option(
+        None, "--preset", help="'paper': 300 cases, frame 110 (190 held out), train 80 / validation 30, all verified."),
     overwrite: bool = typer.Option(False, help="Replace different manifests already in the folder."),
 ) -> None:
-    """Write a deterministic case-disjoint frame/held-out and train/validation partition."""
+    """Write a deterministic case-disjoint frame/held-out and train/validation partition.
+
+    Without frame options the holdout is drawn from the pack by --holdout-fraction. With
+    --cases, --frame-manifest, --frame-size, sizes or --preset the frame is fixed first and the
+    holdout is its exact complement in source order (see splits/README.md).
+    """
     from evolve.data import load_pack
-    from evolve.splits import check_splits, make_splits, write_splits
+    from evolve.splits import build_splits, write_splits
 
     try:
         pack = load_pack(pack_dir)
-        splits = make_splits(pack, holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed)
-        check_splits(splits, pack)
+        result = build_splits(
+            pack, cases=cases, frame_manifest=frame_manifest, frame_size=frame_size, n_train=train_size,
+            n_validation=validation_size, train_manifest=train_manifest, validation_manifest=validation_manifest,
+            preset=preset, holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed,
+        )
         target = out_dir or Path("splits") / pack.manifest.name
-        write_splits(splits, target, overwrite=overwrite)
+        write_splits(result.splits, target, overwrite=overwrite)
     except EvolveError as exc:
         _fail(exc)
+    for note in result.warnings:
+        err.print(f"[yellow]warning:[/] {note}", markup=True, highlight=False, soft_wrap=True)
+    splits = result.splits
     out.print(
         f"wrote {target}: frame {len(splits.frame)} (train {len(splits.train)}, validation "
         f"{len(splits.validation)}), held-out {len(splits.holdout)} cases",
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -209,16 +235,20 @@ def splits_make(
 def splits_check(
     split_dir: Path = typer.Argument(..., help="Manifest folder."),
     pack_dir: Path = typer.Option(..., "--pack", help="The pack the manifests refer to."),
+    cases: Optional[Path] = typer.Option(
+        None, "--cases", help="The case file the frame was chosen from: also verify ids, exact complement and order."),
 ) -> None:
     """Check a manifest folder against its pack (disjoint, exact complement, order, one side per case)."""
     from evolve.data import load_pack
-    from evolve.splits import check_splits, load_splits
+    from evolve.splits import check_split_dir
 
     try:
-        check_splits(load_splits(split_dir), load_pack(pack_dir))
+        result = check_split_dir(split_dir, load_pack(pack_dir), cases=cases)
     except EvolveError as exc:
         _fail(exc)
-    out.print(f"{split_dir}: ok", highlight=False)
+    for note in result.warnings:
+        err.print(f"[yellow]warning:[/] {note}", markup=True, highlight=False, soft_wrap=True)
+    out.print(f"{split_dir}: ok", highlight=False, soft_wrap=True)
 
 
 @app.command()

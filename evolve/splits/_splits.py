@@ -1,4 +1,8 @@
-"""Case-disjoint split manifests: holdout vs frame, and train vs validation inside the frame."""
+"""Case-disjoint split manifests: holdout vs frame, and train vs validation inside the frame.
+
+The Splits model, the fraction draw (:func:`make_splits`), the checks against a pack and the
+on-disk format. Frame splits (SPEC §4) are made in ``_frame.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import json
 import os
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -15,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.errors import SplitError
+from evolve.splits._manifest import CaseList, FrameOrigin, raise_problems
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import RatingPack
@@ -32,8 +38,6 @@ MANIFEST_FILES: dict[str, str] = {
 
 Side = Literal["train", "validation", "holdout"]
 
-_MAX_REPORTED = 20
-
 
 class Splits(BaseModel):
     """A case-level split of one rating pack.
@@ -45,6 +49,12 @@ class Splits(BaseModel):
     Only field types and fraction ranges are checked on construction; the set relations
     (disjointness, complements, order) are checked by :func:`check_splits` and
     :func:`load_splits`.
+
+    Splits made from a calibration frame (:func:`~evolve.splits.make_frame_splits`, SPEC §4)
+    carry ``frame_origin``; their frame and holdout partition a case *universe* (e.g. a
+    300-case case file) that may be larger than the pack, and their two fractions are the
+    realised shares (``holdout / universe`` and ``validation / frame``), recorded for
+    information only. Splits drawn by fractions have ``frame_origin = None``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,6 +68,7 @@ class Splits(BaseModel):
     holdout: tuple[str, ...]
     train: tuple[str, ...]
     validation: tuple[str, ...]
+    frame_origin: FrameOrigin | None = None
 
     def side_of(self, case_id: str) -> Side:
         """Which side a case is on: ``"train"``, ``"validation"`` or ``"holdout"``.
@@ -176,15 +187,7 @@ def make_splits(
 # --------------------------------------------------------------------------------------------
 
 
-def _raise(problems: list[str], heading: str) -> None:
-    if not problems:
-        return
-    n = len(problems)
-    lines = [f"{heading} ({n} problem{'s' if n != 1 else ''}):"]
-    lines += [f"  - {p}" for p in problems[:_MAX_REPORTED]]
-    if n > _MAX_REPORTED:
-        lines.append(f"  ... and {n - _MAX_REPORTED} more problem(s) not shown.")
-    raise SplitError("\n".join(lines))
+_raise = raise_problems
 
 
 def _short(ids: Iterable[str], limit: int = 10) -> str:
@@ -226,28 +229,104 @@ def _internal_problems(splits: Splits) -> list[str]:
             f"{len(uncovered)} frame case(s) are in neither train nor validation: {_short(uncovered)}. "
             "Train and validation must partition the frame."
         )
+    origin = splits.frame_origin
+    if origin is not None and origin.n_cases != len(splits.frame) + len(splits.holdout):
+        problems.append(
+            f"frame_origin.n_cases says the universe has {origin.n_cases} cases but frame + holdout list "
+            f"{len(splits.frame) + len(splits.holdout)}. The holdout must be the exact complement of the frame; "
+            "regenerate the splits."
+        )
     return problems
 
 
-def check_splits(splits: Splits, pack: RatingPack) -> None:
-    """Check that ``splits`` is a valid, case-disjoint split of ``pack``.
+class SplitCheck(BaseModel):
+    """What :func:`check_splits` found acceptable but worth knowing.
 
-    Checks (all problems are collected): frame and holdout are disjoint and together are
-    exactly the pack's cases (missing and extra ids are listed); train and validation are
-    disjoint and together are exactly the frame; no id is repeated; every list follows the
-    pack's source order; the pack name matches; every target's case is on some side and
-    every rating's case is on the same side as its target's case.
+    Attributes:
+        warnings: One sentence each, e.g. rated pack cases that sit in the holdout.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warnings: tuple[str, ...] = ()
+
+
+def _group_problems(splits: Splits, group_of: dict[str, str]) -> list[str]:
+    """Groups (DOIs) whose cases sit on more than one of holdout / train / validation."""
+    if not group_of:
+        return []
+    sides: dict[str, dict[str, list[str]]] = {}
+    for name in ("holdout", "train", "validation"):
+        for cid in getattr(splits, name):
+            sides.setdefault(group_of.get(cid, cid), {}).setdefault(name, []).append(cid)
+    problems = []
+    for group, by_side in sides.items():
+        if len(by_side) > 1:
+            where = "; ".join(f"{side}: {_short(ids, 5)}" for side, ids in by_side.items())
+            problems.append(
+                f"group (DOI) {group!r} is split across sides ({where}). All cases of one DOI must stay on one "
+                "side; regenerate the splits with the group mapping (make_frame_splits group_of=..., or a case "
+                "file with a 'doi' field)."
+            )
+    return problems
+
+
+def check_splits(
+    splits: Splits,
+    pack: RatingPack,
+    *,
+    cases: CaseList | Sequence[str] | None = None,
+    group_of: Mapping[str, str] | None = None,
+) -> SplitCheck:
+    """Check that ``splits`` is a valid, case-disjoint split of ``pack`` (SPEC §4).
+
+    Checks (all problems are collected): frame and holdout are disjoint; train and
+    validation are disjoint and together are exactly the frame; no id is repeated; every
+    pack case is in the frame or the holdout; the pack name matches; every target's case is
+    on some side and every rating's case is on the same side as its target's case; no group
+    (DOI) straddles holdout / train / validation when a ``group_of`` mapping is known.
+
+    Which ids may be listed depends on the universe the split was drawn from:
+
+    * splits drawn from the pack itself (``make_splits``, or ``frame_origin.universe ==
+      "pack"``): frame and holdout are exactly the pack's cases, in the pack's source order;
+    * frame splits over a larger case universe (a case file): listed ids outside the pack
+      are allowed. Pass ``cases`` (the universe) to verify them: every listed id and every
+      pack case must be in it, frame and holdout must be exactly it, and every list must
+      follow its source order. Without ``cases`` those ids cannot be verified.
+
+    A pack case in the holdout is allowed -- held-out cases may carry ratings for a final
+    evaluation, and calibration only ever reads train and validation. For frame splits over a
+    case file it is reported as a warning (rated cases normally form the frame), and so are
+    frame cases without ratings in the pack, and a case file whose sha256 differs from the
+    one recorded when the split was made.
+
+    Args:
+        splits: The splits to check.
+        pack: The rating pack they are used with.
+        cases: The case universe (e.g. :func:`~evolve.splits.read_case_ids`), optional.
+        group_of: Case id -> group (DOI); merged over the case list's own mapping.
+
+    Returns:
+        A :class:`SplitCheck` with warnings (possibly none).
 
     Raises:
-        SplitError: The splits do not fit the pack.
+        SplitError: The splits do not fit the pack (or the case universe); every problem is
+            listed with the manifest it is in and the fix.
     """
     problems = _internal_problems(splits)
+    warnings: list[str] = []
+    origin = splits.frame_origin
     if splits.pack != pack.manifest.name:
         problems.append(
             f"splits were made for pack {splits.pack!r} but the pack is {pack.manifest.name!r}; "
             "use the matching split directory or regenerate it."
         )
-    order = {c.case_id: i for i, c in enumerate(pack.cases)}
+    universe = None
+    if cases is not None:
+        universe = cases if isinstance(cases, CaseList) else CaseList.from_ids(cases)
+    groups = {**(universe.group_of if universe else {}), **(group_of or {})}
+    order = {cid: i for i, cid in enumerate(pack.case_ids)}
     covered = set(splits.frame) | set(splits.holdout)
     missing = [cid for cid in order if cid not in covered]
     if missing:
@@ -255,22 +334,67 @@ def check_splits(splits: Splits, pack: RatingPack) -> None:
             f"{len(missing)} pack case(s) are in neither frame nor holdout: {_short(missing)}. The holdout must be "
             "the exact complement of the frame; regenerate the splits."
         )
+    external = origin is not None and origin.universe != "pack"
+    if universe is not None:
+        uorder = {cid: i for i, cid in enumerate(universe.ids)}
+        outside = [cid for cid in order if cid not in uorder]
+        if outside:
+            problems.append(
+                f"{len(outside)} pack case(s) are not in {universe.label}: {_short(outside)}. Use the case file the "
+                "pack's cases come from."
+            )
+        uncovered = [cid for cid in universe.ids if cid not in covered]
+        if uncovered:
+            problems.append(
+                f"{len(uncovered)} case(s) of {universe.label} are in neither frame nor holdout: {_short(uncovered)}. "
+                "The holdout must be the exact complement of the frame; regenerate the splits from this case file."
+            )
+        if origin is not None and origin.cases is not None and universe.source is not None \
+                and universe.source.sha256 != origin.cases.sha256:
+            warnings.append(
+                f"{universe.label} has changed since the split was made (sha256 {universe.source.sha256[:12]}... vs "
+                f"{origin.cases.sha256[:12]}... recorded for {origin.cases.path}); the ids still fit."
+            )
     for name in MANIFEST_FILES:
         ids = getattr(splits, name)
-        extra = [cid for cid in ids if cid not in order]
-        if extra:
-            problems.append(
-                f"{name}: {len(extra)} case id(s) not in pack {pack.manifest.name!r}: {_short(extra)}. Remove them "
-                "or regenerate the splits for this pack."
-            )
-        known = [cid for cid in ids if cid in order]
-        for prev, cur in zip(known, known[1:]):
-            if order[prev] > order[cur]:
+        if universe is not None:
+            extra = [cid for cid in ids if cid not in uorder]
+            if extra:
                 problems.append(
-                    f"{name}: not in pack source order ({cur!r} comes before {prev!r} in the pack). "
-                    "List ids in source order (regenerate or sort by pack order)."
+                    f"{name}: {len(extra)} case id(s) not in {universe.label}: {_short(extra)}. Remove them or "
+                    "regenerate the splits from this case file."
                 )
-                break
+            problems.extend(_order_problem(name, ids, uorder, f"source order of {universe.label}"))
+        elif not external:
+            extra = [cid for cid in ids if cid not in order]
+            if extra:
+                problems.append(
+                    f"{name}: {len(extra)} case id(s) not in pack {pack.manifest.name!r}: {_short(extra)}. Remove them "
+                    "or regenerate the splits for this pack."
+                )
+        if universe is None and not external:
+            problems.extend(_order_problem(name, ids, order, "pack source order"))
+    if origin is not None:
+        unrated = [cid for cid in splits.frame if cid not in order]
+        if unrated:
+            warnings.append(
+                f"{len(unrated)} frame case(s) are not in pack {pack.manifest.name!r} and so carry no ratings: "
+                f"{_short(unrated)}. Calibration uses only rated cases."
+            )
+    if external:
+        held = [cid for cid in splits.holdout if cid in order]
+        if held:
+            warnings.append(
+                f"{len(held)} rated pack case(s) are in the holdout: {_short(held)}. Allowed: their ratings serve the "
+                "final evaluation only and never reach calibration."
+            )
+        if universe is None:
+            foreign = sum(1 for cid in covered if cid not in order)
+            if foreign:
+                warnings.append(
+                    f"{foreign} listed case id(s) are not in the pack and were not verified; pass the case file "
+                    "(cases=..., or --cases) to check them and the source order."
+                )
 
     side: dict[str, str] = {}
     for name in ("holdout", "train", "validation"):
@@ -292,7 +416,18 @@ def check_splits(splits: Splits, pack: RatingPack) -> None:
             f"{len(crossing)} rating(s) have a case_id on a different side than their target's case: "
             f"{_short(crossing)}. Fix the ratings' case_id in the pack (load_pack reports it)."
         )
+    problems.extend(_group_problems(splits, groups))
     _raise(problems, f"splits of pack {splits.pack!r} (seed {splits.seed}) do not fit pack {pack.manifest.name!r}")
+    return SplitCheck(warnings=tuple(warnings))
+
+
+def _order_problem(name: str, ids: Sequence[str], order: dict[str, int], what: str) -> list[str]:
+    known = [cid for cid in ids if cid in order]
+    for prev, cur in pairwise(known):
+        if order[prev] > order[cur]:
+            fix = "regenerate or sort by pack order" if what == "pack source order" else "regenerate the splits"
+            return [f"{name}: not in {what} ({cur!r} comes before {prev!r} there). List ids in source order ({fix})."]
+    return []
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,6 +444,7 @@ def _meta(splits: Splits) -> dict:
         "validation_fraction": splits.validation_fraction,
         "counts": splits.counts(),
         "files": dict(MANIFEST_FILES),
+        **({"frame_origin": splits.frame_origin.model_dump(mode="json")} if splits.frame_origin else {}),
     }
 
 
@@ -376,9 +512,13 @@ def load_splits(directory: Path | str) -> Splits:
     Checks the files themselves and the relations that need no pack (use
     :func:`check_splits` against the pack as well).
 
+    Folders written before ``frame_origin`` existed (and fraction splits, which never carry
+    it) load with ``frame_origin = None``.
+
     Raises:
-        SplitError: Missing files, invalid ``split.json``, blank or duplicate ids (naming the
-            file and line), counts that disagree with the lists, or overlapping manifests.
+        SplitError: Missing files, invalid ``split.json`` (including an inconsistent
+            ``frame_origin``), blank or duplicate ids (naming the file and line), counts that
+            disagree with the lists, or overlapping manifests.
     """
     directory = Path(directory)
     heading = f"split directory {directory} is invalid"
@@ -419,6 +559,8 @@ def load_splits(directory: Path | str) -> Splits:
                     f"{len(lists[name])} id(s). The files are out of sync; regenerate the splits."
                 )
     fields = {k: meta.get(k) for k in ("version", "pack", "seed", "holdout_fraction", "validation_fraction")}
+    if meta.get("frame_origin") is not None:  # absent in fraction splits and in folders written before it existed
+        fields["frame_origin"] = meta["frame_origin"]
     try:
         splits = Splits(**fields, **{name: tuple(ids) for name, ids in lists.items()})
     except ValidationError as exc:
