@@ -88,7 +88,9 @@ class CaseColumns(BaseModel):
         text: Column with the case text (must be non-empty in every row).
         answer: Column with the reference answer / diagnosis (``None``: no such column); an
             empty cell gives ``reference_answer=None``.
-        case_id: Column with a case id to use instead of the DOI (``None``: the DOI is the id).
+        case_id: Column with a case id to use instead of the DOI (``None``: the file's
+            ``case_id`` column if it has one, else the DOI - the same rule as
+            ``evolve splits make --cases``, which then keeps each DOI's cases on one side).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -244,6 +246,8 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             f"{suffix[1:]} file (UTF-8 text for .jsonl/.csv)."
         ) from exc
 
+    if mapping.case_id is None and "case_id" in columns:
+        mapping = mapping.model_copy(update={"case_id": "case_id"})
     missing = {name: col for name, col in mapping.required().items() if col not in columns}
     for name, col in missing.items():
         optional = f" (or --column {name}= if the file has none)" if name in ("title", "answer") else ""

@@ -290,3 +290,15 @@ def test_load_records_folder_errors(tmp_path):
         load_consilium_records(tmp_path / "absent")
     with pytest.raises(DataError, match=r"no \*\.json"):
         load_consilium_records(tmp_path)
+
+
+def test_case_id_column_wins_over_doi_like_splits_does(tmp_path):
+    """Default mapping: a file's own case_id column is the id (the DOI is then only a group),
+    the same rule `evolve splits make --cases` applies, so splits and imports agree."""
+    from evolve.splits import read_case_ids
+
+    path = tmp_path / "cases.jsonl"
+    rows = [{"case_id": f"c{i}", "doi": "10.1/shared", "title": "t", "case_text": "x", "answer": "a"} for i in range(2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [c.case_id for c in load_cases(path)] == ["c0", "c1"]
+    assert list(read_case_ids(path).ids) == ["c0", "c1"]
