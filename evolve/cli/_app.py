@@ -345,6 +345,92 @@ def report(run_dir: Path = typer.Argument(..., help="A calibration run folder.")
     out.print(f"wrote {run_dir}/report.md and report.json", highlight=False)
 
 
+def _endpoint_overrides(
+    *,
+    base_url: Optional[str] = None,
+    model: Optional[str] = None,
+    api_key_env: Optional[str] = None,
+    max_concurrency: Optional[int] = None,
+    local_model: Optional[str] = None,
+    schema_limits: Optional[bool] = None,
+) -> dict:
+    """Endpoint fields from the shared endpoint options (None = not given); a base URL selects
+    the ``openai_compatible`` provider. The same mapping as ``calibrate``'s options."""
+    endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
+                "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits}
+    if base_url:
+        endpoint["provider"] = "openai_compatible"
+    return {k: v for k, v in endpoint.items() if v is not None}
+
+
+@app.command()
+def audit(
+    run_dir: Path = typer.Argument(..., help="A finished calibration run folder (archives/<run_id>)."),
+    llm: bool = typer.Option(
+        True, "--llm/--no-llm",
+        help="Ask the model whether each winner is still about its criterion and consistent with the protocol."),
+    embeddings: bool = typer.Option(
+        True, "--embeddings/--no-embeddings",
+        help="Embedding similarities from the endpoint's /v1/embeddings (recorded as unavailable if it has none)."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (default: the run's endpoint)."),
+    model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint (default: the run's)."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
+    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
+    schema_limits: Optional[bool] = typer.Option(
+        None, "--schema-limits/--no-schema-limits",
+        help="Send maxLength in output schemas (default: the run's setting)."),
+    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    embedding_model: Optional[str] = typer.Option(None, help="Model id for /v1/embeddings (default: the endpoint's model)."),
+    rebuild_report: bool = typer.Option(
+        True, "--report/--no-report", help="Rebuild the run's report so its drift column shows the flags."),
+) -> None:
+    """Semantic-drift audit: is each winner still about its criterion? Writes audit.md and audit.json.
+
+    Compares every winner (and every initial prompt, as reference) with the criterion's
+    definition and the initial prompts: TF-IDF and embedding similarity, key terms kept or
+    lost, length, and an LLM check against the protocol. Exit code 0 whenever the audit ran,
+    drift or not; the flags are in the printed table.
+    """
+    from pydantic import ValidationError
+
+    from evolve.audit import AUDIT_MD, audit_run
+    from evolve.calibration import load_run_config
+    from evolve.config import EndpointSettings
+    from evolve.errors import ConfigError
+
+    try:
+        config = load_run_config(run_dir)
+        overrides = _endpoint_overrides(base_url=base_url, model=model, api_key_env=api_key_env,
+                                        max_concurrency=max_concurrency, local_model=local_model,
+                                        schema_limits=schema_limits)
+        endpoint = None
+        if overrides:
+            try:
+                endpoint = EndpointSettings.model_validate({**config.endpoint.model_dump(), **overrides})
+            except ValidationError as exc:
+                raise ConfigError(f"endpoint options: {exc.errors()[0]['msg']}.") from exc
+        _interrupt_on_sigterm()
+        result = audit_run(run_dir, use_llm=llm, use_embeddings=embeddings, endpoint=endpoint,
+                           embedding_model=embedding_model)
+    except EvolveError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
+        raise typer.Exit(code=130)
+    typer.echo((run_dir / AUDIT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
+    if rebuild_report and (run_dir / "report.json").is_file():
+        from evolve.report import write_report
+
+        try:
+            write_report(run_dir)
+            out.print(f"rebuilt {run_dir}/report.md with the drift flags", highlight=False)
+        except EvolveError as exc:
+            err.print(f"warning: the report was not rebuilt ({exc}); run `evolve report {run_dir}`",
+                      highlight=False, soft_wrap=True)
+    flags = ", ".join(f"{c}: {f}" for c, f in result.flags.items())
+    out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})", highlight=False)
+
+
 def main() -> None:
     """Console entry point."""
     app()

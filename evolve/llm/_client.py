@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import defaultdict
 from typing import Callable, Sequence
@@ -115,6 +117,77 @@ class Client:
     def complete(self, request: ChatRequest) -> Result:
         """Synchronous :meth:`acomplete`."""
         return self._portal.call(self.acomplete, request)
+
+    async def aembed(self, texts: Sequence[str], model: str, *, tag: str = "embedding") -> list[list[float]] | CallFailure:
+        """Embed ``texts`` (one vector per text, in order) through the provider's ``embed``.
+
+        Each text's vector is cached on its own, keyed on (endpoint, model, text), in the same
+        :class:`ResponseCache` (stored as a response whose text is the JSON vector, under a key
+        that no chat request can produce); only the texts not cached are sent, in one request.
+        Usage is counted under ``tag``: ``calls`` per request sent, ``cache_hits`` per cached text.
+
+        Returns:
+            The vectors, or a :class:`CallFailure` when the provider has no ``embed`` (the fake
+            provider without ``embeddings=``, for instance) or the endpoint fails or does not
+            serve embeddings. Failures are not cached.
+        """
+        texts = list(texts)
+        vectors: list[list[float] | None] = [None] * len(texts)
+        keys = [self._embedding_key(model, t) for t in texts]
+        if self.cache is not None:
+            for i, key in enumerate(keys):
+                hit = self.cache.get(key)
+                if hit is not None:
+                    vectors[i] = json.loads(hit.text)
+                    with self._usage_lock:
+                        self.usage[tag].cache_hits += 1
+        todo = [i for i, v in enumerate(vectors) if v is None]
+        if not todo:
+            return vectors  # type: ignore[return-value]
+        embed = getattr(self.provider, "embed", None)
+        if embed is None:
+            return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)
+        attempts = 0
+        try:
+            async with self._limiter:
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception_type(TransientEndpointError),
+                    stop=stop_after_attempt(self.max_retries + 1),
+                    wait=wait_exponential_jitter(multiplier=self.backoff_initial, max=self.backoff_max),
+                    reraise=True,
+                ):
+                    with attempt:
+                        attempts += 1
+                        fresh = await embed([texts[i] for i in todo], model)
+        except TransientEndpointError as exc:
+            return self._fail(tag, CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts)
+        except EndpointError as exc:
+            return self._fail(tag, CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts)
+        if len(fresh) != len(todo):
+            return self._fail(
+                tag, CallFailure(error=f"{self.endpoint_id}: asked for {len(todo)} embeddings, got {len(fresh)}"), attempts
+            )
+        with self._usage_lock:
+            self.usage[tag].calls += 1
+            self.usage[tag].retries += attempts - 1
+        for i, vector in zip(todo, fresh):
+            vectors[i] = [float(x) for x in vector]
+            if self.cache is not None:
+                self.cache.put(keys[i], ChatResponse(text=json.dumps(vectors[i])))
+        return vectors  # type: ignore[return-value]
+
+    def _embedding_key(self, model: str, text: str) -> str:
+        payload = json.dumps(
+            {"endpoint": self.endpoint_id, "embedding": {"model": model, "input": text}},
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str], model: str, *, tag: str = "embedding") -> list[list[float]] | CallFailure:
+        """Synchronous :meth:`aembed`."""
+        return self._portal.call(lambda: self.aembed(texts, model, tag=tag))
 
     def map(
         self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None

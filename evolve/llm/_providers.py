@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from evolve.errors import ConfigError, EndpointError, TransientEndpointError
 from evolve.llm._types import ChatRequest, ChatResponse
@@ -21,6 +21,20 @@ class Provider(Protocol):
     endpoint_id: str
 
     async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """A provider that can also embed texts (optional; :meth:`Client.embed` checks for it).
+
+    ``embed`` returns one vector per text, in order, and raises like ``complete``:
+    :class:`TransientEndpointError` for failures worth a retry, :class:`EndpointError`
+    otherwise (including "this endpoint serves no embeddings").
+    """
+
+    endpoint_id: str
+
+    async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]: ...
 
 
 _REGISTRY: dict[str, Callable[..., Provider]] = {}
@@ -47,6 +61,8 @@ def get_provider(name: str, **kwargs: Any) -> Provider:
 
 class OpenAICompatibleProvider:
     """Any OpenAI-compatible ``/v1/chat/completions`` endpoint (OpenAI, OpenRouter, vLLM, llama-server).
+
+    :meth:`embed` also uses ``/v1/embeddings`` when the endpoint serves it.
 
     Args:
         base_url: Endpoint base URL ending in ``/v1``.
@@ -119,6 +135,36 @@ class OpenAICompatibleProvider:
             cached_prompt_tokens=cached_tokens,
             latency_s=latency,
         )
+
+
+    async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """Embed ``texts`` with ``POST /v1/embeddings`` (one vector per text, in order).
+
+        Endpoints that do not serve embeddings (HTTP 404/405/501, e.g. a llama-server started
+        without ``--embeddings``) raise :class:`EndpointError` at once - no retry.
+        """
+        openai = self._openai
+        try:
+            result = await self._client.embeddings.create(model=model, input=list(texts), encoding_format="float")
+        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError) as exc:
+            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405, 501):
+                raise EndpointError(
+                    f"{self.endpoint_id}: HTTP {exc.status_code}: the endpoint does not serve /v1/embeddings ({exc})"
+                ) from exc
+            if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
+                raise TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
+            raise EndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
+        data = sorted(result.data or [], key=lambda d: d.index)
+        if len(data) != len(texts):
+            raise EndpointError(f"{self.endpoint_id}: asked for {len(texts)} embeddings, got {len(data)}")
+        vectors = []
+        for item in data:
+            if not isinstance(item.embedding, list):
+                raise EndpointError(f"{self.endpoint_id}: embedding is not a list of floats")
+            vectors.append([float(x) for x in item.embedding])
+        return vectors
 
 
 def strip_length_limits(value: Any) -> Any:

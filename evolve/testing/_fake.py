@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, Union
+from typing import Callable, Iterable, Sequence, Union
 
 from evolve.errors import EndpointError
 from evolve.llm._providers import register_provider
@@ -22,6 +22,13 @@ class FakeProvider:
         endpoint_id: Identity used in cache keys.
         prompt_tokens: Prompt tokens reported per call when the output is a plain string.
         completion_tokens: Completion tokens reported per call for plain strings.
+        embeddings: Optional ``f(text) -> vector`` (or an ``Exception`` to raise) that makes
+            :meth:`embed` serve embeddings; None (the default) means this fake endpoint serves
+            no embeddings, like a llama-server started without ``--embeddings``.
+
+    Attributes:
+        requests: Every chat request received, in order.
+        embedding_requests: The texts of every ``embed`` call received, in order.
 
     Raises:
         EndpointError: From ``complete`` when a script runs out (the test asked for more calls
@@ -35,6 +42,7 @@ class FakeProvider:
         endpoint_id: str = "fake://",
         prompt_tokens: int = 100,
         completion_tokens: int = 20,
+        embeddings: Callable[[str], Sequence[float] | Exception] | None = None,
     ) -> None:
         self.endpoint_id = endpoint_id
         self._fn = outputs if callable(outputs) else None
@@ -42,6 +50,8 @@ class FakeProvider:
         self.requests: list[ChatRequest] = []
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        self.embeddings = embeddings
+        self.embedding_requests: list[tuple[str, ...]] = []
         self._lock = threading.Lock()
 
     @property
@@ -69,6 +79,25 @@ class FakeProvider:
         return ChatResponse(
             text=output, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens
         )
+
+
+    async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """One vector per text from ``embeddings``; see :class:`FakeProvider`.
+
+        Raises:
+            EndpointError: No ``embeddings`` function was given (this endpoint serves none).
+        """
+        with self._lock:
+            self.embedding_requests.append(tuple(texts))
+        if self.embeddings is None:
+            raise EndpointError(f"{self.endpoint_id}: HTTP 501: this fake endpoint serves no embeddings")
+        vectors = []
+        for text in texts:
+            vector = self.embeddings(text)
+            if isinstance(vector, Exception):
+                raise vector
+            vectors.append([float(x) for x in vector])
+        return vectors
 
 
 register_provider("fake", lambda **kw: FakeProvider(**kw))
