@@ -144,6 +144,9 @@ class CalibrationConfig(_Settings):
             e.g. ``structured``, as in the paper's calibration); None = all targets.
         parallel_criteria: Criterion archives evolved at the same time (threads sharing one
             client, its concurrency bound and its cache); each archive stays isolated.
+        audit: After re-evaluation, audit every winner for semantic drift (SPEC §4 semantic
+            review; :func:`evolve.audit.audit_run`, including its LLM check) with the run's
+            client; the report's drift column comes from it.
         seed: Master seed (parent selection, subsampling, judge and mutation seeds).
         min_coverage: A candidate needs numeric judge scores on at least this fraction of
             training calls to be selectable; below it its objective is the worst possible.
@@ -160,6 +163,7 @@ class CalibrationConfig(_Settings):
     criteria: tuple[str, ...] | None = None
     conditions: tuple[str, ...] | None = None
     parallel_criteria: int = Field(default=9, ge=1)
+    audit: bool = True
     seed: int = 42
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
     archives_dir: Path = Path("archives")

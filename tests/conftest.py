@@ -67,8 +67,12 @@ def fake_endpoint(request: ChatRequest) -> str:
     Judge: with guidance containing 'calibrated' it returns the true label; otherwise it
     always answers 2 (a lenient judge). Mutation: proposes 'calibrated rule N' guidance, but
     when the seed is 2 mod 3 it proposes a text over 800 characters (must be rejected).
+    Drift audit: the guidance is on topic.
     """
     user = request.messages[-1].content
+    if request.tag == "audit":  # the semantic-drift check that ends every run
+        return json.dumps({"rationale": "synthetic check", "about_criterion": True,
+                           "contradicts_protocol": False, "drift": "none"})
     if request.tag == "mutation":
         n = request.seed
         text = "x" * 900 if n % 3 == 2 else f"calibrated rule {n}: score the statement strictly."

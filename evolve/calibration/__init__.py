@@ -8,16 +8,23 @@ training MAE; ties by repeat SD, length, id) is re-scored with fresh seeds on tr
 validation cases next to the no-guidance and initial-prompt candidates; the report adds the
 training-median baseline and the physician-vs-physician ceiling. Validation ratings never
 feed mutation or parent selection.
+
+Criteria run concurrently (threads over one shared client, cache and concurrency bound),
+each in its own archive; (criterion, component) pairs the rubric does not apply are never
+judged and are listed in ``exclusions.csv``. :func:`prepare_workbook_inputs` turns physician
+workbooks and a case file into a run's pack and split (the paper's 80/30 frame split).
 """
 
 from evolve.calibration._endpoint import default_cache_path, open_client
 from evolve.calibration._engine import (
     CANDIDATE_COLUMNS,
+    EXCLUSION_COLUMNS,
     SCORE_COLUMNS,
     CalibrationResult,
     ProgressHook,
     calibrate,
     load_run_config,
+    structural_exclusions,
 )
 from evolve.calibration._metrics import (
     Agreement,
@@ -29,12 +36,16 @@ from evolve.calibration._metrics import (
     numeric_ratings,
     rater_ceiling,
 )
+from evolve.calibration._workbooks import PAPER_FRAME, WorkbookInputs, prepare_workbook_inputs
 
 __all__ = [
     "CANDIDATE_COLUMNS",
+    "EXCLUSION_COLUMNS",
+    "PAPER_FRAME",
     "SCORE_COLUMNS",
     "Agreement",
     "CalibrationResult",
+    "WorkbookInputs",
     "ProgressHook",
     "agreement",
     "calibrate",
@@ -46,5 +57,7 @@ __all__ = [
     "median_baseline",
     "numeric_ratings",
     "open_client",
+    "prepare_workbook_inputs",
     "rater_ceiling",
+    "structural_exclusions",
 ]

@@ -485,6 +485,14 @@ def structural_exclusions(
     return pd.DataFrame(rows, columns=EXCLUSION_COLUMNS)
 
 
+def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
+    """``candidates.csv`` and ``scores.csv`` of all criteria, in criterion order."""
+    cand_frame = pd.DataFrame([c.row() for run in runs for c in run.candidates.values()], columns=CANDIDATE_COLUMNS)
+    cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
+    cand_frame.to_csv(run_dir / "candidates.csv", index=False)
+    pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS).to_csv(run_dir / "scores.csv", index=False)
+
+
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     path = config.run_dir / "config.json"
     if path.exists():
@@ -554,6 +562,7 @@ def calibrate(
         RunError: Run folder exists without ``resume``, or configuration mismatch on resume.
         PackError, SplitError, RubricError: Invalid inputs (raised before any LLM call).
     """
+    from evolve.audit import audit_run
     from evolve.calibration._endpoint import open_client
     from evolve.report import write_report
 
@@ -617,6 +626,9 @@ def calibrate(
         # The archives are isolated; only the client (concurrency bound, cache, usage) is shared.
         futures = [pool.submit(run.run) for run in runs]
         winners = {run.cid: future.result() for run, future in zip(runs, futures)}
+        _write_tables(run_dir, runs)
+        if config.audit:
+            audit_run(run_dir, client=client)
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
     except BaseException as exc:
         journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
@@ -630,12 +642,6 @@ def calibrate(
             client.close()
             if closer is not None:
                 closer()
-    candidates = [cand for run in runs for cand in run.candidates.values()]
-    rows = [row for run in runs for row in run.score_rows]
-    cand_frame = pd.DataFrame([c.row() for c in candidates], columns=CANDIDATE_COLUMNS)
-    cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
-    cand_frame.to_csv(run_dir / "candidates.csv", index=False)
-    pd.DataFrame(rows, columns=SCORE_COLUMNS).to_csv(run_dir / "scores.csv", index=False)
     journal.append("usage", usage=usage)
     report = write_report(run_dir)
     journal.append("run_finished", winners=winners)

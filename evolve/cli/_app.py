@@ -251,9 +251,37 @@ def splits_check(
     out.print(f"{split_dir}: ok", highlight=False, soft_wrap=True)
 
 
+def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, frame_manifest, conditions, run_id,
+                       archives_dir, seed) -> tuple[Path, Path, str]:
+    """``calibrate --workbooks``: import and split into the run folder (pack/, splits/)."""
+    from evolve.calibration import prepare_workbook_inputs
+    from evolve.data import parse_column_overrides
+
+    if cases is None or outputs is None:
+        raise EvolveError("--workbooks needs --cases CASEFILE and --outputs RECORDS_DIR (the consilium records rated).")
+    if conditions and len(conditions) > 1:
+        raise EvolveError("--workbooks rates one consilium condition; pass a single --condition.")
+    run_id = run_id or f"{workbooks.resolve().name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    inputs = prepare_workbook_inputs(
+        workbooks, cases=cases, outputs=outputs, into=(archives_dir or Path("archives")) / run_id,
+        condition=conditions[0] if conditions else None, role_map=role_map,
+        case_columns=parse_column_overrides(case_column) if case_column else None,
+        frame_manifest=frame_manifest, seed=42 if seed is None else seed)
+    for warning in inputs.warnings:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+    out.print("imported " + ", ".join(f"{k} {v}" for k, v in inputs.counts.items()), highlight=False)
+    return inputs.pack, inputs.splits, run_id
+
+
 @app.command()
 def calibrate(
-    pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume)."),
+    pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume or --workbooks)."),
+    workbooks: Optional[Path] = typer.Option(None, "--workbooks", help="Physician workbooks folder (SPEC §6): import them, split, then calibrate, all into the run folder."),
+    cases: Optional[Path] = typer.Option(None, "--cases", help="With --workbooks: the case file (.jsonl/.csv/.parquet)."),
+    outputs: Optional[Path] = typer.Option(None, "--outputs", help="With --workbooks: folder of the consilium records the workbooks rate."),
+    role_map: Optional[Path] = typer.Option(None, "--role-map", help="With --workbooks: CSV specialty,role for specialties that do not name a panel role."),
+    case_column: Optional[list[str]] = typer.Option(None, "--column", help="With --workbooks: case-file column mapping field=column (repeatable)."),
+    frame_manifest: Optional[Path] = typer.Option(None, "--frame-manifest", help="With --workbooks: calibration frame manifest (default: the rated cases)."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
     preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (SPEC §4 budget)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
@@ -263,6 +291,7 @@ def calibrate(
     criteria: Optional[list[str]] = typer.Option(None, "--criterion", help="Criterion to calibrate (repeatable)."),
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="Use only targets of this producing condition, e.g. 'structured' (repeatable)."),
     parallel_criteria: Optional[int] = typer.Option(None, help="Criterion archives evolved at once over the shared client (default 9)."),
+    audit: Optional[bool] = typer.Option(None, "--audit/--no-audit", help="Audit the winners for semantic drift at the end (default on; see `evolve audit`)."),
     accepted: Optional[int] = typer.Option(None, help="Accepted mutants per criterion."),
     max_attempts: Optional[int] = typer.Option(None, help="Mutation attempts per criterion."),
     batch_size: Optional[int] = typer.Option(None, help="Mutants per iteration."),
@@ -292,8 +321,13 @@ def calibrate(
         if resume is not None:
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
         else:
+            if workbooks is not None:
+                pack, splits, run_id = _prepare_workbooks(
+                    workbooks, cases=cases, outputs=outputs, role_map=role_map, case_column=case_column,
+                    frame_manifest=frame_manifest, conditions=conditions, run_id=run_id,
+                    archives_dir=archives_dir, seed=seed)
             if pack is None:
-                raise EvolveError("--pack is required (or --resume RUN_DIR to continue a run).")
+                raise EvolveError("--pack is required (or --workbooks DIR, or --resume RUN_DIR to continue a run).")
             name = load_pack(pack).manifest.name
             endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                         "max_concurrency": max_concurrency, "local_model": local_model,
@@ -308,6 +342,7 @@ def calibrate(
                 "criteria": tuple(criteria) if criteria else None,
                 "conditions": tuple(conditions) if conditions else None,
                 "parallel_criteria": parallel_criteria,
+                "audit": audit,
                 "seed": seed,
                 "min_coverage": min_coverage,
                 "archives_dir": archives_dir,

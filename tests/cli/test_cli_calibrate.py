@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from evolve.cli import app
 from evolve.llm import ChatRequest, Message
 from evolve.testing import LoopbackChatServer
-from tests.conftest import fake_endpoint
+from tests.conftest import REPO, fake_endpoint
 
 runner = CliRunner()
 
@@ -33,6 +33,8 @@ class _Endpoint(LoopbackChatServer):
         return [json.dumps(b, sort_keys=True) for b in self.bodies]
 
     def _respond(self, body: dict):
+        if "input" in body:  # POST /v1/embeddings (the drift audit asks): a chat-only server
+            return 404, {"error": {"message": "not found"}}
         if self.fail_after is not None and len(self.bodies) > self.fail_after:
             return 400, {"error": {"message": "endpoint gone"}}  # fatal: recorded as model_failure
         name = body["response_format"]["json_schema"]["name"]
@@ -40,9 +42,11 @@ class _Endpoint(LoopbackChatServer):
             model=body["model"],
             messages=tuple(Message(**m) for m in body["messages"]),
             seed=body["seed"],
-            tag="mutation" if name == "guidance_revision" else "judge",
+            tag={"guidance_revision": "mutation", "drift_verdict": "audit"}.get(name, "judge"),
         )
         self.answered.append(json.dumps(body, sort_keys=True))
+        if request.tag == "judge" and "truth " not in request.messages[-1].content:
+            return json.dumps({"rationale": "scripted", "score": "2"})  # material without a planted truth
         return fake_endpoint(request)
 
 
@@ -69,11 +73,15 @@ def test_calibrate_command_end_to_end_with_key_from_environment(tmp_path, tiny_p
     config = json.loads((run / "config.json").read_text())
     assert config["endpoint"]["base_url"] == endpoint.base_url and config["endpoint"]["api_key_env"] == "MY_KEY"
 
-    # the same command with another run id is free: every call comes from the cache
-    calls = endpoint.calls
+    # the same command with another run id is free: every chat call comes from the cache (the
+    # audit asks again for embeddings, which this endpoint does not serve: a failure, not cached)
+    def chats() -> int:
+        return sum("messages" in b for b in endpoint.bodies)
+
+    calls = chats()
     args[args.index("cli")] = "cli-again"
     assert runner.invoke(app, args).exit_code == 0
-    assert endpoint.calls == calls
+    assert chats() == calls
 
 
 def test_resume_through_the_cli_repays_only_failed_calls(tmp_path, tiny_pack_dir, tiny_splits_dir, monkeypatch):
@@ -103,3 +111,28 @@ def test_resume_through_the_cli_repays_only_failed_calls(tmp_path, tiny_pack_dir
     assert (pd.read_csv(run / "scores.csv")["outcome"] == "score").all()
     events = [json.loads(line)["event"] for line in (run / "journal.jsonl").read_text().splitlines()]
     assert events.count("run_started") == 1 and events.count("run_resumed") == 1
+
+
+def test_calibrate_from_workbooks_in_one_command(tmp_path, endpoint, monkeypatch):
+    """Physician workbooks + case file + consilium records -> import, split, nine archives,
+    Table 5 and the drift audit, all in the run folder, from one command."""
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    example = REPO / "ratings" / "example-workbooks"
+    args = ["calibrate", "--workbooks", str(example / "workbooks"), "--cases", str(example / "cases.jsonl"),
+            "--outputs", str(example / "outputs"), "--rubric", "consilium", "--run-id", "wb",
+            "--archives-dir", str(tmp_path / "archives"), "--base-url", endpoint.base_url,
+            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--min-coverage", "0.0"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "archives" / "wb"
+    assert "imported cases 3, targets 22, ratings 184" in result.stdout
+    assert (run / "pack" / "structural_exclusions.csv").is_file() and (run / "splits" / "train.txt").is_file()
+    table = pd.read_csv(run / "table5.csv")
+    assert table["number"].dropna().astype(int).tolist() == list(range(1, 10))
+    assert set(table.loc[table["criterion"] != "macro", "drift"]) <= {"ok", "review", "drift"}
+    audit = json.loads((run / "audit.json").read_text())
+    assert len(audit["criteria"]) == 9
+    assert "## Table 5" in result.stdout and "macro mean" in result.stdout
+    # a second import into the same run folder is refused rather than overwriting it
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "already exists" in again.output
