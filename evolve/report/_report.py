@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from evolve.calibration._metrics import (
@@ -25,6 +25,7 @@ from evolve.calibration._metrics import (
 from evolve.stats import (
     STATISTICS,
     agreement_table,
+    class_balanced_mae,
     cluster_bootstrap,
     macro_mean,
     mae,
@@ -100,11 +101,8 @@ def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed
         return {}
     pairs = pd.DataFrame({"case_id": r["case_id"].to_numpy(), "judge": float(value), "rater": r["score"].to_numpy()})
     out = {}
-    def balanced(judge, rater):  # the judge side is a constant, possibly between two labels
-        classes = [c for c in labels if (rater == c).any()]
-        return float(np.mean([np.abs(judge[rater == c] - c).mean() for c in classes])) if classes else math.nan
-
-    for name, fn in (("mae", mae), ("signed_error", signed_error), ("class_balanced_mae", balanced)):
+    for name, fn in (("mae", mae), ("signed_error", signed_error),
+                     ("class_balanced_mae", partial(class_balanced_mae, labels=labels))):
         iv = cluster_bootstrap(pairs, fn, n_boot=n_boot, seed=seed)
         out[name] = {
             "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 
+from evolve.errors import DataError
 from evolve.stats._pairs import category_codes, check_labels, check_pair
 
 
@@ -76,8 +77,10 @@ def class_balanced_mae(judge: npt.ArrayLike, rater: npt.ArrayLike, labels: Seque
     ordinal regression", ISDA 2009, pp. 283-287 (the macroaveraged MAE, MAE^M).
 
     Args:
-        judge: Judge scores, shape ``(n,)``, each one of ``labels``.
-        rater: Physician ratings paired with ``judge``, shape ``(n,)``, each one of ``labels``.
+        judge: Predictions, shape ``(n,)``: judge scores, or any value within the scale's
+            range (a constant such as a training median of 1.5, a mean over repeats).
+        rater: Physician ratings paired with ``judge``, shape ``(n,)``, each one of ``labels``
+            (the categories averaged over).
         labels: The full ordinal scale, strictly increasing, e.g. ``[0, 1, 2, 3]``.
 
     Returns:
@@ -85,11 +88,17 @@ def class_balanced_mae(judge: npt.ArrayLike, rater: npt.ArrayLike, labels: Seque
 
     Raises:
         ValueError: Bad ``labels`` or mismatched lengths.
-        DataError: A score is missing, not numeric or outside ``labels``.
+        DataError: A score is missing or not numeric, a prediction lies outside the scale's
+            range, or a rating is not one of ``labels``.
     """
     j, r = check_pair(judge, rater)
     scale = check_labels(labels)
-    category_codes(j, scale, "judge")
+    outside = j[(j < scale[0]) | (j > scale[-1])]
+    if outside.size:
+        raise DataError(
+            f"judge values {sorted(set(outside.tolist()))[:5]} lie outside the scale {scale[0]:g}..{scale[-1]:g}; "
+            "fix: pass the criterion's full scale as labels, or repair the predictions"
+        )
     category_codes(r, scale, "rater")
     if j.size == 0:
         return math.nan

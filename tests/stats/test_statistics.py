@@ -227,3 +227,15 @@ def test_no_warnings_on_regular_data():
         for f in (qwk, krippendorff_alpha_ordinal, class_balanced_mae):
             f(JUDGE, RATER, LABELS)
         spearman(JUDGE, RATER)
+
+
+def test_class_balanced_mae_accepts_a_constant_between_labels():
+    """The training-median baseline may be a half point (median of an even count)."""
+    from evolve.stats import class_balanced_mae as cbm
+
+    judge = np.full(4, 1.5)
+    rater = np.array([0, 3, 3, 3])
+    # class 0: |1.5 - 0| = 1.5; class 3: |1.5 - 3| = 1.5
+    assert cbm(judge, rater, [0, 1, 2, 3]) == pytest.approx(1.5)
+    with pytest.raises(DataError, match="outside the scale"):
+        cbm(np.array([4.0]), np.array([3]), [0, 1, 2, 3])
