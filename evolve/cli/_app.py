@@ -329,11 +329,9 @@ def calibrate(
             if pack is None:
                 raise EvolveError("--pack is required (or --workbooks DIR, or --resume RUN_DIR to continue a run).")
             name = load_pack(pack).manifest.name
-            endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
-                        "max_concurrency": max_concurrency, "local_model": local_model,
-                        "schema_limits": schema_limits}
-            if base_url:
-                endpoint["provider"] = "openai_compatible"
+            endpoint = _endpoint_overrides(base_url=base_url, model=model, api_key_env=api_key_env,
+                                           max_concurrency=max_concurrency, local_model=local_model,
+                                           schema_limits=schema_limits)
             overrides = {
                 "run_id": run_id or f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "pack": pack,
@@ -389,8 +387,8 @@ def _endpoint_overrides(
     local_model: Optional[str] = None,
     schema_limits: Optional[bool] = None,
 ) -> dict:
-    """Endpoint fields from the shared endpoint options (None = not given); a base URL selects
-    the ``openai_compatible`` provider. The same mapping as ``calibrate``'s options."""
+    """Endpoint fields from the shared endpoint options of ``calibrate`` and ``audit`` (None =
+    not given); a base URL selects the ``openai_compatible`` provider."""
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                 "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits}
     if base_url:

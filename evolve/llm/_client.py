@@ -6,7 +6,7 @@ import hashlib
 import json
 import threading
 from collections import defaultdict
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence, TypeVar
 
 import anyio
 from anyio.from_thread import start_blocking_portal
@@ -18,6 +18,7 @@ from evolve.llm._providers import Provider
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Usage
 
 Result = ChatResponse | CallFailure
+T = TypeVar("T")
 
 
 class Client:
@@ -81,6 +82,23 @@ class Client:
             if hit is not None:
                 self._count(request.tag, hit)
                 return hit
+        response, attempts = await self._with_retries(lambda: self.provider.complete(request))
+        if isinstance(response, CallFailure):
+            return self._fail(request.tag, response, attempts)
+        with self._usage_lock:
+            self.usage[request.tag].retries += attempts - 1
+        if self.cache is not None and response.finish_reason == "stop":
+            self.cache.put(key, response)
+        self._count(request.tag, response)
+        return response
+
+    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> tuple[T | CallFailure, int]:
+        """Await ``call()`` under the concurrency bound, retrying transient endpoint errors.
+
+        Returns:
+            ``(result, attempts)``; the result is a :class:`CallFailure` (``transient`` after
+            the last retry, ``fatal`` at once) when the endpoint failed.
+        """
         attempts = 0
         try:
             async with self._limiter:
@@ -92,17 +110,12 @@ class Client:
                 ):
                     with attempt:
                         attempts += 1
-                        response = await self.provider.complete(request)
+                        result = await call()
         except TransientEndpointError as exc:
-            return self._fail(request.tag, CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts)
+            return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
         except EndpointError as exc:
-            return self._fail(request.tag, CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts)
-        with self._usage_lock:
-            self.usage[request.tag].retries += attempts - 1
-        if self.cache is not None and response.finish_reason == "stop":
-            self.cache.put(key, response)
-        self._count(request.tag, response)
-        return response
+            return CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts
+        return result, attempts
 
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
@@ -147,22 +160,9 @@ class Client:
         embed = getattr(self.provider, "embed", None)
         if embed is None:
             return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)
-        attempts = 0
-        try:
-            async with self._limiter:
-                async for attempt in AsyncRetrying(
-                    retry=retry_if_exception_type(TransientEndpointError),
-                    stop=stop_after_attempt(self.max_retries + 1),
-                    wait=wait_exponential_jitter(multiplier=self.backoff_initial, max=self.backoff_max),
-                    reraise=True,
-                ):
-                    with attempt:
-                        attempts += 1
-                        fresh = await embed([texts[i] for i in todo], model)
-        except TransientEndpointError as exc:
-            return self._fail(tag, CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts)
-        except EndpointError as exc:
-            return self._fail(tag, CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts)
+        fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model))
+        if isinstance(fresh, CallFailure):
+            return self._fail(tag, fresh, attempts)
         if len(fresh) != len(todo):
             return self._fail(
                 tag, CallFailure(error=f"{self.endpoint_id}: asked for {len(todo)} embeddings, got {len(fresh)}"), attempts
