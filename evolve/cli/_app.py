@@ -367,15 +367,19 @@ def calibrate(
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="A calibration run folder.")) -> None:
-    """Rebuild report.md and report.json of a run from its saved artifacts (no model calls)."""
+def report(
+    run_dir: Path = typer.Argument(..., help="A calibration run folder."),
+    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
+    seed: int = typer.Option(0, help="Bootstrap seed."),
+) -> None:
+    """Rebuild the report (report.md/.json, table5.csv, agreement.csv) from a run's saved artifacts (no model calls)."""
     from evolve.report import write_report
 
     try:
-        write_report(run_dir)
+        write_report(run_dir, n_boot=n_boot, seed=seed)
     except EvolveError as exc:
         _fail(exc)
-    out.print(f"wrote {run_dir}/report.md and report.json", highlight=False)
+    out.print(f"wrote {run_dir}/report.md, report.json, table5.csv and agreement.csv", highlight=False)
 
 
 def _endpoint_overrides(
