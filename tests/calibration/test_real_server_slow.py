@@ -47,4 +47,5 @@ def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_pa
     events = [json.loads(line) for line in (again.run_dir / "journal.jsonl").read_text().splitlines()]
     usage = next(e["usage"] for e in events if e["event"] == "usage")
     assert sum(u["calls"] for u in usage.values()) == 0
-    assert sum(u["cache_hits"] for u in usage.values()) == len(scores) + (cands["origin"] == "mutation").sum()
+    assert usage["judge"]["cache_hits"] + usage["mutation"]["cache_hits"] == len(scores) + (cands["origin"] == "mutation").sum()
+    assert usage["audit"]["cache_hits"] >= 2  # the drift check of the winner and the initial prompts
