@@ -1,0 +1,241 @@
+"""Records of a consilium run: what each stage produced, every vote, every call (SPEC §5).
+
+Every record crossing a boundary (LLM structured outputs, per-case artifacts, the run
+manifest) is a frozen pydantic model; the JSON schemas of the ``*Reply`` models drive the
+structured outputs of the generating model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evolve.data import ConsiliumRecord, PanelRole, RoleOutput
+
+ARTIFACT_VERSION = 1
+"""Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""
+
+MAX_ROUNDS = 5
+"""SPEC §5.3: at most five review rounds; a revision after final-round dissent is kept unvoted."""
+
+Condition = Literal["free-form", "structured"]
+Topology = Literal["single", "n+1"]
+StopReason = Literal["consensus", "no_substantive_change", "repeated_report", "max_rounds", "failure"]
+Stage = Literal[
+    "role_assignment", "opinion", "opinion_worker", "opinion_consolidation",
+    "synthesis", "vote", "moderator", "finalizer", "judge",
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- structured outputs of the generating model ----------------------------------------------
+
+
+class RoleReply(_Record):
+    """One role proposed by the role-assignment step."""
+
+    name: str = Field(min_length=1, max_length=80)
+    primary: bool
+    rationale: str = Field(min_length=1, max_length=600)
+
+
+class RoleAssignmentReply(_Record):
+    """The role-assignment step's answer (SPEC §5.1): 1-5 roles, exactly one primary."""
+
+    roles: list[RoleReply] = Field(min_length=1, max_length=5)
+    panel_rationale: str = Field(min_length=1, max_length=1000)
+
+
+class StructuredOpinionReply(_Record):
+    """A role's opinion in the ``structured`` condition (SPEC §5.2: five fields)."""
+
+    subjective_objective: str = Field(description="Subjective and objective information from the case.")
+    syndromes_mechanisms: str = Field(description="Clinical syndromes and their mechanisms.")
+    differential_diagnosis: str = Field(description="Differential diagnosis with the reasoning for and against each entry.")
+    tactics: str = Field(description="Diagnostic and treatment tactics.")
+    final_opinion: str = Field(description="The role's final clinical opinion.")
+
+
+class VoteReply(_Record):
+    """A role's review of the shared report in one round (SPEC §5.3)."""
+
+    vote: Literal["yes", "no"]
+    critique: str = ""
+    proposed_revision: str = ""
+
+
+class ModeratorReply(_Record):
+    """The moderator's decision on the objections of one round (SPEC §5.3)."""
+
+    decision: Literal["revise", "no_substantive_change"]
+    summary: str = Field(min_length=1)
+    revised_report: str = ""
+
+
+class StructuredFinalReply(_Record):
+    """The finalizer's answer in the ``structured`` condition (SPEC §5.4)."""
+
+    summary: str
+    resolved_disagreements: str
+    unresolved_disagreements: str
+    final_differential: str
+    diagnostic_plan: str
+    management_plan: str
+    safety_warnings: str
+    final_second_opinion: str
+    confidence: Literal["low", "moderate", "high"]
+
+
+# -- what a run records -------------------------------------------------------------------------
+
+
+class CallRecord(_Record):
+    """One model call of the pipeline (tokens of every call are recorded, SPEC §5.5).
+
+    Attributes:
+        stage: Pipeline stage.
+        role: The role speaking, if any.
+        round: Review round (1-based), for ``vote`` and ``moderator``.
+        model: Model id sent.
+        prompt_tokens: Input tokens.
+        completion_tokens: Output tokens.
+        cached: Answered from the response cache (a resumed run pays nothing for it).
+        finish_reason: The endpoint's finish reason (``stop``, ``length`` ...).
+        prompt_hash: First 16 hex digits of the SHA-256 of the messages.
+        attempt: 1 for the first ask, 2+ for re-asks after an invalid answer.
+        error: Why the call failed or its answer was rejected; empty when it succeeded.
+    """
+
+    stage: Stage
+    role: str = ""
+    round: int | None = None
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    finish_reason: str = ""
+    prompt_hash: str = ""
+    attempt: int = 1
+    error: str = ""
+
+
+class RoleOpinion(_Record):
+    """One role's pre-consilium opinion, frozen before the consilium (SPEC §5.2).
+
+    Attributes:
+        role: Role name.
+        text: The whole opinion as the role wrote it (free-form narrative, or the structured
+            fields rendered as text).
+        reasoning: Everything except the closing opinion (component ``reasoning``).
+        opinion: The closing opinion (component ``opinion``).
+        structured: The five fields, in the structured condition.
+        worker_texts: In the N+1 topology, each worker model's opinion before consolidation.
+    """
+
+    role: str
+    text: str
+    reasoning: str
+    opinion: str
+    structured: StructuredOpinionReply | None = None
+    worker_texts: tuple[str, ...] = ()
+
+
+class Vote(_Record):
+    """A role's vote in one round."""
+
+    role: str
+    round: int = Field(ge=1)
+    vote: Literal["yes", "no"]
+    critique: str = ""
+    proposed_revision: str = ""
+
+
+class RoundRecord(_Record):
+    """One review round: the report reviewed, the votes, and the moderator's decision.
+
+    Attributes:
+        number: 1-based round.
+        report: The shared report the roles reviewed in this round.
+        votes: One vote per role, in panel order.
+        consensus: Every role voted yes.
+        decision: ``revise`` / ``no_substantive_change``; None after consensus.
+        moderator_summary: The moderator's account of the objections.
+        revised_report: The report after the moderator's revision (equal to ``report`` when
+            nothing changed).
+    """
+
+    number: int = Field(ge=1)
+    report: str
+    votes: tuple[Vote, ...]
+    consensus: bool
+    decision: Literal["revise", "no_substantive_change"] | None = None
+    moderator_summary: str = ""
+    revised_report: str = ""
+
+
+class CaseRun(_Record):
+    """Everything one (case, model, condition, topology) pipeline produced (one artifact file).
+
+    Attributes:
+        version: Artifact format version.
+        case_id: The case.
+        model: The generating model (the worker models too, in ``n+1``).
+        condition: ``free-form`` or ``structured``.
+        topology: ``single`` or ``n+1``.
+        roles: The panel (reused by every condition of the same case and model).
+        panel_rationale: Why this panel.
+        opinions: One frozen opinion per role, in panel order.
+        rounds: The review rounds, in order.
+        final_report: The last shared report state (what the finalizer received).
+        final: The final opinion as text (structured fields rendered in a fixed order).
+        final_structured: The finalizer's fields, in the structured condition.
+        stop_reason: Why the consilium stopped (``failure``: a stage failed; see ``error``).
+        rounds_completed: Rounds whose votes were collected.
+        consensus: The consilium ended on unanimous yes.
+        first_round_consensus: Every role voted yes in round 1.
+        calls: Every model call of the pipeline, in order.
+        error: The failure, when ``stop_reason == "failure"``.
+    """
+
+    version: Literal[1] = ARTIFACT_VERSION
+    case_id: str
+    model: str
+    condition: Condition
+    topology: Topology = "single"
+    roles: tuple[PanelRole, ...] = ()
+    panel_rationale: str = ""
+    opinions: tuple[RoleOpinion, ...] = ()
+    rounds: tuple[RoundRecord, ...] = ()
+    final_report: str = ""
+    final: str = ""
+    final_structured: StructuredFinalReply | None = None
+    stop_reason: StopReason
+    rounds_completed: int = 0
+    consensus: bool = False
+    first_round_consensus: bool = False
+    calls: tuple[CallRecord, ...] = ()
+    error: str = ""
+
+    @property
+    def tokens(self) -> int:
+        """Prompt + completion tokens of every call."""
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.calls)
+
+    def to_record(self) -> ConsiliumRecord:
+        """The rated material of this run as a :class:`~evolve.data.ConsiliumRecord`.
+
+        Raises:
+            ValueError: The run failed before it produced a panel, opinions and a final.
+        """
+        if self.stop_reason == "failure" or not self.final:
+            raise ValueError(f"case {self.case_id!r} ({self.condition}) failed: {self.error or 'no final opinion'}")
+        return ConsiliumRecord(
+            case_id=self.case_id, model=self.model, condition=self.condition, topology=self.topology,
+            roles=self.roles, panel_rationale=self.panel_rationale,
+            outputs=tuple(RoleOutput(role=o.role, reasoning=o.reasoning, opinion=o.opinion) for o in self.opinions),
+            final=self.final, rounds=self.rounds_completed, consensus=self.consensus, stop_reason=self.stop_reason,
+        )
