@@ -133,7 +133,7 @@ def ratings_import_workbooks(
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write."),
     condition: Optional[str] = typer.Option(None, "--condition", help="Record condition to use when a case has several."),
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="CSV with columns specialty,role for specialties named unlike their panel role."),
-    name: Optional[str] = typer.Option(None, "--name", help="Pack name (default: the workbook folder's name)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Pack name (default: the --out folder's name, so splits go to splits/<name>)."),
     columns: Optional[list[str]] = typer.Option(None, "--column", help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
 ) -> None:
@@ -142,7 +142,7 @@ def ratings_import_workbooks(
 
     try:
         result = import_workbooks(
-            src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name,
+            src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name or out_dir.name,
             case_columns=parse_column_overrides(columns or []),
         )
         write_workbook_import(result, out_dir, overwrite=overwrite)
