@@ -12,6 +12,11 @@ finalizer writes the final opinion, keeping unresolved disagreement and uncertai
 
 Every stage, vote, stop reason and call (with its tokens) is recorded in a :class:`CaseRun`;
 :meth:`CaseRun.to_record` gives the :class:`~evolve.data.ConsiliumRecord` physicians rate.
+
+:class:`ConsiliumPipeline` generates it through a :class:`~evolve.llm.Client`
+(``assign_roles`` once per case and model, ``run_case`` per condition and topology);
+:func:`prompt_catalog` lists every prompt template by name for the run manifest, and
+:data:`PIPELINE_VERSION` changes whenever a prompt or a rule does.
 """
 
 from evolve.consilium._models import (
@@ -21,6 +26,7 @@ from evolve.consilium._models import (
     CaseRun,
     Condition,
     ModeratorReply,
+    RoleAssignment,
     RoleAssignmentReply,
     RoleOpinion,
     RoleReply,
@@ -32,24 +38,53 @@ from evolve.consilium._models import (
     Topology,
     Vote,
     VoteReply,
+    panel_problem,
+)
+from evolve.consilium._pipeline import (
+    PIPELINE_VERSION,
+    ConsiliumPipeline,
+    PipelineSettings,
+    StageLimits,
+    render_structured_final,
+    render_structured_opinion,
+    reply_format,
+)
+from evolve.consilium._prompts import (
+    FINAL_OPINION_MARKER,
+    prompt_catalog,
+    split_free_form,
+    strip_identifiers,
 )
 
 __all__ = [
     "ARTIFACT_VERSION",
+    "FINAL_OPINION_MARKER",
     "MAX_ROUNDS",
+    "PIPELINE_VERSION",
     "CallRecord",
     "CaseRun",
+    "ConsiliumPipeline",
     "Condition",
     "ModeratorReply",
+    "PipelineSettings",
+    "RoleAssignment",
     "RoleAssignmentReply",
     "RoleOpinion",
     "RoleReply",
     "RoundRecord",
     "Stage",
+    "StageLimits",
     "StopReason",
     "StructuredFinalReply",
     "StructuredOpinionReply",
     "Topology",
     "Vote",
     "VoteReply",
+    "panel_problem",
+    "prompt_catalog",
+    "render_structured_final",
+    "render_structured_opinion",
+    "reply_format",
+    "split_free_form",
+    "strip_identifiers",
 ]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
 
-from evolve.data import ConsiliumRecord, PanelRole, RoleOutput
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evolve.data import MAX_PANEL_ROLES, ConsiliumRecord, PanelRole, RoleOutput, role_slug
 
 ARTIFACT_VERSION = 1
 """Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""
@@ -123,6 +125,93 @@ class CallRecord(_Record):
     error: str = ""
 
 
+def panel_problem(roles: Sequence[RoleReply | PanelRole]) -> str:
+    """What is wrong with a proposed panel, or ``""`` when it is valid (SPEC §5.1).
+
+    Rules: 1-5 roles; names non-empty and unique ignoring case and surrounding/repeated
+    whitespace (``Cardiology`` and `` cardiology `` are the same role); no two names that give
+    the same target-id segment (:func:`evolve.data.role_slug`, so the run's
+    :class:`~evolve.data.ConsiliumRecord` is valid); exactly one primary role.
+
+    Args:
+        roles: The roles, in panel order.
+
+    Returns:
+        One sentence naming the first violated rule and how to fix it (it is sent back to the
+        model when the pipeline re-asks), or ``""``.
+    """
+    if not 1 <= len(roles) <= MAX_PANEL_ROLES:
+        return f"the panel has {len(roles)} roles; propose between 1 and {MAX_PANEL_ROLES} roles"
+    seen: dict[str, str] = {}
+    slugs: dict[str, str] = {}
+    for k, role in enumerate(roles, start=1):
+        name = " ".join(role.name.split())
+        if not name:
+            return f"role {k} has an empty name; name every role by its specialty"
+        key = name.casefold()
+        if key in seen:
+            return (
+                f"two roles have the same name when upper and lower case are ignored ({seen[key]!r} and "
+                f"{role.name.strip()!r}); give every role a different specialty name"
+            )
+        seen[key] = role.name.strip()
+        slug = role_slug(name, k)
+        if slug in slugs:
+            return (
+                f"the role names {slugs[slug]!r} and {role.name.strip()!r} differ only in punctuation or accents; "
+                "give every role a clearly different specialty name"
+            )
+        slugs[slug] = role.name.strip()
+    primaries = [r.name.strip() for r in roles if r.primary]
+    if len(primaries) != 1:
+        found = f" ({', '.join(primaries)})" if primaries else ""
+        return (
+            f"exactly one role must have primary set to true, but {len(primaries)} do{found}; "
+            "mark only the specialty that leads on the main clinical question as primary"
+        )
+    return ""
+
+
+class RoleAssignment(_Record):
+    """The panel of one case, as the role-assignment step produced it (SPEC §5.1).
+
+    Made by :meth:`ConsiliumPipeline.assign_roles`; the runner reuses one assignment for every
+    condition of the same case and model (pass it as ``roles=`` to ``run_case``).
+
+    Attributes:
+        case_id: The case.
+        model: The model that assigned the roles.
+        roles: The panel in the model's order (names trimmed); empty when ``error`` is set.
+        panel_rationale: Why this panel.
+        calls: Every role-assignment call, re-asks included, in order.
+        error: Why no valid panel was obtained; ``""`` when the assignment succeeded.
+
+    Raises:
+        ValueError: On construction, when ``error`` is empty but ``roles`` break a rule of
+            :func:`panel_problem`.
+    """
+
+    case_id: str
+    model: str = ""
+    roles: tuple[PanelRole, ...] = ()
+    panel_rationale: str = ""
+    calls: tuple[CallRecord, ...] = ()
+    error: str = ""
+
+    @model_validator(mode="after")
+    def _valid_panel(self) -> RoleAssignment:
+        if not self.error:
+            problem = panel_problem(self.roles)
+            if problem:
+                raise ValueError(f"role assignment of {self.case_id!r}: {problem}")
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """A valid panel was obtained."""
+        return not self.error
+
+
 class RoleOpinion(_Record):
     """One role's pre-consilium opinion, frozen before the consilium (SPEC §5.2).
 
@@ -186,6 +275,9 @@ class CaseRun(_Record):
         model: The generating model (the worker models too, in ``n+1``).
         condition: ``free-form`` or ``structured``.
         topology: ``single`` or ``n+1``.
+        workers: The worker models of ``n+1`` (empty for ``single``).
+        consolidator: The model that merged the workers' opinions in ``n+1`` (empty for
+            ``single``).
         roles: The panel (reused by every condition of the same case and model).
         panel_rationale: Why this panel.
         opinions: One frozen opinion per role, in panel order.
@@ -206,6 +298,8 @@ class CaseRun(_Record):
     model: str
     condition: Condition
     topology: Topology = "single"
+    workers: tuple[str, ...] = ()
+    consolidator: str = ""
     roles: tuple[PanelRole, ...] = ()
     panel_rationale: str = ""
     opinions: tuple[RoleOpinion, ...] = ()

@@ -1,0 +1,853 @@
+"""The generation core of the consilium: roles, opinions, review rounds, finalizer (SPEC §5.1-5.5).
+
+:class:`ConsiliumPipeline` turns one case into a :class:`~evolve.consilium.CaseRun` through a
+:class:`~evolve.llm.Client`. It holds no per-case state, so the runner may call it for several
+cases at once from threads sharing one client.
+
+Rules common to every stage (SPEC §5.5-5.6):
+
+- decoding from :class:`PipelineSettings`: the same temperature, top_p and seed on every
+  call (the requests of different stages, roles and rounds already differ by their messages,
+  so no seed offset is needed, and a resumed run sends byte-identical requests and hits the
+  response cache), ``max_tokens`` from the stage's limit, ``tag`` = the stage name;
+- structured stages send a strict JSON-schema ``response_format`` built from the ``*Reply``
+  model (every property required, no defaults; ``maxLength``/``minLength`` removed when
+  ``schema_limits`` is False);
+- an answer that is cut (``finish_reason != "stop"``), is not valid JSON, breaks the schema or
+  a stage rule is *re-asked* up to ``max_reasks`` times: the previous messages, the model's
+  answer and a user message naming the broken rule; after the last attempt the stage fails;
+- a :class:`~evolve.llm.CallFailure` (the endpoint failed after the client's retries) fails
+  the stage at once, without a re-ask;
+- every call, re-asks included, is recorded as a :class:`~evolve.consilium.CallRecord` (tokens,
+  cache hit, finish reason, prompt hash, attempt, error), in a deterministic order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evolve.consilium._models import (
+    MAX_ROUNDS,
+    CallRecord,
+    CaseRun,
+    Condition,
+    ModeratorReply,
+    RoleAssignment,
+    RoleAssignmentReply,
+    RoleOpinion,
+    RoundRecord,
+    Stage,
+    StopReason,
+    StructuredFinalReply,
+    StructuredOpinionReply,
+    Topology,
+    Vote,
+    VoteReply,
+    panel_problem,
+)
+from evolve.consilium._prompts import (
+    block,
+    case_block,
+    consilium_case_block,
+    named_blocks,
+    numbered_blocks,
+    prompt_catalog,
+    render,
+    split_free_form,
+    strip_identifiers,
+)
+from evolve.data import Case, PanelRole
+from evolve.errors import ConfigError
+from evolve.judge import parse_json_object, prompt_hash, response_format
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, Client, Message, strip_length_limits
+
+__all__ = [
+    "PIPELINE_VERSION",
+    "ConsiliumPipeline",
+    "PipelineSettings",
+    "StageLimits",
+    "render_structured_final",
+    "render_structured_opinion",
+    "reply_format",
+]
+
+PIPELINE_VERSION = "1"
+"""Version of the pipeline's prompts and rules; bump it when any template of
+:func:`~evolve.consilium.prompt_catalog`, the block layout or a rule of this module changes."""
+
+T = TypeVar("T")
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StageLimits(_Settings):
+    """Output limits per stage, tokens (SPEC §5.6; defaults inside the paper's ranges).
+
+    Attributes:
+        role_assignment: Role assignment (paper: 1,024-4,096).
+        opinion: Each pre-consilium opinion, each ``n+1`` worker opinion and each
+            consolidation (paper: ~16,000).
+        consilium: Synthesis, every vote and every moderator decision (paper: 16,000-32,768).
+        finalizer: The final opinion.
+    """
+
+    role_assignment: int = Field(default=2048, ge=16)
+    opinion: int = Field(default=16000, ge=16)
+    consilium: int = Field(default=16000, ge=16)
+    finalizer: int = Field(default=16000, ge=16)
+
+    def for_stage(self, stage: Stage) -> int:
+        """The limit that applies to ``stage``, tokens.
+
+        Raises:
+            ValueError: ``stage`` is not a generation stage (``judge``).
+        """
+        if stage == "role_assignment":
+            return self.role_assignment
+        if stage in ("opinion", "opinion_worker", "opinion_consolidation"):
+            return self.opinion
+        if stage in ("synthesis", "vote", "moderator"):
+            return self.consilium
+        if stage == "finalizer":
+            return self.finalizer
+        raise ValueError(f"stage {stage!r} is not a stage of the generation pipeline")
+
+
+class PipelineSettings(_Settings):
+    """Decoding and rules of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42).
+
+    Attributes:
+        temperature: Sampling temperature of every call.
+        top_p: Nucleus mass (1 = off).
+        seed: Seed of every call.
+        max_rounds: Most review rounds (SPEC §5.3: 5); a revision after the last round's
+            dissent is kept without another vote.
+        max_reasks: Re-asks after an invalid, cut or rule-breaking answer (0 = none), per call.
+        limits: Output limits per stage, tokens.
+        schema_limits: Keep ``maxLength``/``minLength`` in the JSON schemas sent (constrained
+            decoders need them; some hosted strict modes reject them).
+    """
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int = 42
+    max_rounds: int = Field(default=MAX_ROUNDS, ge=1)
+    max_reasks: int = Field(default=2, ge=0)
+    limits: StageLimits = Field(default_factory=StageLimits)
+    schema_limits: bool = True
+
+
+# -- structured outputs -------------------------------------------------------------------------
+
+
+def _strict(schema: Any) -> Any:
+    """A JSON schema fit for strict structured outputs: every object property required, no
+    ``default`` values, no model docstrings (``description`` of ``$defs`` objects)."""
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items() if k != "default"}
+    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+        out["required"] = list(out["properties"])
+        out.pop("description", None)
+    return out
+
+
+def reply_format(model: type[BaseModel], name: str, *, schema_limits: bool = True) -> dict:
+    """The ``response_format`` of a structured stage (strict JSON schema of ``model``).
+
+    Built like :func:`evolve.judge.response_format`, then made strict-mode safe (every
+    property required, defaults dropped); without ``schema_limits`` the length limits are
+    stripped (:func:`evolve.llm.strip_length_limits`).
+    """
+    fmt = response_format(model, name)
+    fmt["json_schema"]["schema"] = _strict(fmt["json_schema"]["schema"])
+    return fmt if schema_limits else strip_length_limits(fmt)
+
+
+_OPINION_HEADINGS = (
+    ("subjective_objective", "Subjective and objective information"),
+    ("syndromes_mechanisms", "Clinical syndromes and mechanisms"),
+    ("differential_diagnosis", "Differential diagnosis"),
+    ("tactics", "Diagnostic and treatment tactics"),
+    ("final_opinion", "Final clinical opinion"),
+)
+_FINAL_HEADINGS = (
+    ("summary", "Summary"),
+    ("resolved_disagreements", "Resolved disagreements"),
+    ("unresolved_disagreements", "Unresolved disagreements"),
+    ("final_differential", "Final differential diagnosis"),
+    ("diagnostic_plan", "Diagnostic plan"),
+    ("management_plan", "Management plan"),
+    ("safety_warnings", "Safety warnings"),
+    ("final_second_opinion", "Final second opinion"),
+    ("confidence", "Confidence"),
+)
+_NOT_STATED = "(not stated)"
+
+
+def _sections(reply: BaseModel, headings: Sequence[tuple[str, str]]) -> str:
+    return "\n\n".join(
+        f"## {title}\n\n{(getattr(reply, key) or '').strip() or _NOT_STATED}" for key, title in headings
+    )
+
+
+def render_structured_opinion(reply: StructuredOpinionReply) -> tuple[str, str, str]:
+    """A structured opinion as ``(text, reasoning, opinion)`` (SPEC §5.2).
+
+    ``text`` = all five fields under Markdown headings in schema order; ``reasoning`` = the
+    first four the same way; ``opinion`` = ``final_opinion``. An empty field shows as
+    "(not stated)".
+    """
+    text = _sections(reply, _OPINION_HEADINGS)
+    reasoning = _sections(reply, _OPINION_HEADINGS[:4])
+    return text, reasoning, reply.final_opinion.strip()
+
+
+def render_structured_final(reply: StructuredFinalReply) -> str:
+    """The finalizer's structured answer as text: the nine fields under headings in the order
+    summary, resolved and unresolved disagreements, final differential, diagnostic plan,
+    management plan, safety warnings, final second opinion, confidence (SPEC §5.4)."""
+    return _sections(reply, _FINAL_HEADINGS)
+
+
+# -- calls and re-asks -------------------------------------------------------------------------
+
+
+class _Invalid(Exception):
+    """An answer that breaks the format or a rule; the message is sent back on a re-ask."""
+
+
+@dataclass(frozen=True)
+class _Parsed(Generic[T]):
+    value: T
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Ask(Generic[T]):
+    """One logical call: its first messages and how to read the answer."""
+
+    stage: Stage
+    model: str
+    messages: tuple[Message, ...]
+    parse: Callable[[str], _Parsed[T]]
+    role: str = ""
+    round: int | None = None
+    fmt: dict | None = None
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: str
+
+
+@dataclass
+class _Trace:
+    """The calls of one case, in order (local to one ``run_case``/``assign_roles`` call)."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:4]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(answer)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "the answer does not match the required JSON fields (" + "; ".join(parts) + ")"
+
+
+def _json_reply(model: type[BaseModel], text: str, prepare: Callable[[dict], None] | None = None) -> BaseModel:
+    try:
+        data = parse_json_object(text)
+    except ValueError as exc:
+        raise _Invalid(f"the answer is not a single valid JSON object ({str(exc)[:120]})") from exc
+    if prepare is not None:
+        prepare(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _Invalid(_validation_message(exc)) from exc
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class _OpinionValue:
+    text: str
+    reasoning: str
+    opinion: str
+    structured: StructuredOpinionReply | None = None
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+
+class ConsiliumPipeline:
+    """Generates one case's consilium: panel, role opinions, review rounds, final opinion (SPEC §5).
+
+    Args:
+        client: Where every call goes (its cache makes a repeated or resumed run free).
+        settings: Decoding, round limit, re-asks and output limits; defaults to SPEC §5.6.
+
+    Example:
+        >>> pipe = ConsiliumPipeline(client)                               # doctest: +SKIP
+        >>> roles = pipe.assign_roles(case, model="m")                     # doctest: +SKIP
+        >>> run = pipe.run_case(case, model="m", condition="structured", roles=roles)  # doctest: +SKIP
+        >>> run.stop_reason, run.rounds_completed, run.tokens              # doctest: +SKIP
+    """
+
+    def __init__(self, client: Client, settings: PipelineSettings | None = None) -> None:
+        self.client = client
+        self.settings = settings or PipelineSettings()
+        limits = self.settings.schema_limits
+        self._formats = {
+            "role_assignment": reply_format(RoleAssignmentReply, "role_assignment", schema_limits=limits),
+            "structured_opinion": reply_format(StructuredOpinionReply, "structured_opinion", schema_limits=limits),
+            "vote": reply_format(VoteReply, "vote", schema_limits=limits),
+            "moderator": reply_format(ModeratorReply, "moderator_decision", schema_limits=limits),
+            "structured_final": reply_format(StructuredFinalReply, "structured_final", schema_limits=limits),
+        }
+
+    # -- manifest ------------------------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any]:
+        """What the run manifest should hold about the pipeline (SPEC §5.6).
+
+        Returns:
+            ``{"pipeline_version", "settings", "prompts": {name: template}, "response_formats":
+            {name: response_format}}`` - JSON-serialisable.
+        """
+        return {
+            "pipeline_version": PIPELINE_VERSION,
+            "settings": self.settings.model_dump(mode="json"),
+            "prompts": prompt_catalog(),
+            "response_formats": json.loads(json.dumps(self._formats)),
+        }
+
+    # -- one batch of calls with re-asks ------------------------------------------------------
+
+    def _request(self, ask: _Ask, messages: tuple[Message, ...]) -> ChatRequest:
+        s = self.settings
+        return ChatRequest(
+            model=ask.model,
+            messages=messages,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            seed=s.seed,
+            max_tokens=s.limits.for_stage(ask.stage),
+            response_format=ask.fmt,
+            tag=ask.stage,
+        )
+
+    def _where(self, ask: _Ask) -> str:
+        parts = [ask.stage]
+        if ask.role:
+            parts.append(f"role {ask.role!r}")
+        if ask.round is not None:
+            parts.append(f"round {ask.round}")
+        return ", ".join(parts)
+
+    def _ask_all(self, asks: Sequence[_Ask], trace: _Trace) -> list[_Parsed | _Failed]:
+        """Send ``asks`` together (``client.map``), re-asking invalid answers; record every call.
+
+        Calls are recorded batch by batch, each batch in the order of ``asks``, so the record
+        does not depend on which concurrent call finished first.
+        """
+        results: list[_Parsed | _Failed | None] = [None] * len(asks)
+        pending = {i: (a.messages, 1) for i, a in enumerate(asks)}
+        while pending:
+            order = sorted(pending)
+            requests = [self._request(asks[i], pending[i][0]) for i in order]
+            answers = self.client.map(requests)
+            retry: dict[int, tuple[tuple[Message, ...], int]] = {}
+            for i, request, answer in zip(order, requests, answers):
+                ask, (messages, attempt) = asks[i], pending[i]
+                record = dict(
+                    stage=ask.stage, role=ask.role, round=ask.round, model=ask.model,
+                    prompt_hash=prompt_hash(request), attempt=attempt,
+                )
+                if isinstance(answer, CallFailure):
+                    error = f"endpoint failure ({answer.kind}, {answer.attempts} attempt(s)): {answer.error}"
+                    trace.calls.append(CallRecord(**record, error=error))
+                    results[i] = _Failed(
+                        f"{self._where(ask)}: {error}. The endpoint failed after the client's retries; check "
+                        "the endpoint and the model id, then resume the run."
+                    )
+                    continue
+                record.update(
+                    prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens,
+                    cached=answer.cached, finish_reason=answer.finish_reason,
+                )
+                problem, parsed = self._read(ask, request, answer)
+                if parsed is not None:
+                    trace.calls.append(CallRecord(**record, error=parsed.note))
+                    results[i] = parsed
+                    continue
+                trace.calls.append(CallRecord(**record, error=problem))
+                if attempt <= self.settings.max_reasks:
+                    follow_up = (
+                        Message(role="assistant", content=answer.text),
+                        Message(role="user", content=render("reask.user", problem=problem)),
+                    )
+                    retry[i] = (messages + follow_up, attempt + 1)
+                else:
+                    hint = (
+                        f"raise the output limit of stage {ask.stage!r} (PipelineSettings.limits)"
+                        if answer.finish_reason != "stop"
+                        else "try another model or raise PipelineSettings.max_reasks"
+                    )
+                    results[i] = _Failed(f"{self._where(ask)}: {problem} (after {attempt} attempt(s)); {hint}")
+            pending = retry
+        return results  # type: ignore[return-value]
+
+    def _read(self, ask: _Ask, request: ChatRequest, answer: ChatResponse) -> tuple[str, _Parsed | None]:
+        if answer.finish_reason != "stop":
+            return (
+                f"the answer was cut off (finish_reason={answer.finish_reason}) at the limit of "
+                f"{request.max_tokens} output tokens; give a shorter answer that is complete",
+                None,
+            )
+        try:
+            return "", ask.parse(answer.text)
+        except _Invalid as exc:
+            return str(exc), None
+
+    # -- SPEC §5.1 role assignment ------------------------------------------------------------
+
+    def assign_roles(self, case: Case, *, model: str) -> RoleAssignment:
+        """Ask ``model`` for the case's panel: 1-5 roles, one primary, a rationale each (SPEC §5.1).
+
+        One structured call (:class:`~evolve.consilium.RoleAssignmentReply`) on
+        :func:`evolve.data.generation_input` (case id, title, text; never the reference
+        answer). A panel that breaks :func:`~evolve.consilium.panel_problem` (duplicate names
+        ignoring case, not exactly one primary ...), invalid JSON or a cut answer is re-asked
+        up to ``max_reasks`` times. Rationales longer than the schema allows are clipped.
+
+        Args:
+            case: The case.
+            model: The model id.
+
+        Returns:
+            The assignment with every call; ``error`` is set (and ``roles`` empty) when no
+            valid panel came back.
+        """
+        trace = _Trace()
+        ask = _Ask(
+            stage="role_assignment", model=model, fmt=self._formats["role_assignment"],
+            messages=(
+                Message(role="system", content=render("role_assignment.system")),
+                Message(role="user", content=render("role_assignment.user", case=case_block(case))),
+            ),
+            parse=_parse_roles,
+        )
+        outcome = self._ask_all([ask], trace)[0]
+        if isinstance(outcome, _Failed):
+            return RoleAssignment(case_id=case.case_id, model=model, calls=tuple(trace.calls), error=outcome.error)
+        reply: RoleAssignmentReply = outcome.value
+        roles = tuple(
+            PanelRole(name=" ".join(r.name.split()), primary=r.primary, rationale=r.rationale.strip())
+            for r in reply.roles
+        )
+        return RoleAssignment(
+            case_id=case.case_id, model=model, roles=roles,
+            panel_rationale=reply.panel_rationale.strip(), calls=tuple(trace.calls),
+        )
+
+    # -- the whole case ------------------------------------------------------------------------
+
+    def run_case(
+        self,
+        case: Case,
+        *,
+        model: str,
+        condition: Condition,
+        topology: Topology = "single",
+        workers: Sequence[str] = (),
+        consolidator: str | None = None,
+        roles: RoleAssignment | None = None,
+    ) -> CaseRun:
+        """Generate the consilium of one case under one condition and topology (SPEC §5.1-5.5).
+
+        Stages: role assignment (skipped when ``roles`` is given), pre-consilium opinions,
+        synthesis, review rounds, finalizer. Any stage that fails ends the run with
+        ``stop_reason="failure"`` and ``error`` naming the stage, role and round; what was
+        produced before is kept.
+
+        The role-assignment calls are part of ``calls`` of every run built on that
+        assignment, also when it is passed in (so one run's tokens are the whole cost of its
+        output; summing runs of several conditions counts a shared assignment once per
+        condition - filter ``stage == "role_assignment"`` to count it once).
+
+        Args:
+            case: The case.
+            model: The model of role assignment, single-topology opinions, consilium and
+                finalizer.
+            condition: ``free-form`` or ``structured`` (SPEC §5.2).
+            topology: ``single`` or ``n+1``.
+            workers: Worker models of ``n+1`` (at least one); must be empty for ``single``.
+            consolidator: Model merging the workers' opinions in ``n+1``; default ``model``.
+            roles: A panel from :meth:`assign_roles` for this case, reused without a call.
+
+        Returns:
+            The :class:`~evolve.consilium.CaseRun`.
+
+        Raises:
+            ConfigError: Unknown condition or topology, workers missing for ``n+1`` or given
+                for ``single``, a consolidator without ``n+1``, or ``roles`` of another case.
+        """
+        workers = tuple(workers)
+        if condition not in ("free-form", "structured"):
+            raise ConfigError(f"unknown condition {condition!r}; use 'free-form' or 'structured'.")
+        if topology not in ("single", "n+1"):
+            raise ConfigError(f"unknown topology {topology!r}; use 'single' or 'n+1'.")
+        if topology == "n+1" and not workers:
+            raise ConfigError("topology 'n+1' needs worker models; pass workers=[...] (the paper used 3).")
+        if topology == "single" and (workers or consolidator):
+            raise ConfigError("workers and consolidator are only used by topology 'n+1'; drop them or pass topology='n+1'.")
+        if roles is not None and roles.case_id != case.case_id:
+            raise ConfigError(
+                f"the role assignment passed is for case {roles.case_id!r}, not {case.case_id!r}; "
+                "pass the assignment of this case."
+            )
+        if roles is None:
+            roles = self.assign_roles(case, model=model)
+        trace = _Trace(calls=list(roles.calls))
+        consolidator = (consolidator or model) if topology == "n+1" else ""
+        base: dict[str, Any] = dict(
+            case_id=case.case_id, model=model, condition=condition, topology=topology,
+            workers=workers, consolidator=consolidator, roles=roles.roles, panel_rationale=roles.panel_rationale,
+        )
+
+        def done(stop: StopReason, error: str = "", **fields: Any) -> CaseRun:
+            return CaseRun(**base, **fields, stop_reason=stop, error=error, calls=tuple(trace.calls))
+
+        if roles.error:
+            return done("failure", f"role assignment: {roles.error}")
+
+        if topology == "single":
+            opinions, error = self._single_opinions(case, roles.roles, model, condition, trace)
+        else:
+            opinions, error = self._n_plus_one_opinions(case, roles.roles, workers, consolidator, condition, trace)
+        if error:
+            return done("failure", error, opinions=opinions)
+
+        return self._consilium(case, model, condition, opinions, trace, done)
+
+    # -- SPEC §5.2 pre-consilium ---------------------------------------------------------------
+
+    def _opinion_ask(
+        self, case: Case, role: str, model: str, condition: Condition, stage: Stage
+    ) -> _Ask[_OpinionValue]:
+        structured = condition == "structured"
+        return _Ask(
+            stage=stage, model=model, role=role,
+            fmt=self._formats["structured_opinion"] if structured else None,
+            messages=(
+                Message(role="system", content=render("opinion.system", role=role)),
+                Message(role="user", content=render(f"opinion.{condition}.user", case=case_block(case), role=role)),
+            ),
+            parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
+        )
+
+    def _single_opinions(
+        self, case: Case, panel: Sequence[PanelRole], model: str, condition: Condition, trace: _Trace
+    ) -> tuple[tuple[RoleOpinion, ...], str]:
+        asks = [self._opinion_ask(case, r.name, model, condition, "opinion") for r in panel]
+        outcomes = self._ask_all(asks, trace)
+        opinions = tuple(_role_opinion(r.name, o.value) for r, o in zip(panel, outcomes) if isinstance(o, _Parsed))
+        errors = [o.error for o in outcomes if isinstance(o, _Failed)]
+        return opinions, "; ".join(errors)
+
+    def _n_plus_one_opinions(
+        self,
+        case: Case,
+        panel: Sequence[PanelRole],
+        workers: Sequence[str],
+        consolidator: str,
+        condition: Condition,
+        trace: _Trace,
+    ) -> tuple[tuple[RoleOpinion, ...], str]:
+        asks = [self._opinion_ask(case, r.name, w, condition, "opinion_worker") for r in panel for w in workers]
+        outcomes = self._ask_all(asks, trace)
+        errors = [o.error for o in outcomes if isinstance(o, _Failed)]
+        if errors:
+            return (), "; ".join(errors)
+        n = len(workers)
+        worker_texts = {
+            r.name: tuple(o.value.text for o in outcomes[k * n:(k + 1) * n])  # type: ignore[union-attr]
+            for k, r in enumerate(panel)
+        }
+        structured = condition == "structured"
+        merge_asks = [
+            _Ask(
+                stage="opinion_consolidation", model=consolidator, role=r.name,
+                fmt=self._formats["structured_opinion"] if structured else None,
+                messages=(
+                    Message(role="system", content=render("consolidation.system", role=r.name)),
+                    Message(role="user", content=render(
+                        f"consolidation.{condition}.user", case=case_block(case), role=r.name, count=n,
+                        opinions=numbered_blocks("WORKER OPINION", worker_texts[r.name]),
+                    )),
+                ),
+                parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
+            )
+            for r in panel
+        ]
+        merged = self._ask_all(merge_asks, trace)
+        opinions = tuple(
+            _role_opinion(r.name, o.value, worker_texts[r.name])
+            for r, o in zip(panel, merged) if isinstance(o, _Parsed)
+        )
+        return opinions, "; ".join(o.error for o in merged if isinstance(o, _Failed))
+
+    # -- SPEC §5.3 interactive consilium and §5.4 finalizer -------------------------------------
+
+    def _consilium(
+        self,
+        case: Case,
+        model: str,
+        condition: Condition,
+        opinions: tuple[RoleOpinion, ...],
+        trace: _Trace,
+        done: Callable[..., CaseRun],
+    ) -> CaseRun:
+        def scrub(text: str) -> str:
+            return strip_identifiers(text, case)
+
+        case_text = consilium_case_block(case)
+        opinion_blocks = named_blocks("OPINION", {o.role: scrub(o.text) for o in opinions})
+        synthesis = self._ask_all([_Ask(
+            stage="synthesis", model=model,
+            messages=(
+                Message(role="system", content=render("synthesis.system")),
+                Message(role="user", content=render("synthesis.user", case=case_text, opinions=opinion_blocks)),
+            ),
+            parse=_parse_text,
+        )], trace)[0]
+        if isinstance(synthesis, _Failed):
+            return done("failure", synthesis.error, opinions=opinions)
+
+        report: str = synthesis.value
+        states = [_norm(report)]
+        rounds: list[RoundRecord] = []
+        stop: StopReason | None = None
+        error = ""
+        for number in range(1, self.settings.max_rounds + 1):
+            previous = ""
+            if rounds:
+                last = rounds[-1]
+                previous = "\n" + render(
+                    "vote.previous_round", previous=last.number,
+                    reviews=block(f"REVIEWS OF ROUND {last.number}", scrub(_reviews_text(last.votes))),
+                    decision=block(f"MODERATOR DECISION AFTER ROUND {last.number}", scrub(_decision_text(last))),
+                ) + "\n"
+            own = {o.role: o for o in opinions}
+            asks = [
+                _Ask(
+                    stage="vote", model=model, role=o.role, round=number, fmt=self._formats["vote"],
+                    messages=(
+                        Message(role="system", content=render("vote.system", role=o.role)),
+                        Message(role="user", content=render(
+                            "vote.user", case=case_text, round=number, previous=previous,
+                            own_opinion=block("YOUR EARLIER OPINION", scrub(own[o.role].text)),
+                            report=block("SHARED REPORT", scrub(report)),
+                        )),
+                    ),
+                    parse=_parse_vote,
+                )
+                for o in opinions
+            ]
+            outcomes = self._ask_all(asks, trace)
+            failed = [o.error for o in outcomes if isinstance(o, _Failed)]
+            if failed:
+                stop, error = "failure", "; ".join(failed)
+                break
+            votes = tuple(
+                Vote(role=o.role, round=number, vote=v.value.vote, critique=v.value.critique.strip(),
+                     proposed_revision=v.value.proposed_revision.strip())
+                for o, v in zip(opinions, outcomes)
+            )
+            if all(v.vote == "yes" for v in votes):
+                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=True, revised_report=report))
+                stop = "consensus"
+                break
+            moderator = self._ask_all([_Ask(
+                stage="moderator", model=model, round=number, fmt=self._formats["moderator"],
+                messages=(
+                    Message(role="system", content=render("moderator.system")),
+                    Message(role="user", content=render(
+                        "moderator.user", case=case_text, round=number,
+                        report=block("SHARED REPORT", scrub(report)),
+                        reviews=block(f"REVIEWS OF ROUND {number}", scrub(_reviews_text(votes))),
+                    )),
+                ),
+                parse=_parse_moderator,
+            )], trace)[0]
+            if isinstance(moderator, _Failed):
+                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=False))
+                stop, error = "failure", moderator.error
+                break
+            decision: ModeratorReply = moderator.value
+            if decision.decision == "no_substantive_change":
+                rounds.append(RoundRecord(
+                    number=number, report=report, votes=votes, consensus=False, decision="no_substantive_change",
+                    moderator_summary=decision.summary.strip(), revised_report=report,
+                ))
+                stop = "no_substantive_change"
+                break
+            revised = decision.revised_report.strip()
+            rounds.append(RoundRecord(
+                number=number, report=report, votes=votes, consensus=False, decision="revise",
+                moderator_summary=decision.summary.strip(), revised_report=revised,
+            ))
+            report = revised
+            if _norm(revised) in states:
+                stop = "repeated_report"
+                break
+            states.append(_norm(revised))
+        if stop is None:
+            stop = "max_rounds"  # the last revision is kept without another vote (SPEC §5.3)
+
+        outcome = dict(
+            opinions=opinions, rounds=tuple(rounds), final_report=report,
+            rounds_completed=len(rounds), consensus=stop == "consensus",
+            first_round_consensus=bool(rounds) and rounds[0].consensus,
+        )
+        if stop == "failure":
+            return done("failure", error, **outcome)
+
+        structured = condition == "structured"
+        summaries = "\n\n".join(
+            f"After round {r.number} ({r.decision}): {r.moderator_summary}" for r in rounds if r.decision
+        ) or "No moderator decision: the panel accepted the first report."
+        final = self._ask_all([_Ask(
+            stage="finalizer", model=model, fmt=self._formats["structured_final"] if structured else None,
+            messages=(
+                Message(role="system", content=render("finalizer.system")),
+                Message(role="user", content=render(
+                    f"finalizer.{condition}.user", case=case_text, opinions=opinion_blocks,
+                    report=block("LAST SHARED REPORT", scrub(report)),
+                    reviews=block("ALL REVIEWS", scrub("\n\n".join(
+                        f"Round {r.number}:\n{_reviews_text(r.votes)}" for r in rounds
+                    ))),
+                    summaries=block("MODERATOR DECISIONS", scrub(summaries)),
+                )),
+            ),
+            parse=_parse_structured_final if structured else _parse_text,
+        )], trace)[0]
+        if isinstance(final, _Failed):
+            return done("failure", final.error, **outcome)
+        if structured:
+            return done(stop, final=render_structured_final(final.value), final_structured=final.value, **outcome)
+        return done(stop, final=final.value, **outcome)
+
+
+# -- answer readers (raise _Invalid with the rule to send back) --------------------------------
+
+
+def _parse_text(text: str) -> _Parsed[str]:
+    text = text.strip()
+    if not text:
+        raise _Invalid("the answer is empty; write the requested text")
+    return _Parsed(text)
+
+
+def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
+    reply: RoleAssignmentReply = _json_reply(RoleAssignmentReply, text, _clip_rationales)  # type: ignore[assignment]
+    problem = panel_problem(reply.roles)
+    if problem:
+        raise _Invalid(problem)
+    return _Parsed(reply)
+
+
+def _clip_rationales(data: dict) -> None:
+    """Clip rationales to the schema's limits (600 characters per role, 1,000 for the panel):
+    an endpoint that ignores ``maxLength`` gets a clipped rationale, not a re-ask."""
+    limits = RoleAssignmentReply.model_json_schema()
+    role_limit = limits["$defs"]["RoleReply"]["properties"]["rationale"]["maxLength"]
+    panel_limit = limits["properties"]["panel_rationale"]["maxLength"]
+    if isinstance(data.get("panel_rationale"), str):
+        data["panel_rationale"] = data["panel_rationale"][:panel_limit]
+    roles = data.get("roles")
+    if isinstance(roles, list):
+        for r in roles:
+            if isinstance(r, dict) and isinstance(r.get("rationale"), str):
+                r["rationale"] = r["rationale"][:role_limit]
+
+
+def _parse_free_form_opinion(text: str) -> _Parsed[_OpinionValue]:
+    text = text.strip()
+    if not text:
+        raise _Invalid("the answer is empty; write the opinion")
+    reasoning, opinion, note = split_free_form(text)
+    return _Parsed(_OpinionValue(text=text, reasoning=reasoning, opinion=opinion), note)
+
+
+def _parse_structured_opinion(text: str) -> _Parsed[_OpinionValue]:
+    reply: StructuredOpinionReply = _json_reply(StructuredOpinionReply, text)  # type: ignore[assignment]
+    if not reply.final_opinion.strip():
+        raise _Invalid('"final_opinion" is empty; state the final clinical opinion')
+    if not any(getattr(reply, k).strip() for k, _ in _OPINION_HEADINGS[:4]):
+        raise _Invalid("all four reasoning fields are empty; fill them in")
+    full, reasoning, opinion = render_structured_opinion(reply)
+    return _Parsed(_OpinionValue(text=full, reasoning=reasoning, opinion=opinion, structured=reply))
+
+
+def _parse_vote(text: str) -> _Parsed[VoteReply]:
+    reply: VoteReply = _json_reply(VoteReply, text)  # type: ignore[assignment]
+    if reply.vote == "no" and not (reply.critique.strip() and reply.proposed_revision.strip()):
+        raise _Invalid('a "no" vote needs both a "critique" and a "proposed_revision"; fill in both or vote "yes"')
+    return _Parsed(reply)
+
+
+def _parse_moderator(text: str) -> _Parsed[ModeratorReply]:
+    reply: ModeratorReply = _json_reply(ModeratorReply, text)  # type: ignore[assignment]
+    if not reply.summary.strip():
+        raise _Invalid('"summary" is empty; say which objections you accepted or rejected')
+    if reply.decision == "revise" and not reply.revised_report.strip():
+        raise _Invalid('"decision" is "revise" but "revised_report" is empty; give the whole revised report')
+    return _Parsed(reply)
+
+
+def _parse_structured_final(text: str) -> _Parsed[StructuredFinalReply]:
+    reply: StructuredFinalReply = _json_reply(StructuredFinalReply, text)  # type: ignore[assignment]
+    missing = [k for k in ("summary", "final_second_opinion") if not getattr(reply, k).strip()]
+    if missing:
+        raise _Invalid(f"{', '.join(repr(m) for m in missing)} is empty; fill it in")
+    return _Parsed(reply)
+
+
+def _role_opinion(role: str, value: _OpinionValue, worker_texts: tuple[str, ...] = ()) -> RoleOpinion:
+    return RoleOpinion(
+        role=role, text=value.text, reasoning=value.reasoning, opinion=value.opinion,
+        structured=value.structured, worker_texts=worker_texts,
+    )
+
+
+def _reviews_text(votes: Sequence[Vote]) -> str:
+    parts = []
+    for v in votes:
+        lines = [f"{v.role}: {v.vote}"]
+        if v.critique:
+            lines.append(f"Critique: {v.critique}")
+        if v.proposed_revision:
+            lines.append(f"Proposed revision: {v.proposed_revision}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _decision_text(r: RoundRecord) -> str:
+    if r.decision == "revise":
+        return f"The moderator revised the report. {r.moderator_summary}"
+    return f"The moderator made no substantive change. {r.moderator_summary}"

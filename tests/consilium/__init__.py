@@ -1,0 +1,1 @@
+"""Tests of the consilium: generation pipeline, runner, judging of generated material."""
