@@ -17,6 +17,16 @@ Every stage, vote, stop reason and call (with its tokens) is recorded in a :clas
 (``assign_roles`` once per case and model, ``run_case`` per condition and topology);
 :func:`prompt_catalog` lists every prompt template by name for the run manifest, and
 :data:`PIPELINE_VERSION` changes whenever a prompt or a rule does.
+
+The benchmark runner (``evolve bench``): :func:`run_bench` generates every case x model x
+condition x topology of a :class:`BenchConfig` (:func:`resolve_bench_config`: preset ``quick``
+or ``paper`` < file < environment < options) into ``archives/<run_id>/`` - ``manifest.json``
+(:class:`BenchManifest`: models, endpoint, decoding, limits, every prompt with its SHA-256, the
+case file's SHA-256), ``roles/``, ``cases/`` (one CaseRun each), ``records/<model>/`` (the
+ConsiliumRecords physicians rate) and ``pack/<model>/`` (a rating pack of them) - and resumes
+by replay over the response cache. :func:`judge_bench` scores the primary role's reasoning and
+opinion, the final report and the panel with the (calibrated) consilium judge into
+``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`run_and_judge` does both.
 """
 
 from evolve.consilium._models import (
@@ -55,6 +65,40 @@ from evolve.consilium._prompts import (
     split_free_form,
     strip_identifiers,
 )
+from evolve.consilium._config import (
+    BENCH_PRESETS,
+    BenchConfig,
+    BenchManifest,
+    GenerationSettings,
+    OutputLimits,
+    load_bench_config,
+    load_bench_manifest,
+    model_slug,
+    resolve_bench_config,
+)
+from evolve.consilium._runner import (
+    BenchResult,
+    CaseRunSummary,
+    PipelineBackend,
+    RoleFile,
+    case_artifact_path,
+    default_backend,
+    load_bench_cases,
+    load_case_runs,
+    load_run_cases,
+    records_key,
+    role_file_path,
+    run_and_judge,
+    run_bench,
+)
+from evolve.consilium._judging import (
+    JUDGE_SCORE_COLUMNS,
+    JUDGE_SCORES_FILE,
+    GuidanceChoice,
+    JudgeBenchResult,
+    judge_bench,
+    load_calibrated_guidance,
+)
 
 __all__ = [
     "ARTIFACT_VERSION",
@@ -87,4 +131,33 @@ __all__ = [
     "reply_format",
     "split_free_form",
     "strip_identifiers",
+    # benchmark runner and judging
+    "BENCH_PRESETS",
+    "JUDGE_SCORES_FILE",
+    "JUDGE_SCORE_COLUMNS",
+    "BenchConfig",
+    "BenchManifest",
+    "BenchResult",
+    "CaseRunSummary",
+    "GenerationSettings",
+    "GuidanceChoice",
+    "JudgeBenchResult",
+    "OutputLimits",
+    "PipelineBackend",
+    "RoleFile",
+    "case_artifact_path",
+    "default_backend",
+    "judge_bench",
+    "load_bench_cases",
+    "load_bench_config",
+    "load_bench_manifest",
+    "load_calibrated_guidance",
+    "load_case_runs",
+    "load_run_cases",
+    "model_slug",
+    "records_key",
+    "resolve_bench_config",
+    "role_file_path",
+    "run_and_judge",
+    "run_bench",
 ]

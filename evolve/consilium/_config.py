@@ -1,0 +1,399 @@
+"""Configuration and manifest of a benchmark run (SPEC §5.6: every model id, prompt, parameter).
+
+A :class:`BenchConfig` says what to generate: which cases, which generating models, which
+conditions and topologies, with which decoding parameters and per-stage output limits, where
+the endpoint is, and how the generated material is judged. :func:`resolve_bench_config` layers
+it like :func:`evolve.config.resolve_config`: preset (``quick`` or ``paper``) < config file <
+environment (``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_PROVIDER``) < command-line options.
+
+The run folder's ``manifest.json`` (:class:`BenchManifest`) holds the resolved configuration
+together with what the run saw: the case file and its SHA-256, every prompt template of the
+pipeline with its SHA-256, the pipeline and package versions and the creation time. API keys
+are never written (only the *name* of the environment variable holding one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evolve.config import EndpointSettings, _merge, env_overrides
+from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
+from evolve.data import CaseColumns
+from evolve.errors import ConfigError, RunError
+from evolve.judge import JudgeSettings
+
+__all__ = [
+    "BENCH_CONFIG_VERSION",
+    "BENCH_PRESETS",
+    "MANIFEST_FILE",
+    "BenchConfig",
+    "BenchManifest",
+    "GenerationSettings",
+    "OutputLimits",
+    "PromptRecord",
+    "load_bench_config",
+    "load_bench_manifest",
+    "model_slug",
+    "resolve_bench_config",
+    "sha256_text",
+]
+
+BENCH_CONFIG_VERSION = 1
+"""Version of :class:`BenchConfig` as stored in ``manifest.json``."""
+
+MANIFEST_FILE = "manifest.json"
+"""The run manifest inside a benchmark run folder."""
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def model_slug(model: str) -> str:
+    """A model id as a file-name segment: runs of characters other than letters, digits, ``.``,
+    ``_`` and ``-`` become ``-`` (``openai/gpt-oss-120b`` -> ``openai-gpt-oss-120b``).
+
+    Raises:
+        ConfigError: Nothing usable is left (e.g. ``"//"``).
+    """
+    slug = re.sub(r"[^A-Za-z0-9._\-]+", "-", model).strip("-.")
+    if not slug:
+        raise ConfigError(f"model id {model!r} has no letter or digit to name its files by; use a real model id.")
+    return slug
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class OutputLimits(_Settings):
+    """Output-token limits per pipeline stage (SPEC §5.6).
+
+    Attributes:
+        role_assignment: Role assignment, tokens (paper: 1,024-4,096).
+        opinion: Each pre-consilium role opinion (and, in ``n+1``, each worker opinion and the
+            consolidation), tokens (paper: ~16,000).
+        consilium: Synthesis, every vote and every moderator decision, tokens (paper:
+            16,000-32,768).
+        finalizer: The final opinion, tokens.
+    """
+
+    role_assignment: int = Field(default=4096, ge=16)
+    opinion: int = Field(default=16000, ge=16)
+    consilium: int = Field(default=16000, ge=16)
+    finalizer: int = Field(default=16000, ge=16)
+
+
+class GenerationSettings(_Settings):
+    """Decoding of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds).
+
+    Attributes:
+        temperature: Sampling temperature. 0 keeps a resumed run's requests identical, so its
+            finished calls come from the response cache.
+        top_p: Nucleus mass (1 = off).
+        seed: Sampling seed of every call.
+        max_rounds: Most review rounds of the consilium (1-5; SPEC §5.3).
+        max_reasks: Re-asks of one call after an invalid, cut or rule-breaking answer.
+        limits: Output limits per stage.
+    """
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int = 42
+    max_rounds: int = Field(default=5, ge=1, le=5)
+    max_reasks: int = Field(default=2, ge=0)
+    limits: OutputLimits = OutputLimits()
+
+
+class BenchConfig(_Settings):
+    """Resolved configuration of one benchmark run (stored in ``manifest.json``).
+
+    Attributes:
+        version: Config format version.
+        run_id: Folder name under ``archives_dir``.
+        archives_dir: Where run folders go.
+        cases: A case file (``.jsonl``/``.csv``/``.parquet``, read by
+            :func:`evolve.data.load_cases` with ``columns``) or a rating-pack folder (its
+            ``cases.jsonl`` is read; e.g. ``ratings/savage``).
+        columns: Column mapping of a case file (ignored for a pack folder).
+        max_cases: Use only the first N cases, in source order; None = all.
+        models: Generating models; each pipeline uses one model for every stage (role
+            assignment, opinions, consilium, finalizer). At least one; slugs must differ.
+        conditions: ``free-form`` and/or ``structured`` (SPEC §5.2).
+        topologies: ``single`` and/or ``n+1`` (N worker models write the opinions, a
+            consolidator merges them; the paper used 3+1).
+        workers: Worker models of ``n+1`` (at least one when ``n+1`` is requested).
+        consolidator: Consolidating model of ``n+1``; None = the pipeline's model.
+        endpoint: Where calls go (the embedded model by default).
+        generation: Decoding parameters and output limits of the pipeline.
+        judge: Judge decoding (model, temperature, top_p, output limit). The judge model
+            defaults to the endpoint's model.
+        judge_repeats: Judge calls per (target, criterion), with seeds ``judge_seed + repeat``.
+        judge_seed: Seed of the first judge repeat.
+        parallel_cases: (case, model) units generated at once in threads over the shared
+            client; does not change what is computed.
+        cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
+        prompts_root: ``judge_prompts`` folder of the judge rubric; None = the project's.
+    """
+
+    version: Literal[1] = BENCH_CONFIG_VERSION
+    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]+$")
+    archives_dir: Path = Path("archives")
+    cases: Path
+    columns: CaseColumns = CaseColumns()
+    max_cases: int | None = Field(default=None, ge=1)
+    models: tuple[str, ...] = Field(min_length=1)
+    conditions: tuple[Condition, ...] = ("free-form", "structured")
+    topologies: tuple[Topology, ...] = ("single",)
+    workers: tuple[str, ...] = ()
+    consolidator: str | None = None
+    endpoint: EndpointSettings = EndpointSettings()
+    generation: GenerationSettings = GenerationSettings()
+    judge: JudgeSettings = JudgeSettings()
+    judge_repeats: int = Field(default=1, ge=1)
+    judge_seed: int = 42
+    parallel_cases: int = Field(default=1, ge=1)
+    cache_path: Path | None = None
+    prompts_root: Path | None = None
+
+    @field_validator("models", "conditions", "topologies", "workers")
+    @classmethod
+    def _no_repeats(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({v for v in value if value.count(v) > 1})
+        if repeated:
+            raise ValueError(f"{repeated} given more than once; list each once")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchConfig:
+        if not self.conditions:
+            raise ValueError("conditions: give at least one of 'free-form', 'structured'")
+        if not self.topologies:
+            raise ValueError("topologies: give at least one of 'single', 'n+1'")
+        if "n+1" in self.topologies and not self.workers:
+            raise ValueError("topology 'n+1' needs worker models (--worker M, repeatable; the paper used 3)")
+        if self.workers and "n+1" not in self.topologies:
+            raise ValueError("worker models are only used by topology 'n+1'; add --topology n+1 or drop --worker")
+        slugs: dict[str, str] = {}
+        for m in self.models:
+            s = model_slug(m)
+            if s in slugs:
+                raise ValueError(f"models {slugs[s]!r} and {m!r} share the file-name slug {s!r}; they cannot share a run")
+            slugs[s] = m
+        return self
+
+    @property
+    def run_dir(self) -> Path:
+        """``archives_dir / run_id``."""
+        return self.archives_dir / self.run_id
+
+    def pipeline_settings(self):
+        """The :class:`~evolve.consilium._pipeline.PipelineSettings` of this run.
+
+        Imported lazily: the pipeline module is only needed when generating.
+        """
+        from evolve.consilium._pipeline import PipelineSettings, StageLimits
+
+        g = self.generation
+        return PipelineSettings(
+            temperature=g.temperature, top_p=g.top_p, seed=g.seed, max_rounds=g.max_rounds, max_reasks=g.max_reasks,
+            limits=StageLimits(**g.limits.model_dump()), schema_limits=self.endpoint.schema_limits,
+        )
+
+
+BENCH_PRESETS: dict[str, dict[str, Any]] = {
+    # SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds; role assignment 4,096, pre-consilium
+    # 16,000, consilium 16,000 output tokens (the paper gave some models 16,384 / 32,768: set
+    # generation.limits in a config file); judge as in SPEC §3 (8,000 tokens).
+    "paper": {
+        "generation": {
+            "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 5, "max_reasks": 2,
+            "limits": {"role_assignment": 4096, "opinion": 16000, "consilium": 16000, "finalizer": 16000},
+        },
+        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8000, "rationale_max_chars": 1200},
+        "judge_repeats": 1,
+    },
+    # A demo on the embedded model: 3 cases, short outputs, 2 rounds, so a handful of cases
+    # finishes on 2 CPU cores; judge output as in the calibration quick preset.
+    "quick": {
+        "max_cases": 3,
+        "generation": {
+            "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 2, "max_reasks": 1,
+            "limits": {"role_assignment": 300, "opinion": 350, "consilium": 350, "finalizer": 400},
+        },
+        "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 160, "rationale_max_chars": 120},
+        "judge_repeats": 1,
+    },
+}
+"""Preset values by name (lowest layer of :func:`resolve_bench_config`)."""
+
+
+def resolve_bench_config(
+    *,
+    preset: str | None = "quick",
+    config_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> BenchConfig:
+    """Build a :class:`BenchConfig` from preset < file < environment < overrides.
+
+    Model defaults: without ``models`` the endpoint's model generates; without an endpoint
+    model the first generating model becomes the endpoint's model; the judge model defaults to
+    the endpoint's model.
+
+    Args:
+        preset: ``quick``, ``paper`` or None.
+        config_file: JSON file with any subset of the config fields.
+        overrides: Nested dict of values (None values are ignored), e.g. from the CLI.
+        environ: Environment to read (default: ``os.environ``).
+
+    Raises:
+        ConfigError: Unknown preset, unreadable file or invalid values (names the field).
+    """
+    data: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in BENCH_PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(BENCH_PRESETS)}.")
+        data = _merge(data, BENCH_PRESETS[preset])
+    if config_file is not None:
+        try:
+            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
+    data = _merge(data, env_overrides(environ))
+    data = _merge(data, overrides or {})
+    endpoint = data.setdefault("endpoint", {})
+    models = data.get("models")
+    if not models:
+        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
+    elif not endpoint.get("model"):
+        endpoint["model"] = data["models"][0]
+    if data.get("judge", {}).get("model") is None:
+        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
+    try:
+        return BenchConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(config)"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"benchmark configuration field '{loc}': {msg}. Fix the value in the config file or on the command line.") from exc
+
+
+class PromptRecord(_Settings):
+    """One prompt template of the pipeline, as the run used it.
+
+    Attributes:
+        sha256: Hex SHA-256 of ``text``.
+        text: The template.
+    """
+
+    sha256: str
+    text: str
+
+
+class BenchManifest(_Settings):
+    """``manifest.json`` of a benchmark run: the configuration and what the run saw (SPEC §5.6).
+
+    Attributes:
+        version: Manifest format version.
+        created: When the run started (UTC, ISO 8601).
+        package_version: ``evolve.__version__``.
+        pipeline_version: The pipeline's ``PIPELINE_VERSION``.
+        config: The resolved configuration (API keys are never part of it).
+        models: Generating models, in run order, with their file-name slugs.
+        endpoint: Provider, base URL and default model of the endpoint (no key).
+        decoding: Temperature, top_p, seed and round limit of every generating call.
+        limits: Output-token limits per stage.
+        prompts: Every prompt template of the pipeline by name, with its SHA-256.
+        pipeline: The pipeline's own description: its settings and the response formats
+            (JSON schemas) of the structured stages.
+        cases_path: The case file (or pack folder) read.
+        cases_file: The file actually hashed (the case file, or the pack's ``cases.jsonl``).
+        cases_sha256: Hex SHA-256 of ``cases_file``.
+        case_ids: The run's cases, in source order (after ``max_cases``).
+    """
+
+    version: Literal[1] = ARTIFACT_VERSION
+    created: str
+    package_version: str
+    pipeline_version: str
+    config: BenchConfig
+    models: dict[str, str]
+    endpoint: dict[str, str | None]
+    decoding: dict[str, float | int]
+    limits: OutputLimits
+    prompts: dict[str, PromptRecord]
+    pipeline: dict[str, Any] = {}
+    cases_path: str
+    cases_file: str
+    cases_sha256: str
+    case_ids: tuple[str, ...]
+
+    @classmethod
+    def build(
+        cls,
+        config: BenchConfig,
+        *,
+        pipeline_version: str,
+        catalog: dict[str, str],
+        description: dict[str, Any] | None = None,
+        cases_file: Path,
+        case_ids: tuple[str, ...],
+    ) -> BenchManifest:
+        """The manifest of a run starting now (see the attributes)."""
+        from evolve import __version__
+
+        g = config.generation
+        ep = config.endpoint
+        return cls(
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            package_version=__version__,
+            pipeline_version=str(pipeline_version),
+            config=config,
+            models={m: model_slug(m) for m in config.models},
+            endpoint={"provider": ep.provider, "base_url": ep.base_url, "model": ep.model,
+                      "local_model": ep.local_model if ep.provider == "embedded" else None},
+            decoding={"temperature": g.temperature, "top_p": g.top_p, "seed": g.seed, "max_rounds": g.max_rounds},
+            limits=g.limits,
+            prompts={name: PromptRecord(sha256=sha256_text(text), text=text) for name, text in sorted(catalog.items())},
+            pipeline=json.loads(json.dumps(description or {})),
+            cases_path=str(config.cases),
+            cases_file=str(cases_file),
+            cases_sha256=hashlib.sha256(Path(cases_file).read_bytes()).hexdigest(),
+            case_ids=case_ids,
+        )
+
+
+def load_bench_manifest(run_dir: Path | str) -> BenchManifest:
+    """Read ``manifest.json`` of a benchmark run folder.
+
+    Raises:
+        RunError: Missing or invalid file (not a benchmark run folder).
+    """
+    path = Path(run_dir) / MANIFEST_FILE
+    try:
+        return BenchManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        raise RunError(
+            f"{path}: cannot read the benchmark manifest ({exc}). Pass a folder written by `evolve bench run`."
+        ) from exc
+
+
+def load_bench_config(run_dir: Path | str) -> BenchConfig:
+    """The configuration stored in a run folder's ``manifest.json``, placed at ``run_dir``
+    (``archives_dir`` and ``run_id`` follow the folder, so a moved run folder still resumes).
+
+    Raises:
+        RunError: Missing or invalid manifest.
+    """
+    run_dir = Path(run_dir)
+    config = load_bench_manifest(run_dir).config
+    return config.model_copy(update={"archives_dir": run_dir.parent, "run_id": run_dir.name})

@@ -1,0 +1,339 @@
+"""Judging a benchmark run with the (calibrated) consilium judge (SPEC §2-§3).
+
+For every successful :class:`~evolve.consilium.CaseRun` of a run folder the judge scores the
+primary role's ``reasoning`` and ``opinion`` (role-level scores are those of the primary role)
+and the ``final`` report; once per (case, model) it scores the ``case`` component (the panel:
+criteria 9-10). Only (criterion, component) pairs the rubric applies are called (SPEC §2);
+criterion 11 is physician-only and never judged. Each call sees the case and one target; the
+reference answer only for the conclusion criterion (:class:`~evolve.judge.Judge` does that).
+
+Guidance per criterion is the ``selected`` winner of a calibration run's ``candidates.csv``
+(none without a calibration run, or for a criterion it did not calibrate).
+
+Output, in the run folder: ``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`, one row per judge
+call) and ``judge.json`` (judge model and decoding, repeats and seeds, rubric version, the
+guidance used with its source). Judging is resume-safe: a repeated or resumed ``judge_bench``
+replays every finished call from the response cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from evolve.archive import Journal
+from evolve.consilium._config import load_bench_config
+from evolve.consilium._runner import (
+    BENCH_RUBRIC_ID,
+    ProgressHook,
+    _atomic_write,
+    _close_quietly,
+    _holds_interrupt,
+    _NoProgress,
+    load_case_runs,
+    load_run_cases,
+)
+from evolve.data import consilium_targets
+from evolve.errors import ConfigError, RunError
+from evolve.judge import MAX_GUIDANCE_CHARS, Judge, Rubric, load_protocol, load_rubric
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evolve.llm import Client
+
+__all__ = [
+    "JUDGE_FILE",
+    "JUDGE_SCORES_FILE",
+    "JUDGE_SCORE_COLUMNS",
+    "NO_GUIDANCE",
+    "GuidanceChoice",
+    "JudgeBenchResult",
+    "judge_bench",
+    "load_calibrated_guidance",
+]
+
+JUDGE_SCORES_FILE = "judge_scores.csv"
+JUDGE_FILE = "judge.json"
+NO_GUIDANCE = "none"
+"""``guidance_id`` of a call made without guidance."""
+
+JUDGE_SCORE_COLUMNS: list[str] = [
+    "case_id", "model", "condition", "topology", "component", "role", "criterion", "number", "repeat", "seed",
+    "outcome", "score", "guidance_id", "rubric_version", "prompt_hash", "prompt_tokens", "completion_tokens",
+    "cached", "rationale",
+]
+"""Columns of ``judge_scores.csv``, in order (the contract the bench report reads).
+
+``condition`` and ``topology`` are empty for the ``case`` component (judged once per case and
+model); ``role`` is the primary role's name for ``reasoning``/``opinion`` and empty otherwise;
+``score`` is empty unless ``outcome == "score"``; ``guidance_id`` is the calibration candidate
+id or ``none``."""
+
+PROGRESS_KEY = "judge"
+_ROLE_COMPONENTS = ("reasoning", "opinion")
+
+
+class GuidanceChoice(BaseModel):
+    """The guidance a criterion is judged with.
+
+    Attributes:
+        criterion: Criterion id.
+        candidate_id: The calibration candidate (``candidates.csv``), e.g. ``data_use:m7``.
+        text: The guidance (<= 800 characters; empty = the winner was no guidance).
+        sha256: Hex SHA-256 of ``text``.
+        source: The calibration run folder.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    criterion: str
+    candidate_id: str
+    text: str
+    sha256: str
+    source: str
+
+
+@dataclass
+class JudgeBenchResult:
+    """What :func:`judge_bench` returns.
+
+    Attributes:
+        run_dir: The benchmark run folder.
+        path: ``judge_scores.csv``.
+        rows: Judge calls made (= rows written).
+        outcomes: Count per outcome (``score``, ``not_evaluable``, ``model_failure``).
+        cached: Calls answered by the response cache.
+        skipped_runs: Failed pipeline runs (nothing to judge).
+        guidance: The guidance per criterion (empty without a calibration run).
+        warnings: E.g. the calibration used another judge model.
+    """
+
+    run_dir: Path
+    path: Path
+    rows: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    cached: int = 0
+    skipped_runs: int = 0
+    guidance: dict[str, GuidanceChoice] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value) if not pd.isna(value) else False
+
+
+def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dict[str, GuidanceChoice]:
+    """The ``selected`` winner of each criterion in a calibration run's ``candidates.csv``.
+
+    Args:
+        calibration_run: A finished calibration run folder (``archives/<run_id>``).
+        rubric: The rubric the benchmark is judged on; every selected criterion must be one
+            of its judged criteria.
+
+    Returns:
+        ``criterion_id -> GuidanceChoice`` for the criteria the run selected a winner for.
+
+    Raises:
+        RunError: No ``candidates.csv`` (not a finished calibration run), no selected winner
+            at all, two winners of one criterion, a criterion outside ``rubric`` (calibrated
+            on another rubric) or a winner over 800 characters.
+    """
+    run = Path(calibration_run)
+    path = run / "candidates.csv"
+    if not path.is_file():
+        raise RunError(
+            f"{path}: not found. --guidance takes a finished calibration run folder (archives/<run_id> of "
+            "`evolve calibrate --rubric consilium`)."
+        )
+    frame = pd.read_csv(path, dtype={"text": str}, keep_default_na=False)
+    missing = {"candidate_id", "criterion", "text", "selected"} - set(frame.columns)
+    if missing:
+        raise RunError(f"{path}: columns {sorted(missing)} are missing; is this a calibration run's candidates.csv?")
+    selected = frame[frame["selected"].map(_as_bool)]
+    if selected.empty:
+        raise RunError(f"{path}: no candidate is selected; the calibration did not finish. Resume it first "
+                       f"(`evolve calibrate --resume {run}`).")
+    known = {c.criterion_id for c in rubric.criteria if c.judged}
+    out: dict[str, GuidanceChoice] = {}
+    for _, row in selected.iterrows():
+        crit = str(row["criterion"])
+        if crit not in known:
+            raise RunError(
+                f"{path}: selected winner {row['candidate_id']!r} is for criterion {crit!r}, which rubric "
+                f"{rubric.id!r} does not judge (known: {sorted(known)}). Pass a calibration run of rubric {rubric.id!r}."
+            )
+        if crit in out:
+            raise RunError(f"{path}: criterion {crit!r} has two selected winners ({out[crit].candidate_id!r}, "
+                           f"{row['candidate_id']!r}); the file was edited - restore it or rebuild the run.")
+        text = str(row["text"]).strip()
+        if len(text) > MAX_GUIDANCE_CHARS:
+            raise RunError(f"{path}: winner {row['candidate_id']!r} has {len(text)} characters (limit "
+                           f"{MAX_GUIDANCE_CHARS}); the file was edited - restore it.")
+        out[crit] = GuidanceChoice(criterion=crit, candidate_id=str(row["candidate_id"]), text=text,
+                                   sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=str(run))
+    return out
+
+
+def _calibration_judge_model(calibration_run: Path) -> str | None:
+    try:
+        return json.loads((Path(calibration_run) / "config.json").read_text(encoding="utf-8"))["judge"]["model"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def judge_bench(
+    run_dir: Path | str,
+    *,
+    calibration_run: Path | None = None,
+    client: Client | None = None,
+    repeats: int | None = None,
+    progress: ProgressHook | None = None,
+) -> JudgeBenchResult:
+    """Score a benchmark run's outputs with the consilium judge; write ``judge_scores.csv``.
+
+    Judged per successful CaseRun: the primary role's ``reasoning`` and ``opinion`` and the
+    ``final`` report, on every criterion the rubric applies to them (SPEC §2); per (case,
+    model): the ``case`` component (panel adequacy, case complexity). Seeds are
+    ``judge_seed + repeat`` (config), temperature/top_p/output limit from ``config.judge``.
+
+    Args:
+        run_dir: A folder written by :func:`~evolve.consilium.run_bench`.
+        calibration_run: Calibration run folder whose selected winners guide the judge
+            (SPEC §4); None = no guidance.
+        client: A ready client; None builds one from the run's endpoint and closes it.
+        repeats: Judge calls per (target, criterion) (>= 1); None = ``config.judge_repeats``.
+        progress: Progress hook (key ``judge``, one step per call).
+
+    Returns:
+        Counts, the guidance used and warnings.
+
+    Raises:
+        RunError: Not a benchmark run folder; a bad calibration run (see
+            :func:`load_calibrated_guidance`).
+        ConfigError: ``repeats`` < 1.
+        RubricError: The consilium rubric or protocol is missing.
+    """
+    from evolve.calibration import open_client
+
+    run_dir = Path(run_dir)
+    progress = progress or _NoProgress()
+    config = load_bench_config(run_dir)
+    n_repeats = config.judge_repeats if repeats is None else repeats
+    if n_repeats < 1:
+        raise ConfigError(f"judge repeats must be >= 1, got {n_repeats}; pass --repeats 1 or more.")
+    rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
+    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge)
+    guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
+    result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance)
+    if calibration_run is not None:
+        calib_model = _calibration_judge_model(calibration_run)
+        if calib_model is not None and calib_model != config.judge.model:
+            result.warnings.append(
+                f"the guidance was calibrated for judge model {calib_model!r} but this run judges with "
+                f"{config.judge.model!r}; the calibration may not carry over")
+    cases = {c.case_id: c for c in load_run_cases(run_dir)}
+    seeds = [config.judge_seed + r for r in range(n_repeats)]
+    criteria = [c for c in rubric.criteria if c.judged]
+
+    # (row fields, case, target, criterion, guidance text, seed) per call, in output order
+    batches: list[list[tuple[dict, Any, Any, Any, str | None, int]]] = []
+    panels_done: set[tuple[str, str]] = set()
+    for run in load_case_runs(run_dir, config):
+        if run.stop_reason == "failure" or not run.final:
+            result.skipped_runs += 1
+            continue
+        record = run.to_record()
+        primary = record.primary_role.name
+        case = cases.get(run.case_id)
+        if case is None:
+            raise RunError(f"{run_dir}: artifact of case {run.case_id!r} but the case is not in cases.jsonl; "
+                           "the run folder was edited.")
+        chosen = []
+        for target in consilium_targets(record):
+            if target.component in _ROLE_COMPONENTS and target.role == primary:
+                chosen.append((target, run.condition, run.topology))
+            elif target.component == "final":
+                chosen.append((target, run.condition, run.topology))
+            elif target.component == "case" and (run.case_id, run.model) not in panels_done:
+                panels_done.add((run.case_id, run.model))
+                chosen.insert(0, (target, "", ""))
+        batch = []
+        for target, condition, topology in chosen:
+            for crit in criteria:
+                if not rubric.applies(crit.criterion_id, target.component):
+                    continue  # structurally inapplicable: never called (SPEC §2)
+                g = guidance.get(crit.criterion_id)
+                for rep, seed in enumerate(seeds):
+                    row = {
+                        "case_id": run.case_id, "model": run.model, "condition": condition, "topology": topology,
+                        "component": target.component, "role": target.role, "criterion": crit.criterion_id,
+                        "number": crit.number, "repeat": rep, "seed": seed,
+                        "guidance_id": g.candidate_id if g is not None else NO_GUIDANCE,
+                        "rubric_version": rubric.version,
+                    }
+                    batch.append((row, case, target, crit, (g.text or None) if g is not None else None, seed))
+        batches.append(batch)
+
+    journal = Journal(run_dir / "journal.jsonl")
+    total = sum(len(b) for b in batches)
+    journal.append("judge_started", calls=total, repeats=n_repeats, judge_model=config.judge.model,
+                   calibration_run=str(calibration_run) if calibration_run is not None else None,
+                   guidance={k: v.candidate_id for k, v in guidance.items()})
+    for warning in result.warnings:
+        journal.append("warning", message=warning)
+    owns = client is None
+    closer = None
+    if owns:
+        client, closer = open_client(config, journal=journal)
+    rows: list[dict] = []
+    finished = False
+    try:
+        progress.phase("judging", total, key=PROGRESS_KEY)
+        for batch in batches:
+            requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
+            results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+            for (row, _, _, crit, _, _), request, res in zip(batch, requests, results):
+                out = judge.parse(request, res, crit)
+                rows.append({**row, "outcome": out.outcome, "score": out.score, "prompt_hash": out.prompt_hash,
+                             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                             "cached": out.cached, "rationale": out.rationale})
+        finished = True
+    except BaseException as exc:
+        journal.append("judge_interrupted", error=f"{type(exc).__name__}: {exc}"[:500], done=len(rows))
+        if not isinstance(exc, KeyboardInterrupt) and _holds_interrupt(exc):
+            raise KeyboardInterrupt from exc  # an interrupt inside the client's task group
+        raise
+    finally:
+        if owns:
+            try:
+                client.close() if finished else _close_quietly(client)
+            finally:
+                if closer is not None:
+                    closer()
+    frame = pd.DataFrame(rows, columns=JUDGE_SCORE_COLUMNS)
+    frame["score"] = frame["score"].astype("Int64")
+    frame["number"] = frame["number"].astype("Int64")
+    _atomic_write(result.path, frame.to_csv(index=False))
+    _atomic_write(run_dir / JUDGE_FILE, json.dumps({
+        "version": 1,
+        "rubric": {"id": rubric.id, "version": rubric.version},
+        "judge": config.judge.model_dump(mode="json"),
+        "repeats": n_repeats,
+        "seeds": seeds,
+        "calibration_run": str(calibration_run) if calibration_run is not None else None,
+        "guidance": {k: v.model_dump() for k, v in guidance.items()},
+        "warnings": result.warnings,
+    }, indent=2, ensure_ascii=False) + "\n")
+    result.rows = len(rows)
+    result.outcomes = {k: int(v) for k, v in frame["outcome"].value_counts().items()}
+    result.cached = int(frame["cached"].astype(bool).sum())
+    journal.append("judge_finished", rows=result.rows, outcomes=result.outcomes, cached=result.cached,
+                   skipped_runs=result.skipped_runs)
+    return result
