@@ -17,8 +17,10 @@ from evolve.errors import EvolveError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
 ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
 splits_app = typer.Typer(no_args_is_help=True, help="Case-disjoint split manifests.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmark runner: generate consilium second opinions, judge them, tables.")
 app.add_typer(ratings_app, name="ratings")
 app.add_typer(splits_app, name="splits")
+app.add_typer(bench_app, name="bench")
 
 err = Console(stderr=True)
 out = Console()
@@ -466,6 +468,158 @@ def audit(
                       highlight=False, soft_wrap=True)
     flags = ", ".join(f"{c}: {f}" for c, f in result.flags.items())
     out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})", highlight=False)
+
+
+def _print_bench_report(run_dir: Path) -> None:
+    report_md = run_dir / "bench_report.md"
+    if report_md.is_file():
+        typer.echo(report_md.read_text(encoding="utf-8"))  # unwrapped: tables stay intact
+
+
+@bench_app.command("run")
+def bench_run(
+    cases: Optional[Path] = typer.Option(
+        None, "--cases", help="Case file (.jsonl/.csv/.parquet; doi, title, case_text, answer) or a rating-pack "
+        "folder whose cases.jsonl is read (e.g. ratings/savage). Required unless --resume."),
+    case_column: Optional[list[str]] = typer.Option(None, "--column", help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
+    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (SPEC §5.6 limits, 5 rounds)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with benchmark config fields."),
+    models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
+    conditions: Optional[list[str]] = typer.Option(None, "--condition", help="free-form and/or structured (repeatable; default both)."),
+    topologies: Optional[list[str]] = typer.Option(None, "--topology", help="single and/or n+1 (repeatable; default single)."),
+    workers: Optional[list[str]] = typer.Option(None, "--worker", help="Worker model of the n+1 topology (repeatable; the paper used 3)."),
+    consolidator: Optional[str] = typer.Option(None, "--consolidator", help="Model merging the workers' opinions in n+1 (default: the generating model)."),
+    max_cases: Optional[int] = typer.Option(None, "--max-cases", min=1, help="Use the first N cases in source order (quick preset: 3)."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, max=5, help="Most review rounds (paper: 5)."),
+    run_id: Optional[str] = typer.Option(None, help="Run folder name (default: bench-<cases>-<UTC time>)."),
+    archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings (finished calls are free)."),
+    judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge the outputs after generating them (default on)."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model id (default: the endpoint's model)."),
+    judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", min=1, help="Judge calls per target and criterion (default 1)."),
+    parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1, help="(case, model) units generated at once over the shared client (default 1)."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (replaces the embedded model)."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
+    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
+    schema_limits: Optional[bool] = typer.Option(
+        None, "--schema-limits/--no-schema-limits",
+        help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it)."),
+    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+) -> None:
+    """Generate consilium second opinions for a case set, judge them and write the bench tables.
+
+    Writes archives/<run_id>/: manifest.json, cases/ (one CaseRun per case, model, condition and
+    topology), records/<model>/ (what physicians rate: `evolve ratings import-workbooks ...
+    --outputs records/<model>`), pack/<model>/, judge_scores.csv and the bench report.
+    """
+    from evolve.consilium import load_bench_config, resolve_bench_config, run_and_judge
+
+    config = None
+    try:
+        if resume is not None:
+            config = load_bench_config(resume)
+        else:
+            if cases is None:
+                raise EvolveError("--cases FILE_OR_PACK is required (or --resume RUN_DIR to continue a run).")
+            endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
+                                           local_model=local_model, schema_limits=schema_limits)
+            overrides = {
+                "run_id": run_id or f"bench-{cases.stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
+                "archives_dir": archives_dir,
+                "cases": cases,
+                "columns": _case_columns(case_column) if case_column else None,
+                "max_cases": max_cases,
+                "models": tuple(models) if models else None,
+                "conditions": tuple(conditions) if conditions else None,
+                "topologies": tuple(topologies) if topologies else None,
+                "workers": tuple(workers) if workers else None,
+                "consolidator": consolidator,
+                "endpoint": endpoint,
+                "generation": {"max_rounds": max_rounds},
+                "judge": {"model": judge_model},
+                "judge_repeats": judge_repeats,
+                "parallel_cases": parallel_cases,
+            }
+            config = resolve_bench_config(preset=preset, config_file=config_file, overrides=overrides)
+        _interrupt_on_sigterm()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=False) as bar:
+            result = run_and_judge(config, judge=judge, calibration_run=guidance, resume=resume is not None,
+                                   progress=_RichProgress(bar))
+    except EvolveError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        where = config.run_dir if config is not None else "<run folder>"
+        err.print(f"interrupted; continue with: evolve bench run --resume {where}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=130)
+    for s in [r for r in result.runs if not r.ok][:10]:
+        err.print(f"warning: {s.case_id} {s.model} {s.condition} {s.topology} failed: {s.error}",
+                  highlight=False, soft_wrap=True)
+    for note in result.notes + (result.judge.warnings if result.judge is not None else []):
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
+    _print_bench_report(result.run_dir)
+    run = result.run_dir
+    out.print(f"wrote {run}: {result.n_ok} pipeline runs with a record, {result.n_failed} failed "
+              f"(cases/, journal.jsonl, manifest.json)", highlight=False, soft_wrap=True)
+    for key, folder in result.records.items():
+        out.print(f"records: {folder}  rating pack: {result.packs[key]}", highlight=False, soft_wrap=True)
+    if result.judge is not None:
+        out.print(f"judge scores: {result.judge.path} ({result.judge.rows} calls)", highlight=False, soft_wrap=True)
+    if result.report is not None:
+        out.print(f"bench report: {run / 'bench_report.md'}", highlight=False, soft_wrap=True)
+
+
+def _case_columns(items: list[str]):
+    """A CaseColumns object (not a dict: layering drops None values, and ``title=`` maps to None)."""
+    from evolve.data import parse_column_overrides
+
+    return parse_column_overrides(items)
+
+
+@bench_app.command("judge")
+def bench_judge(
+    run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", min=1, help="Judge calls per target and criterion (default: the run's)."),
+) -> None:
+    """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
+    from evolve.consilium import judge_bench
+
+    try:
+        _interrupt_on_sigterm()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=False) as bar:
+            result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar))
+    except EvolveError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print("interrupted; judge_scores.csv was not written (finished calls are cached: run it again)")
+        raise typer.Exit(code=130)
+    for warning in result.warnings:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
+    out.print(f"wrote {result.path}: {result.rows} judge calls ({counts}; {result.cached} from the cache), "
+              f"{result.skipped_runs} failed pipeline runs not judged", highlight=False, soft_wrap=True)
+
+
+@bench_app.command("report")
+def bench_report(
+    run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
+    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
+    seed: int = typer.Option(0, help="Bootstrap seed."),
+) -> None:
+    """Rebuild the bench tables (Tables 3, 4, 6-9) from a run's saved artifacts (no model calls)."""
+    try:
+        from evolve.report import write_bench_report
+    except ImportError:
+        _fail(EvolveError("this version of evolve has no bench report (evolve.report.write_bench_report)."))
+    try:
+        write_bench_report(run_dir, n_boot=n_boot, seed=seed)
+    except EvolveError as exc:
+        _fail(exc)
+    _print_bench_report(run_dir)
+    out.print(f"wrote {run_dir}/bench_report.md and its tables", highlight=False, soft_wrap=True)
 
 
 def main() -> None:

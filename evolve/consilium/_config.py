@@ -282,9 +282,10 @@ def resolve_bench_config(
         return BenchConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(config)"
+        loc = ".".join(str(p) for p in first["loc"])
         msg = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"benchmark configuration field '{loc}': {msg}. Fix the value in the config file or on the command line.") from exc
+        where = f"benchmark configuration field '{loc}'" if loc else "benchmark configuration"
+        raise ConfigError(f"{where}: {msg}. Fix the value in the config file or on the command line.") from exc
 
 
 class PromptRecord(_Settings):
