@@ -717,7 +717,7 @@ def run_and_judge(
     owns = client is None
     closer = None
     if owns:
-        client, closer = open_client(config)
+        client, closer = open_client(config, journal=Journal(config.run_dir / "journal.jsonl"))
     finished = False
     try:
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)

@@ -127,13 +127,16 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
 
 def test_roles_are_assigned_once_per_case_and_model_with_a_stand_in(tmp_path, cases_file):
     backend, made = standin_backend()
-    config = make_config(tmp_path, cases_file, models=("model-a", "org/model-b"))
+    config = make_config(tmp_path, cases_file, models=("model-a", "org/model-b"), parallel_cases=3)
     client, provider = make_client(tmp_path, standin_endpoint)
     try:
         result = run_bench(config, client=client, backend=backend)
     finally:
         client.close()
     assert result.n_ok == 8
+    assert [(r.case_id, r.model, r.condition) for r in result.runs] == [  # run order, whatever finished first
+        (f"10.0000/bench-0{i}", m, c) for i in range(2) for m in ("model-a", "org/model-b")
+        for c in ("free-form", "structured")]
     (pipe,) = made
     assert sorted(pipe.assigned) == sorted((f"10.0000/bench-0{i}", m) for i in range(2) for m in ("model-a", "org/model-b"))
     run = result.run_dir
