@@ -14,8 +14,43 @@
 
 Every number comes from ``scores.csv``, ``candidates.csv``, ``exclusions.csv``, ``audit.json``,
 the pack and the split, so a report can be rebuilt - and checked - at any time.
+
+:func:`write_bench_report` turns a benchmark run folder (``cases/*.json`` CaseRun artifacts,
+optionally ``judge_scores.csv``) into ``bench_report.md`` / ``bench_report.json`` and one CSV per
+table (SPEC §5.7):
+
+- **Table 3** (``table3.csv``, :data:`TABLE3_COLUMNS`) - consilium outcomes per model x
+  condition x topology: first-round and eventual consensus, mean rounds, round-limit stops,
+  failures, stop reasons;
+- **Table 4** (``table4.csv``, :data:`TABLE4_COLUMNS`) - role-level vote transitions between
+  consecutive rounds, by harmonised role category (:func:`harmonise_role`, ``roles.csv``);
+- **Table 6** (``table6.csv``) - judge-score means, population SD, numeric coverage,
+  not-evaluable and failure counts per component;
+- **Table 7** (``table7.csv``) - final-report quality vs generation tokens per case;
+- **Table 8** (``table8.csv``) - per criterion, the final report vs the primary role;
+- **Table 9** (``table9.csv``) - final-report scores and case complexity by rounds completed
+  (1, 2, 3+).
+
+Shares and means carry case-clustered percentile bootstrap 95% intervals; the judge-based
+tables say "not judged yet" when ``judge_scores.csv`` is absent.
 """
 
+from evolve.report._bench import (
+    BENCH_REPORT_VERSION,
+    JUDGE_SCORE_COLUMNS,
+    ROLES_COLUMNS,
+    TABLE3_COLUMNS,
+    TABLE4_COLUMNS,
+    TABLE6_COLUMNS,
+    TABLE7_COLUMNS,
+    TABLE8_COLUMNS,
+    TABLE9_COLUMNS,
+    build_bench_report,
+    harmonise_role,
+    load_bench_run,
+    render_bench_markdown,
+    write_bench_report,
+)
 from evolve.report._report import (
     AGREEMENT_COLUMNS,
     N_BOOT,
@@ -29,11 +64,25 @@ from evolve.report._report import (
 
 __all__ = [
     "AGREEMENT_COLUMNS",
+    "BENCH_REPORT_VERSION",
+    "JUDGE_SCORE_COLUMNS",
     "N_BOOT",
     "REPORT_VERSION",
+    "ROLES_COLUMNS",
+    "TABLE3_COLUMNS",
+    "TABLE4_COLUMNS",
     "TABLE5_COLUMNS",
+    "TABLE6_COLUMNS",
+    "TABLE7_COLUMNS",
+    "TABLE8_COLUMNS",
+    "TABLE9_COLUMNS",
     "agreement_records",
+    "build_bench_report",
     "build_report",
+    "harmonise_role",
+    "load_bench_run",
+    "render_bench_markdown",
     "render_markdown",
+    "write_bench_report",
     "write_report",
 ]

@@ -1,0 +1,982 @@
+"""Benchmark report (``bench_report.md`` / ``.json`` / one CSV per table) of a bench run folder.
+
+Nothing here calls a model. Every number is recomputed from the run's artifacts:
+
+- ``cases/*.json`` - one :class:`~evolve.consilium.CaseRun` per (case, model, condition,
+  topology): panel, votes per role and round, stop reason, rounds completed, every call with
+  its tokens;
+- ``judge_scores.csv`` (optional) - one row per judge call outcome (:data:`JUDGE_SCORE_COLUMNS`).
+  Without it the judge-based tables (6, 8, 9 and the quality half of 7) say "not judged yet".
+
+**Tables** (SPEC §5.7; numbers follow the source paper's tables of the same number):
+
+- **Table 3** (:data:`TABLE3_COLUMNS`) - consilium process outcomes per model x condition x
+  topology: pipelines, first-round and eventual consensus, mean rounds completed, stops at the
+  round limit, failures, and the count of every stop reason.
+- **Table 4** (:data:`TABLE4_COLUMNS`) - role-level vote transitions between consecutive review
+  rounds (yes->yes, yes->no, no->yes, no->no), by harmonised role category and overall, and for
+  the overall row also by round pair.
+- **Table 6** (:data:`TABLE6_COLUMNS`) - judge-score summaries per component (role reasoning,
+  role opinion, final report; the case-level criteria 9 and 10 each on their own).
+- **Table 7** (:data:`TABLE7_COLUMNS`) - final-report quality next to generation tokens per case.
+- **Table 8** (:data:`TABLE8_COLUMNS`) - criterion profiles: per criterion 1-8, the final report's
+  mean vs the primary role's reasoning and opinion means, and the differences.
+- **Table 9** (:data:`TABLE9_COLUMNS`) - final-report quality and case complexity by rounds
+  completed (1, 2, 3 or more).
+- **Roles** (:data:`ROLES_COLUMNS`) - exact role labels collapsed into specialty categories by
+  :func:`harmonise_role` (used by Table 4).
+
+**Intervals.** Every share and mean carries a 95% percentile interval from a case-clustered
+bootstrap (the case, i.e. the DOI, is the resampling unit; B. Efron & R. J. Tibshirani 1993,
+ch. 13; C. A. Field & A. H. Welsh 2007). Within one group (a model x condition x topology, its
+pooled ``all`` row, or a Table 9 rounds group), each replicate draws as many cases as the group
+has, uniformly with replacement, keeps *every* observation of each drawn case (a case drawn
+twice counts twice; several models' pipelines of one case move together) and recomputes the
+statistic; the interval is the 2.5% and 97.5% quantiles of the replicates where the statistic
+is defined (a replicate that draws no observation of it, e.g. no no-vote for a transition rate,
+is left out). Cases are ordered by id and drawn from a ``numpy.random.default_rng(seed)``
+stream, so for a plain mean the replicates are exactly those :func:`evolve.stats.cluster_bootstrap`
+draws with the same seed; ratios and differences (tokens per quality point, final minus role)
+use the same drawn cases for both parts. Groups are resampled separately: an interval describes
+one row, not the difference between two rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from evolve.consilium import CaseRun
+from evolve.errors import DataError, RunError
+from evolve.stats import Interval
+
+__all__ = [
+    "BENCH_REPORT_VERSION",
+    "JUDGE_SCORE_COLUMNS",
+    "ROLES_COLUMNS",
+    "TABLE3_COLUMNS",
+    "TABLE4_COLUMNS",
+    "TABLE6_COLUMNS",
+    "TABLE7_COLUMNS",
+    "TABLE8_COLUMNS",
+    "TABLE9_COLUMNS",
+    "build_bench_report",
+    "harmonise_role",
+    "load_bench_run",
+    "render_bench_markdown",
+    "write_bench_report",
+]
+
+BENCH_REPORT_VERSION = 1
+
+CONFIDENCE = 0.95
+ALL = "all"
+"""Value of ``model`` (and of ``condition`` in Table 9) on rows pooled over that column."""
+
+JUDGE_SCORE_COLUMNS = [
+    "case_id", "model", "condition", "topology", "component", "role", "criterion", "number",
+    "repeat", "seed", "outcome", "score", "guidance_id", "rubric_version", "prompt_hash",
+    "prompt_tokens", "completion_tokens", "cached", "rationale",
+]
+"""Columns of ``judge_scores.csv`` (the runner's output); the report needs those in
+:data:`_REQUIRED_SCORE_COLUMNS` and ignores the rest."""
+
+_REQUIRED_SCORE_COLUMNS = ["case_id", "model", "condition", "component", "role", "criterion", "number", "outcome", "score"]
+_OUTCOMES = ("score", "not_evaluable", "model_failure")
+_COMPONENTS = ("reasoning", "opinion", "final", "case")
+_OUTPUT_KEY = ["case_id", "model", "condition", "topology"]
+_GROUP_KEY = ["model", "condition", "topology"]
+_STOP_REASONS = ("consensus", "no_substantive_change", "repeated_report", "max_rounds", "failure")
+_QUALITY_CRITERIA = range(1, 9)
+_PANEL, _COMPLEXITY = 9, 10
+
+
+def _with_ci(*names: str) -> list[str]:
+    return [c for n in names for c in (n, f"{n}_low", f"{n}_high")]
+
+
+TABLE3_COLUMNS = [
+    *_GROUP_KEY, "n_pipelines", "n_cases", "n_completed",
+    *_with_ci("first_round_consensus_share", "consensus_share", "mean_rounds", "max_rounds_share", "failure_share"),
+    *(f"stop_{r}" for r in _STOP_REASONS),
+]
+"""Columns of ``table3.csv``. Shares and the mean are over completed (non-failed) pipelines,
+except ``failure_share`` (over all pipelines); ``stop_*`` are counts over all pipelines."""
+
+TABLE4_COLUMNS = [
+    *_GROUP_KEY, "role", "rounds", "n_pipelines", "n_transitions",
+    "yes_yes", "yes_no", "no_yes", "no_no",
+    *_with_ci("yes_yes_share", "yes_no_share", "no_yes_share", "no_no_share", "dissent_resolved_share", "assent_lost_share"),
+]
+"""Columns of ``table4.csv``. ``role``: a harmonised category or ``all``; ``rounds``: ``all`` or a
+round pair such as ``1-2`` (round pairs only on ``role == "all"`` rows). The four ``*_share``
+are counts over ``n_transitions``; ``dissent_resolved_share`` = no->yes / (no->yes + no->no),
+``assent_lost_share`` = yes->no / (yes->yes + yes->no)."""
+
+TABLE6_COLUMNS = [
+    *_GROUP_KEY, "component", "criteria", "n_outputs", "n_calls", "n_numeric", "n_not_evaluable",
+    "n_model_failure", "coverage", *_with_ci("mean"), "sd",
+]
+"""Columns of ``table6.csv``. ``component``: reasoning, opinion, final or case (one row each for
+criteria 9 and 10); ``criteria``: the criterion numbers pooled; ``coverage`` = n_numeric / n_calls;
+``mean``/``sd`` (population SD) over scored (output, role, criterion) units. Case rows judged once
+per case and model (empty condition in ``judge_scores.csv``) have condition and topology ``all``."""
+
+TABLE7_COLUMNS = [
+    *_GROUP_KEY, "n_pipelines", "n_scored", *_with_ci("quality", "mean_tokens"),
+    "mean_prompt_tokens", "mean_completion_tokens", *_with_ci("tokens_per_point"),
+]
+"""Columns of ``table7.csv``. ``quality``: mean output-level final score (0-3); tokens are prompt
++ completion tokens of the generation calls of one pipeline; ``tokens_per_point`` =
+mean_tokens / quality."""
+
+TABLE8_COLUMNS = [
+    *_GROUP_KEY, "number", "criterion",
+    "n_final", *_with_ci("final_mean"), "n_reasoning", *_with_ci("reasoning_mean"),
+    "n_opinion", *_with_ci("opinion_mean"), *_with_ci("final_minus_reasoning", "final_minus_opinion"),
+]
+"""Columns of ``table8.csv`` (one row per group and criterion 1-8; empty where the criterion does
+not apply to a role component)."""
+
+TABLE9_COLUMNS = [
+    "condition", "rounds", "n_outputs", *_with_ci("mean"), "sd", *_with_ci("below_2_share"),
+    "n_complexity", *_with_ci("complexity_mean"),
+]
+"""Columns of ``table9.csv``. ``rounds``: ``1``, ``2`` or ``3+``; ``condition``: ``all`` or one
+condition; ``mean``/``sd`` (population) of the output-level final score; ``complexity_mean``:
+criterion 10 (not part of the quality mean)."""
+
+ROLES_COLUMNS = ["category", "n_exact_labels", "n_assignments", "n_primary", "exact_labels"]
+"""Columns of ``roles.csv`` (one row per harmonised category; ``exact_labels`` joined by ``"; "``)."""
+
+
+# -- role-label harmonisation ---------------------------------------------------------------------
+
+_TITLE_WORDS = frozenset({
+    "consultant", "specialist", "specialists", "physician", "physicians", "doctor", "dr", "md",
+    "attending", "senior", "junior", "expert", "clinician", "lead", "chief", "registrar",
+    "resident", "fellow", "team", "service",
+})
+_EDGE_WORDS = frozenset({"in", "of", "for", "the", "and"})
+_WORDS = {  # single words: person -> specialty, and British -> American spelling
+    "internist": "internal medicine", "hospitalist": "internal medicine", "intensivist": "critical care",
+    "anaesthetist": "anesthesiology", "anesthetist": "anesthesiology", "surgeon": "surgery",
+    "neurosurgeon": "neurosurgery", "obstetrician": "obstetrics", "geneticist": "genetics",
+    "pharmacist": "pharmacy", "dietitian": "nutrition", "dietician": "nutrition", "nutritionist": "nutrition",
+    "physiotherapist": "physiotherapy", "haematology": "hematology", "haematological": "hematological",
+    "paediatrics": "pediatrics", "paediatric": "pediatric", "anaesthesiology": "anesthesiology",
+    "anaesthesia": "anesthesia", "gynaecology": "gynecology", "orthopaedics": "orthopedics",
+    "orthopaedic": "orthopedic", "oesophageal": "esophageal", "tumour": "tumor",
+}
+_SYNONYMS = {  # whole normalised labels -> category
+    "infectious diseases": "infectious disease", "infectiology": "infectious disease", "id": "infectious disease",
+    "infection": "infectious disease", "infectious disease medicine": "infectious disease",
+    "ent": "otorhinolaryngology", "otolaryngology": "otorhinolaryngology", "ear nose and throat": "otorhinolaryngology",
+    "ent surgery": "otorhinolaryngology", "ob gyn": "obstetrics and gynecology", "ob and gyn": "obstetrics and gynecology", "obgyn": "obstetrics and gynecology", "obstetrics": "obstetrics and gynecology",
+    "gynecology": "obstetrics and gynecology", "obstetrics gynecology": "obstetrics and gynecology",
+    "emergency": "emergency medicine", "emergency department": "emergency medicine",
+    "intensive care": "critical care", "intensive care medicine": "critical care", "icu": "critical care",
+    "critical care medicine": "critical care",
+    "general practice": "family medicine", "general practitioner": "family medicine", "gp": "family medicine",
+    "family": "family medicine", "primary care": "family medicine",
+    "internal": "internal medicine", "general internal medicine": "internal medicine", "general medicine": "internal medicine",
+    "pulmonary medicine": "pulmonology", "respiratory medicine": "pulmonology", "pneumology": "pulmonology",
+    "respirology": "pulmonology", "pulmonary": "pulmonology", "respiratory": "pulmonology",
+    "hematology oncology": "hematology and oncology",
+    "orthopedic surgery": "orthopedics", "orthopedic": "orthopedics", "anesthesia": "anesthesiology",
+    "surgery": "general surgery", "genetics": "medical genetics", "clinical genetics": "medical genetics",
+    "pharmacy": "clinical pharmacology", "clinical pharmacy": "clinical pharmacology", "pharmacology": "clinical pharmacology",
+    "renal medicine": "nephrology", "renal": "nephrology",
+}
+
+
+def harmonise_role(label: str) -> str:
+    """Map an exact, model-written role label to a specialty category (lexical, deliberately small).
+
+    Steps, in order: lowercase; drop parenthesised qualifiers; ``&`` and ``/`` become "and",
+    other punctuation a space; drop title words (consultant, specialist, physician, doctor,
+    attending, senior, expert ...) and a leading or trailing "in"/"of"/"for"/"the"/"and"; map
+    person forms to the specialty word by word (``-ologist`` -> ``-ology``, ``-iatrist`` ->
+    ``-iatry``, ``-iatrician`` -> ``-iatrics``, plus a few explicit words such as internist ->
+    internal medicine, surgeon -> surgery) and British to American spelling; finally a small
+    synonym table on the whole label (ENT -> otorhinolaryngology, intensive care -> critical
+    care, ID -> infectious disease ...). A label the rules leave empty keeps its lowercased form.
+    Subspecialties stay their own category (interventional cardiology is not cardiology), so
+    the collapse is conservative and never a clinical judgement.
+
+    Examples: "Cardiologist", "cardiology", "Cardiology consultant" -> "cardiology";
+    "Infectious Diseases Specialist" -> "infectious disease"; "Paediatrician" -> "pediatrics".
+    """
+    text = re.sub(r"\([^)]*\)", " ", label.lower())
+    text = text.replace("&", " and ").replace("/", " and ")
+    raw = " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+    words = [w for w in raw.split() if w not in _TITLE_WORDS]
+    while words and words[0] in _EDGE_WORDS:
+        words.pop(0)
+    while words and words[-1] in _EDGE_WORDS:
+        words.pop()
+    out = []
+    for w in words:
+        w = _WORDS.get(w, w)
+        w = re.sub(r"ologist$", "ology", w)
+        w = re.sub(r"iatrist$", "iatry", w)
+        w = re.sub(r"iatrician$", "iatrics", w)
+        out.append(_WORDS.get(w, w))
+    name = " ".join(" ".join(out).split())
+    if not name:
+        return raw or label.strip().lower()
+    return _SYNONYMS.get(name, name)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+
+def load_bench_run(run_dir: Path) -> tuple[list[CaseRun], pd.DataFrame | None]:
+    """Read a bench run folder: every ``cases/*.json`` and, if present, ``judge_scores.csv``.
+
+    Args:
+        run_dir: The folder ``evolve bench`` wrote.
+
+    Returns:
+        ``(runs, scores)``: the :class:`~evolve.consilium.CaseRun` artifacts sorted by file name,
+        and the judge scores (one row per call outcome, ``score`` numeric, ``NaN`` unless the
+        outcome is ``score``) or None when ``judge_scores.csv`` does not exist.
+
+    Raises:
+        RunError: The folder, ``cases/`` or any case artifact is missing, an artifact is not a
+            valid CaseRun, or two artifacts describe the same (case, model, condition, topology).
+        DataError: ``judge_scores.csv`` lacks a required column or holds an unknown outcome or
+            component, or a score outside 0-3.
+    """
+    run_dir = Path(run_dir)
+    cases_dir = run_dir / "cases"
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir} does not exist; pass the folder `evolve bench` wrote (it holds cases/).")
+    if not cases_dir.is_dir():
+        raise RunError(
+            f"{run_dir} is not a bench run: it has no cases/ folder. Pass the folder `evolve bench` wrote "
+            "(cases/<case>.json, judge_scores.csv), not a calibration run or the cases/ folder itself."
+        )
+    files = sorted(cases_dir.glob("*.json"))
+    if not files:
+        raise RunError(f"{cases_dir} holds no case artifacts (*.json); run `evolve bench` into {run_dir} first.")
+    runs: list[CaseRun] = []
+    seen: dict[tuple, Path] = {}
+    for path in files:
+        try:
+            run = CaseRun.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(file)"
+            raise RunError(
+                f"{path}: not a CaseRun artifact ({loc}: {first['msg']}); re-run that case with `evolve bench`, "
+                "or move the file out of cases/."
+            ) from exc
+        key = (run.case_id, run.model, run.condition, run.topology)
+        if key in seen:
+            raise RunError(
+                f"{path} and {seen[key]} both hold case {run.case_id!r}, model {run.model!r}, {run.condition}, "
+                f"{run.topology}; keep one of them."
+            )
+        seen[key] = path
+        runs.append(run)
+    scores_path = run_dir / "judge_scores.csv"
+    scores = _read_scores(scores_path) if scores_path.is_file() else None
+    return runs, scores
+
+
+def _read_scores(path: Path) -> pd.DataFrame:
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in _REQUIRED_SCORE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: columns {missing} are missing; this is not a judge_scores.csv written by `evolve bench` "
+            f"(expected {JUDGE_SCORE_COLUMNS})."
+        )
+    if "topology" not in frame.columns:
+        frame["topology"] = "single"
+
+    def fail(mask: pd.Series, what: str, fix: str) -> None:
+        if mask.any():
+            i = int(np.flatnonzero(mask.to_numpy())[0])
+            raise DataError(f"{path}: row {i + 2}: {what} {frame.iloc[i][what.split()[0]]!r}; {fix}")
+
+    fail(~frame["outcome"].isin(_OUTCOMES), "outcome", f"use one of {list(_OUTCOMES)}.")
+    fail(~frame["component"].isin(_COMPONENTS), "component", f"use one of {list(_COMPONENTS)}.")
+    # case-level rows judged once per case and model leave condition and topology empty
+    case_wide = (frame["component"] == "case") & (frame["condition"] == "")
+    fail((frame["condition"] == "") & ~case_wide, "condition",
+         "only 'case' rows (judged once per case and model) may leave the condition empty.")
+    frame.loc[case_wide, ["condition", "topology"]] = ALL
+    frame["topology"] = frame["topology"].replace("", "single")
+    number = pd.to_numeric(frame["number"], errors="coerce")
+    fail(number.isna(), "number", "give the rubric criterion number (1-10).")
+    frame["number"] = number.astype(int)
+    score = pd.to_numeric(frame["score"].where(frame["outcome"] == "score"), errors="coerce")
+    bad = (frame["outcome"] == "score") & ~score.isin([0, 1, 2, 3])
+    fail(bad, "score", "a 'score' outcome needs an integer score 0-3.")
+    frame["score"] = score.astype(float)
+    return frame
+
+
+# -- case-clustered bootstrap ---------------------------------------------------------------------
+
+
+class _Resampler:
+    """Bootstrap draws of one table row's cases; every statistic of the row reuses them.
+
+    ``weights[b, g]`` is how often case ``g`` (cases sorted by id) was drawn in replicate ``b``;
+    a mean over observations is then ``weights @ sums / weights @ counts`` per replicate.
+    """
+
+    def __init__(self, case_ids: Iterable[str], n_boot: int, seed: int) -> None:
+        self.cases = sorted(set(case_ids))
+        self.index = pd.Index(self.cases, dtype=object)
+        g = len(self.cases)
+        self.n_boot = n_boot
+        if g:
+            draws = np.random.default_rng(seed).integers(0, g, size=(n_boot, g))
+            flat = (draws + (np.arange(n_boot) * g)[:, None]).ravel()
+            self.weights = np.bincount(flat, minlength=n_boot * g).reshape(n_boot, g).astype(np.float64)
+        else:
+            self.weights = np.zeros((n_boot, 0))
+
+    def mean(self, case_ids: Sequence[str], values: Sequence[float]) -> tuple[float, np.ndarray, int]:
+        """Estimate, replicates and observation count of the mean of finite ``values``."""
+        v = np.asarray(values, dtype=np.float64)
+        ids = np.asarray(case_ids, dtype=object)
+        keep = np.isfinite(v)
+        v, ids = v[keep], ids[keep]
+        if not v.size:
+            return math.nan, np.full(self.n_boot, math.nan), 0
+        codes = self.index.get_indexer(ids)
+        if (codes < 0).any():
+            raise ValueError("an observation's case is not among the resampled cases")
+        sums = np.bincount(codes, weights=v, minlength=len(self.cases))
+        counts = np.bincount(codes, minlength=len(self.cases)).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = (self.weights @ sums) / (self.weights @ counts)
+        return float(v.mean()), reps, int(v.size)
+
+    def interval(self, estimate: float, reps: np.ndarray, n_obs: int) -> Interval:
+        """Percentile interval of the defined replicates (the :class:`~evolve.stats.Interval` record)."""
+        valid = reps[np.isfinite(reps)]
+        if valid.size and math.isfinite(estimate):
+            tail = (1.0 - CONFIDENCE) / 2.0
+            low, high = (float(q) for q in np.quantile(valid, [tail, 1.0 - tail]))
+        else:
+            low = high = math.nan
+        return Interval(estimate=float(estimate), low=low, high=high, n_boot=int(reps.size), n_valid=int(valid.size),
+                        confidence=CONFIDENCE, n_clusters=len(self.cases), n_pairs=n_obs)
+
+
+def _put(row: dict, name: str, iv: Interval) -> None:
+    row[name], row[f"{name}_low"], row[f"{name}_high"] = iv.estimate, iv.low, iv.high
+
+
+def _mean_into(row: dict, name: str, rs: _Resampler, frame: pd.DataFrame, column: str) -> tuple[float, np.ndarray]:
+    est, reps, n = rs.mean(frame["case_id"].to_numpy(dtype=object), frame[column].to_numpy(dtype=np.float64))
+    _put(row, name, rs.interval(est, reps, n))
+    return est, reps
+
+
+def _groups(frame: pd.DataFrame, pooled: bool) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """Rows per (model, condition, topology), then - with more than one model - pooled over models."""
+    for key, sub in frame.groupby(_GROUP_KEY, sort=True):
+        yield dict(zip(_GROUP_KEY, key)), sub
+    if pooled and frame["model"].nunique() > 1:
+        for (condition, topology), sub in frame.groupby(["condition", "topology"], sort=True):
+            yield {"model": ALL, "condition": condition, "topology": topology}, sub
+
+
+def _in_group(frame: pd.DataFrame, key: dict) -> pd.Series:
+    """Rows of ``frame`` in the group ``key`` (``model == "all"`` matches every model)."""
+    mask = frame["condition"].eq(key["condition"]) & frame["topology"].eq(key["topology"])
+    return mask if key["model"] == ALL else mask & frame["model"].eq(key["model"])
+
+
+# -- frames from the artifacts --------------------------------------------------------------------
+
+
+def _pipelines(runs: Sequence[CaseRun]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        gen = [c for c in r.calls if c.stage != "judge"]
+        primary = next((role.name for role in r.roles if role.primary), "")
+        rows.append({
+            "case_id": r.case_id, "model": r.model, "condition": r.condition, "topology": r.topology,
+            "stop_reason": r.stop_reason, "failed": r.stop_reason == "failure",
+            "rounds_completed": r.rounds_completed, "consensus": r.consensus,
+            "first_round_consensus": r.first_round_consensus, "primary_role": primary,
+            "prompt_tokens": sum(c.prompt_tokens for c in gen), "completion_tokens": sum(c.completion_tokens for c in gen),
+        })
+    frame = pd.DataFrame(rows)
+    frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
+    return frame
+
+
+def _transitions(runs: Sequence[CaseRun]) -> pd.DataFrame:
+    """One row per role per consecutive round pair in which the role voted in both rounds."""
+    rows = []
+    for r in runs:
+        by_round = {rd.number: {v.role: v.vote for v in rd.votes} for rd in r.rounds}
+        for number in sorted(by_round):
+            nxt = by_round.get(number + 1)
+            if nxt is None:
+                continue
+            for role, vote in by_round[number].items():
+                if role in nxt:
+                    rows.append({"case_id": r.case_id, "model": r.model, "condition": r.condition,
+                                 "topology": r.topology, "role": role, "category": harmonise_role(role),
+                                 "from_round": number, "kind": f"{vote}_{nxt[role]}"})
+    cols = ["case_id", *_GROUP_KEY, "role", "category", "from_round", "kind"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _units(scores: pd.DataFrame) -> pd.DataFrame:
+    """Judge outcomes collapsed over repeats: one row per (output, component, role, criterion).
+
+    ``score`` is the mean of the numeric repeats (NaN when none is numeric), so an output with a
+    failed repeat is not weighted less or more than one without.
+    """
+    keys = [*_OUTPUT_KEY, "component", "role", "number"]
+    return (scores.groupby(keys, sort=True)
+            .agg(criterion=("criterion", "first"), score=("score", "mean"))
+            .reset_index())
+
+
+def _output_quality(units: pd.DataFrame, pipes: pd.DataFrame) -> pd.DataFrame:
+    """Per output: mean over criteria 1-8 of the final report's (repeat-averaged) numeric scores,
+    and the criterion-10 case-complexity score (a case row judged once per case and model -
+    condition ``all`` - applies to every pipeline of that case and model)."""
+    final = units[(units["component"] == "final") & units["number"].isin(_QUALITY_CRITERIA) & units["score"].notna()]
+    quality = final.groupby(_OUTPUT_KEY, sort=True)["score"].mean().rename("quality")
+    cplx = units[(units["component"] == "case") & (units["number"] == _COMPLEXITY) & units["score"].notna()]
+    wide = cplx[cplx["condition"] == ALL].drop(columns=["condition", "topology"])
+    wide = wide.merge(pipes[_OUTPUT_KEY], on=["case_id", "model"])
+    cplx = pd.concat([cplx[cplx["condition"] != ALL], wide], ignore_index=True)
+    complexity = cplx.groupby(_OUTPUT_KEY, sort=True)["score"].mean().rename("complexity")
+    return pd.concat([quality, complexity], axis=1).reset_index()
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def _table3(pipes: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 3: consilium process outcomes per model x condition x topology (and pooled).
+
+    First-round consensus, eventual consensus, rounds completed and round-limit stops describe
+    the pipelines that did not fail (a failure has no consilium outcome); ``failure_share`` is
+    over every pipeline. Each share/mean has a case-clustered 95% bootstrap interval.
+    """
+    out = []
+    for key, sub in _groups(pipes, pooled=True):
+        rs = _Resampler(sub["case_id"], n_boot, seed)
+        done = sub[~sub["failed"]]
+        row = {**key, "n_pipelines": len(sub), "n_cases": sub["case_id"].nunique(), "n_completed": len(done)}
+        done = done.assign(first=done["first_round_consensus"].astype(float), eventual=done["consensus"].astype(float),
+                           at_limit=(done["stop_reason"] == "max_rounds").astype(float),
+                           rounds=done["rounds_completed"].astype(float))
+        _mean_into(row, "first_round_consensus_share", rs, done, "first")
+        _mean_into(row, "consensus_share", rs, done, "eventual")
+        _mean_into(row, "mean_rounds", rs, done, "rounds")
+        _mean_into(row, "max_rounds_share", rs, done, "at_limit")
+        _mean_into(row, "failure_share", rs, sub.assign(f=sub["failed"].astype(float)), "f")
+        for reason in _STOP_REASONS:
+            row[f"stop_{reason}"] = int((sub["stop_reason"] == reason).sum())
+        out.append(row)
+    return out
+
+
+_KINDS = ("yes_yes", "yes_no", "no_yes", "no_no")
+
+
+def _transition_row(key: dict, role: str, rounds: str, t: pd.DataFrame, rs: _Resampler) -> dict:
+    cases = t["case_id"].to_numpy(dtype=object)
+    kinds = t["kind"].to_numpy(dtype=object)
+    row = {**key, "role": role, "rounds": rounds,
+           "n_pipelines": t[_OUTPUT_KEY].drop_duplicates().shape[0], "n_transitions": len(t)}
+    is_kind = {kind: (kinds == kind).astype(np.float64) for kind in _KINDS}
+    for kind in _KINDS:
+        row[kind] = int(is_kind[kind].sum())
+    for kind in _KINDS:
+        _put(row, f"{kind}_share", rs.interval(*rs.mean(cases, is_kind[kind])))
+    from_no = is_kind["no_yes"] + is_kind["no_no"] > 0
+    _put(row, "dissent_resolved_share", rs.interval(*rs.mean(cases[from_no], is_kind["no_yes"][from_no])))
+    from_yes = is_kind["yes_yes"] + is_kind["yes_no"] > 0
+    _put(row, "assent_lost_share", rs.interval(*rs.mean(cases[from_yes], is_kind["yes_no"][from_yes])))
+    return row
+
+
+def _table4(pipes: pd.DataFrame, trans: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 4: role-level vote transitions between round r and r+1 (never r and r+2).
+
+    A transition is one role's pair of votes in two consecutive rounds of one consilium, so only
+    consilia that reached a second round contribute. Rows: every transition (``role == "all"``,
+    also split by round pair) and each harmonised role category. Shares are over the row's
+    transitions, with intervals from resampling the group's cases.
+    """
+    out = []
+    for key, sub in _groups(pipes, pooled=True):
+        rs = _Resampler(sub["case_id"], n_boot, seed)
+        t = trans[_in_group(trans, key)]
+        if t.empty:
+            continue
+        out.append(_transition_row(key, ALL, ALL, t, rs))
+        for first in sorted(t["from_round"].unique()):
+            out.append(_transition_row(key, ALL, f"{first}-{first + 1}", t[t["from_round"] == first], rs))
+        for category in sorted(t["category"].unique()):
+            out.append(_transition_row(key, category, ALL, t[t["category"] == category], rs))
+    return out
+
+
+def _criteria_label(numbers: Iterable[int]) -> str:
+    return ",".join(str(n) for n in sorted({int(x) for x in numbers}))
+
+
+def _table6(scores: pd.DataFrame, units: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 6: judge-score summaries per component, on the 0-3 scale.
+
+    Counts are over judge calls (rows of ``judge_scores.csv``); the mean and population SD are
+    over (output, role, criterion) units with at least one numeric repeat (repeats averaged
+    first). Not-evaluable outcomes and model failures are counted and never enter a mean.
+    Criteria 9 (panel adequacy) and 10 (case complexity) get a row each.
+    """
+    parts = [("reasoning", "reasoning", _QUALITY_CRITERIA), ("opinion", "opinion", _QUALITY_CRITERIA),
+             ("final", "final", _QUALITY_CRITERIA), ("case", "case", (_PANEL,)), ("case", "case", (_COMPLEXITY,))]
+    out = []
+    for key, sub in _groups(scores, pooled=True):
+        rs = _Resampler(sub["case_id"], n_boot, seed)
+        u_sub = units[_in_group(units, key)]
+        for component, comp, numbers in parts:
+            calls = sub[(sub["component"] == comp) & sub["number"].isin(numbers)]
+            if calls.empty:
+                continue
+            u = u_sub[(u_sub["component"] == comp) & u_sub["number"].isin(numbers)]
+            n_numeric = int((calls["outcome"] == "score").sum())
+            row = {**key, "component": component, "criteria": _criteria_label(calls["number"]),
+                   "n_outputs": calls[_OUTPUT_KEY].drop_duplicates().shape[0], "n_calls": len(calls),
+                   "n_numeric": n_numeric, "n_not_evaluable": int((calls["outcome"] == "not_evaluable").sum()),
+                   "n_model_failure": int((calls["outcome"] == "model_failure").sum()),
+                   "coverage": n_numeric / len(calls)}
+            _mean_into(row, "mean", rs, u, "score")
+            numeric = u["score"].dropna()
+            row["sd"] = float(numeric.std(ddof=0)) if len(numeric) else math.nan
+            out.append(row)
+    return out
+
+
+def _table7(pipes: pd.DataFrame, quality: pd.DataFrame | None, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 7: final-report quality next to the tokens one pipeline used.
+
+    ``quality`` is the mean over scored outputs of the output-level final score (0-3);
+    tokens are prompt + completion tokens summed over the pipeline's generation calls (every
+    stage except ``judge``; calls answered from the cache keep the tokens they reported), averaged
+    over all pipelines of the group, failed ones included. ``tokens_per_point`` divides the two
+    means; its interval divides them within each replicate (same drawn cases).
+    """
+    out = []
+    merged = pipes if quality is None else pipes.merge(quality, on=_OUTPUT_KEY, how="left")
+    for key, sub in _groups(merged, pooled=True):
+        rs = _Resampler(sub["case_id"], n_boot, seed)
+        row = {**key, "n_pipelines": len(sub)}
+        t_est, t_reps = _mean_into(row, "mean_tokens", rs, sub, "tokens")
+        row["mean_prompt_tokens"] = float(sub["prompt_tokens"].mean())
+        row["mean_completion_tokens"] = float(sub["completion_tokens"].mean())
+        if quality is None:
+            row["n_scored"] = 0
+            _put(row, "quality", rs.interval(math.nan, np.full(n_boot, math.nan), 0))
+            _put(row, "tokens_per_point", rs.interval(math.nan, np.full(n_boot, math.nan), 0))
+        else:
+            row["n_scored"] = int(sub["quality"].notna().sum())
+            q_est, q_reps = _mean_into(row, "quality", rs, sub, "quality")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = t_est / q_est if q_est else math.nan
+                reps = t_reps / q_reps
+            reps[~np.isfinite(reps)] = np.nan
+            _put(row, "tokens_per_point", rs.interval(ratio, reps, row["n_scored"]))
+        out.append(row)
+    return out
+
+
+def _table8(units: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 8: per criterion 1-8, the final report's mean vs the primary role's means.
+
+    Means are over outputs (repeats averaged first); a role component's cell is empty where
+    the rubric does not apply the criterion to it. ``final_minus_*`` is the difference of the
+    two (unpaired) means; its interval takes the difference within each replicate.
+    """
+    names = units.groupby("number")["criterion"].first().to_dict()
+    out = []
+    comps = ("final", "reasoning", "opinion")
+    for key, sub in _groups(units[units["component"].isin(comps)], pooled=True):
+        rs = _Resampler(sub["case_id"], n_boot, seed)
+        for number in _QUALITY_CRITERIA:
+            row = {**key, "number": number, "criterion": names.get(number, "")}
+            est, reps = {}, {}
+            for comp in comps:
+                u = sub[(sub["component"] == comp) & (sub["number"] == number)]
+                row[f"n_{comp}"] = int(u["score"].notna().sum())
+                est[comp], reps[comp] = _mean_into(row, f"{comp}_mean", rs, u, "score")
+            for comp in ("reasoning", "opinion"):
+                n = min(row["n_final"], row[f"n_{comp}"])
+                _put(row, f"final_minus_{comp}",
+                     rs.interval(est["final"] - est[comp], reps["final"] - reps[comp], n))
+            if row["n_final"] or row["n_reasoning"] or row["n_opinion"]:
+                out.append(row)
+    return out
+
+
+def _rounds_group(n: int) -> str:
+    return "3+" if n >= 3 else str(n)
+
+
+def _table9(pipes: pd.DataFrame, quality: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
+    """Paper Table 9: output-level final scores and case complexity by rounds completed.
+
+    Groups: 1, 2 and 3+ completed rounds (4 and 5 are rare and pooled into 3+), over every model
+    and condition and per condition. Per group: outputs, mean and population SD of the
+    output-level mean over criteria 1-8 of the final report, the share below 2, and the mean
+    criterion-10 score (not part of the quality mean). Outputs with no completed round are left out.
+    """
+    outputs = pipes.merge(quality, on=_OUTPUT_KEY, how="inner")
+    outputs = outputs[outputs["quality"].notna() & (outputs["rounds_completed"] >= 1)]
+    outputs = outputs.assign(rounds=outputs["rounds_completed"].map(_rounds_group),
+                             below=(outputs["quality"] < 2).astype(float))
+    scopes = [(ALL, outputs)] + ([(c, s) for c, s in outputs.groupby("condition", sort=True)]
+                                 if outputs["condition"].nunique() > 1 else [])
+    out = []
+    for condition, scope in scopes:
+        for rounds in ("1", "2", "3+"):
+            sub = scope[scope["rounds"] == rounds]
+            rs = _Resampler(sub["case_id"], n_boot, seed)
+            row = {"condition": condition, "rounds": rounds, "n_outputs": len(sub)}
+            _mean_into(row, "mean", rs, sub, "quality")
+            row["sd"] = float(sub["quality"].std(ddof=0)) if len(sub) else math.nan
+            _mean_into(row, "below_2_share", rs, sub, "below")
+            row["n_complexity"] = int(sub["complexity"].notna().sum())
+            _mean_into(row, "complexity_mean", rs, sub, "complexity")
+            out.append(row)
+    return out
+
+
+def _roles(runs: Sequence[CaseRun]) -> dict:
+    """Exact labels and harmonised categories over distinct panels (a panel is reused by conditions)."""
+    panels = {}
+    for r in runs:
+        panels.setdefault((r.case_id, r.model, r.topology, tuple((p.name, p.primary) for p in r.roles)), r.roles)
+    labels: dict[str, dict] = {}
+    for roles in panels.values():
+        for p in roles:
+            entry = labels.setdefault(p.name, {"label": p.name, "category": harmonise_role(p.name),
+                                               "n_assignments": 0, "n_primary": 0})
+            entry["n_assignments"] += 1
+            entry["n_primary"] += int(p.primary)
+    cats: dict[str, dict] = {}
+    for e in sorted(labels.values(), key=lambda e: e["label"]):
+        c = cats.setdefault(e["category"], {"category": e["category"], "n_exact_labels": 0, "n_assignments": 0,
+                                            "n_primary": 0, "exact_labels": []})
+        c["n_exact_labels"] += 1
+        c["n_assignments"] += e["n_assignments"]
+        c["n_primary"] += e["n_primary"]
+        c["exact_labels"].append(e["label"])
+    categories = sorted(cats.values(), key=lambda c: (-c["n_assignments"], c["category"]))
+    for c in categories:
+        c["exact_labels"] = "; ".join(c["exact_labels"])
+    return {
+        "n_panels": len(panels),
+        "n_assignments": sum(e["n_assignments"] for e in labels.values()),
+        "n_exact_labels": len(labels),
+        "n_categories": len(cats),
+        "n_collapsed": len(labels) - len(cats),
+        "categories": categories,
+        "labels": sorted(labels.values(), key=lambda e: (e["category"], e["label"])),
+    }
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def _clean(x):
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return None if not math.isfinite(float(x)) else float(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Compute every benchmark table of a bench run folder (no model calls).
+
+    Args:
+        run_dir: The folder ``evolve bench`` wrote (``cases/*.json``, optionally
+            ``judge_scores.csv``).
+        n_boot: Bootstrap replicates per interval (>= 1).
+        seed: Seed of the case-clustered bootstrap; the same seed and artifacts give the same
+            intervals.
+
+    Returns:
+        A JSON-able dict (``NaN`` as ``None``): ``version``, ``run_dir``, ``bootstrap`` (method,
+        replicates, seed, confidence, cluster), ``counts`` (artifacts, cases, models, conditions,
+        topologies, judge rows), ``judged`` (whether ``judge_scores.csv`` exists), ``notes``
+        (rows left out and why), ``tables`` (``table3`` ... ``table9``: lists of records with the
+        columns of :data:`TABLE3_COLUMNS` ...; the judge-based ones empty when not judged) and
+        ``roles`` (the harmonisation: totals, ``categories`` rows of :data:`ROLES_COLUMNS`, and
+        ``labels``, one record per exact label with its category).
+
+    Raises:
+        ValueError: ``n_boot`` < 1.
+        RunError: Not a bench run folder, or a broken case artifact (see :func:`load_bench_run`).
+        DataError: A malformed ``judge_scores.csv``.
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    run_dir = Path(run_dir)
+    runs, scores = load_bench_run(run_dir)
+    pipes = _pipelines(runs)
+    trans = _transitions(runs)
+    notes: list[str] = []
+    tables: dict[str, list[dict]] = {"table3": _table3(pipes, n_boot, seed), "table4": _table4(pipes, trans, n_boot, seed)}
+    quality = None
+    if scores is not None:
+        keys = pipes[_OUTPUT_KEY + ["primary_role"]]
+        joined = scores.merge(keys, on=_OUTPUT_KEY, how="left", indicator=True)
+        case_wide = joined["condition"] == ALL
+        panels = set(zip(pipes["case_id"], pipes["model"]))
+        known_panel = pd.Series([k in panels for k in zip(joined["case_id"], joined["model"])], index=joined.index)
+        orphan = (joined["_merge"] == "left_only") & ~(case_wide & known_panel)
+        if orphan.any():
+            notes.append(f"{int(orphan.sum())} judge_scores.csv rows name no case artifact and are left out.")
+        role_level = joined["component"].isin(["reasoning", "opinion"])
+        other_role = role_level & joined["primary_role"].ne("") & joined["role"].ne(joined["primary_role"]) & ~orphan
+        if other_role.any():
+            notes.append(f"{int(other_role.sum())} role-level judge rows are not the primary role's and are left out "
+                         "(Tables 6 and 8 describe the primary role).")
+        scores = joined[~orphan & ~other_role].drop(columns=["_merge", "primary_role"]).reset_index(drop=True)
+        units = _units(scores)
+        quality = _output_quality(units, pipes)
+        tables["table6"] = _table6(scores, units, n_boot, seed)
+        tables["table7"] = _table7(pipes, quality, n_boot, seed)
+        tables["table8"] = _table8(units, n_boot, seed)
+        tables["table9"] = _table9(pipes, quality, n_boot, seed)
+        no_rounds = pipes.merge(quality, on=_OUTPUT_KEY)
+        n_zero = int((no_rounds["rounds_completed"] < 1).sum())
+        if n_zero:
+            notes.append(f"{n_zero} judged outputs completed no review round and are not in Table 9.")
+    else:
+        tables.update(table6=[], table7=_table7(pipes, None, n_boot, seed), table8=[], table9=[])
+    report = {
+        "version": BENCH_REPORT_VERSION,
+        "run_dir": str(run_dir),
+        "bootstrap": {"method": "case-clustered percentile bootstrap", "n_boot": n_boot, "seed": seed,
+                      "confidence": CONFIDENCE, "cluster": "case_id"},
+        "counts": {
+            "case_artifacts": len(runs), "cases": int(pipes["case_id"].nunique()),
+            "models": sorted(pipes["model"].unique().tolist()),
+            "conditions": sorted(pipes["condition"].unique().tolist()),
+            "topologies": sorted(pipes["topology"].unique().tolist()),
+            "failed_pipelines": int(pipes["failed"].sum()),
+            "judge_rows": 0 if scores is None else len(scores),
+        },
+        "judged": scores is not None,
+        "notes": notes,
+        "tables": tables,
+        "roles": _roles(runs),
+    }
+    return _clean(report)
+
+
+# -- markdown -------------------------------------------------------------------------------------
+
+
+def _num(x, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(row: dict, name: str, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
+    est = row.get(name)
+    if est is None:
+        return "—"
+    text = f"{est * scale:.{digits}f}{suffix}"
+    low, high = row.get(f"{name}_low"), row.get(f"{name}_high")
+    if low is None or high is None:
+        return text
+    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+
+
+def _pct(row: dict, name: str) -> str:
+    return _ci(row, name, digits=1, scale=100.0, suffix="%")
+
+
+def _ktok(row: dict, name: str) -> str:
+    return _ci(row, name, digits=1, scale=1e-3, suffix="k")
+
+
+def _cell(text: object) -> str:
+    """Text safe inside a Markdown table cell (model-written labels may contain ``|``)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _group(row: dict) -> str:
+    return f"{_cell(row['model'])} | {row['condition']} | {row['topology']}"
+
+
+def _not_judged(title: str) -> list[str]:
+    return [title, "", "Not judged yet: this run has no `judge_scores.csv`.", ""]
+
+
+def render_bench_markdown(report: dict) -> str:
+    """Render :func:`build_bench_report` output as Markdown, one section per table."""
+    b, c, t = report["bootstrap"], report["counts"], report["tables"]
+    out = [
+        "# Benchmark report",
+        "",
+        (f"Run `{report['run_dir']}`: {c['case_artifacts']} pipelines over {c['cases']} cases; models "
+         f"{', '.join(c['models'])}; conditions {', '.join(c['conditions'])}; topologies {', '.join(c['topologies'])}; "
+         f"{c['failed_pipelines']} failed pipelines; {c['judge_rows']} judge rows used."),
+        "",
+        (f"Brackets: 95% percentile intervals from a case-clustered bootstrap ({b['n_boot']} replicates, seed {b['seed']}): "
+         "whole cases (DOIs) are drawn with replacement and keep all their observations. "
+         "`all` rows pool the models. Every number is recomputable from `cases/*.json` and `judge_scores.csv`."),
+        "",
+    ]
+    out += [f"- Note: {n}" for n in report["notes"]] + ([""] if report["notes"] else [])
+
+    out += ["## Table 3 — consilium outcomes", "",
+            ("Per model, condition and topology: shares and mean rounds over completed pipelines, failures over all; "
+             "stop reasons are counts."), "",
+            ("| model | condition | topology | pipelines | first-round consensus | eventual consensus | mean rounds | "
+            "max-round stops | failures | stop reasons |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in t["table3"]:
+        stops = ", ".join(f"{k[5:]} {r[k]}" for k in r if k.startswith("stop_") and r[k])
+        out.append(f"| {_group(r)} | {r['n_pipelines']} | {_pct(r, 'first_round_consensus_share')} | "
+                   f"{_pct(r, 'consensus_share')} | {_ci(r, 'mean_rounds', 2)} | {_pct(r, 'max_rounds_share')} | "
+                   f"{_pct(r, 'failure_share')} | {stops} |")
+    out.append("")
+
+    out += ["## Table 4 — vote transitions between consecutive rounds", "",
+            ("Each role's vote in round r against its vote in round r+1 (consilia that went on to another round); "
+             "roles by harmonised category; shares of the row's transitions; "
+             "dissent resolved = no→yes among no votes, assent lost = yes→no among yes votes."), "",
+             "| model | condition | topology | role | rounds | n | yes→yes | yes→no | no→yes | no→no | dissent resolved | assent lost |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    if not t["table4"]:
+        out.append("| no consilium went past its first round | | | | | | | | | | | |")
+    for r in t["table4"]:
+        cells = " | ".join(f"{r[k]} ({_pct(r, k + '_share')})" for k in _KINDS)
+        out.append(f"| {_group(r)} | {_cell(r['role'])} | {r['rounds']} | {r['n_transitions']} | {cells} | "
+                   f"{_pct(r, 'dissent_resolved_share')} | {_pct(r, 'assent_lost_share')} |")
+    out.append("")
+
+    title6 = "## Table 6 — judge scores per component"
+    if not report["judged"]:
+        out += _not_judged(title6)
+    else:
+        out += [title6, "",
+                ("Mean (0–3) of numeric judge scores over the component's criteria, repeats averaged first; "
+                 "not-evaluable and failed calls are counted, never scored as 0; coverage = numeric / calls; "
+                 "SD is the population SD."), "",
+                ("| model | condition | topology | component | criteria | outputs | calls | coverage | not evaluable | "
+                "failures | mean | SD |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in t["table6"]:
+            out.append(f"| {_group(r)} | {r['component']} | {r['criteria']} | {r['n_outputs']} | {r['n_calls']} | "
+                       f"{r['coverage'] * 100:.1f}% | {r['n_not_evaluable']} | {r['n_model_failure']} | "
+                       f"{_ci(r, 'mean')} | {_num(r['sd'])} |")
+        out.append("")
+
+    out += ["## Table 7 — quality and tokens", "",
+            ("Quality = mean over pipelines of the final report's mean numeric score on criteria 1–8; tokens = prompt + "
+             "completion tokens of one pipeline's generation calls (judge calls excluded), in thousands."), "",
+             "| model | condition | topology | pipelines | scored | quality | tokens / case | prompt / completion | tokens per quality point |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in t["table7"]:
+        quality = _ci(r, "quality") if report["judged"] else "not judged yet"
+        out.append(f"| {_group(r)} | {r['n_pipelines']} | {r['n_scored']} | {quality} | {_ktok(r, 'mean_tokens')} | "
+                   f"{r['mean_prompt_tokens'] / 1e3:.1f}k / {r['mean_completion_tokens'] / 1e3:.1f}k | "
+                   f"{_ktok(r, 'tokens_per_point')} |")
+    out.append("")
+
+    title8 = "## Table 8 — criterion profiles, final report vs primary role"
+    if not report["judged"]:
+        out += _not_judged(title8)
+    else:
+        out += [title8, "",
+                ("Per criterion: mean judge score of the final report and of the primary role's reasoning and opinion "
+                 "(— where the criterion does not apply), and final minus role on the same resampled cases."), "",
+                 "| model | condition | topology | # | criterion | final | reasoning | opinion | final − reasoning | final − opinion |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in t["table8"]:
+            out.append(f"| {_group(r)} | {r['number']} | {r['criterion']} | {_ci(r, 'final_mean')} | "
+                       f"{_ci(r, 'reasoning_mean')} | {_ci(r, 'opinion_mean')} | {_ci(r, 'final_minus_reasoning')} | "
+                       f"{_ci(r, 'final_minus_opinion')} |")
+        out.append("")
+
+    title9 = "## Table 9 — final-report scores by rounds completed"
+    if not report["judged"]:
+        out += _not_judged(title9)
+    else:
+        out += [title9, "",
+                ("Output-level mean of the final report's numeric scores on criteria 1–8, grouped by review rounds "
+                 "completed; SD is the population SD; case complexity (criterion 10) is not part of the mean."), "",
+                 "| condition | rounds | outputs | mean | SD | mean < 2 | case complexity |", "|---|---|---|---|---|---|---|"]
+        for r in t["table9"]:
+            out.append(f"| {r['condition']} | {r['rounds']} | {r['n_outputs']} | {_ci(r, 'mean')} | {_num(r['sd'])} | "
+                       f"{_pct(r, 'below_2_share')} | {_ci(r, 'complexity_mean')} |")
+        out.append("")
+
+    roles = report["roles"]
+    out += ["## Role labels — exact vs harmonised", "",
+            (f"{roles['n_assignments']} role assignments in {roles['n_panels']} distinct panels use "
+             f"{roles['n_exact_labels']} exact labels, harmonised into {roles['n_categories']} categories "
+             f"({roles['n_collapsed']} labels collapsed; lowercase, titles dropped, -ologist → -ology, small synonym table)."), "",
+             "| category | exact labels | assignments | primary | labels |", "|---|---|---|---|---|"]
+    for r in roles["categories"]:
+        out.append(f"| {_cell(r['category'])} | {r['n_exact_labels']} | {r['n_assignments']} | {r['n_primary']} | "
+                   f"{_cell(r['exact_labels'])} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Build the benchmark report and write it into ``run_dir``.
+
+    Files: ``bench_report.json`` (everything :func:`build_bench_report` returns),
+    ``bench_report.md`` (each table with a one-line explanation; shares as percentages, 95%
+    intervals in brackets), ``table3.csv``, ``table4.csv``, ``table6.csv``, ``table7.csv``,
+    ``table8.csv``, ``table9.csv`` (columns :data:`TABLE3_COLUMNS` ...; a judge-based table of an
+    unjudged run has its header only) and ``roles.csv`` (:data:`ROLES_COLUMNS`).
+
+    Args:
+        run_dir: The bench run folder.
+        n_boot: Bootstrap replicates per interval.
+        seed: Bootstrap seed.
+
+    Returns:
+        The report dict.
+
+    Raises:
+        RunError, DataError, ValueError: As :func:`build_bench_report`.
+    """
+    run_dir = Path(run_dir)
+    report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
+    (run_dir / "bench_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (run_dir / "bench_report.md").write_text(render_bench_markdown(report), encoding="utf-8")
+    columns = {"table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS, "table7": TABLE7_COLUMNS,
+               "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS}
+    for name, cols in columns.items():
+        pd.DataFrame(report["tables"][name], columns=cols).to_csv(run_dir / f"{name}.csv", index=False)
+    pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(run_dir / "roles.csv", index=False)
+    return report
