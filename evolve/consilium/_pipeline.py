@@ -54,6 +54,7 @@ from evolve.consilium._prompts import (
     block,
     case_block,
     consilium_case_block,
+    fence,
     named_blocks,
     numbered_blocks,
     prompt_catalog,
@@ -554,8 +555,8 @@ class ConsiliumPipeline:
             stage=stage, model=model, role=role,
             fmt=self._formats["structured_opinion"] if structured else None,
             messages=(
-                Message(role="system", content=render("opinion.system", role=role)),
-                Message(role="user", content=render(f"opinion.{condition}.user", case=case_block(case), role=role)),
+                Message(role="system", content=render("opinion.system", role=fence(role))),
+                Message(role="user", content=render(f"opinion.{condition}.user", case=case_block(case), role=fence(role))),
             ),
             parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
         )
@@ -594,9 +595,9 @@ class ConsiliumPipeline:
                 stage="opinion_consolidation", model=consolidator, role=r.name,
                 fmt=self._formats["structured_opinion"] if structured else None,
                 messages=(
-                    Message(role="system", content=render("consolidation.system", role=r.name)),
+                    Message(role="system", content=render("consolidation.system", role=fence(r.name))),
                     Message(role="user", content=render(
-                        f"consolidation.{condition}.user", case=case_block(case), role=r.name, count=n,
+                        f"consolidation.{condition}.user", case=case_block(case), role=fence(r.name), count=n,
                         opinions=numbered_blocks("WORKER OPINION", worker_texts[r.name]),
                     )),
                 ),
@@ -622,103 +623,20 @@ class ConsiliumPipeline:
         trace: _Trace,
         done: Callable[..., CaseRun],
     ) -> CaseRun:
-        def scrub(text: str) -> str:
-            return strip_identifiers(text, case)
-
-        case_text = consilium_case_block(case)
-        opinion_blocks = named_blocks("OPINION", {o.role: scrub(o.text) for o in opinions})
+        """Synthesis, review rounds and finalizer on the identifier-stripped case."""
+        seen = _ConsiliumMaterial(case, opinions)
         synthesis = self._ask_all([_Ask(
             stage="synthesis", model=model,
             messages=(
                 Message(role="system", content=render("synthesis.system")),
-                Message(role="user", content=render("synthesis.user", case=case_text, opinions=opinion_blocks)),
+                Message(role="user", content=render("synthesis.user", case=seen.case, opinions=seen.opinions)),
             ),
             parse=_parse_text,
         )], trace)[0]
         if isinstance(synthesis, _Failed):
             return done("failure", synthesis.error, opinions=opinions)
 
-        report: str = synthesis.value
-        states = [_norm(report)]
-        rounds: list[RoundRecord] = []
-        stop: StopReason | None = None
-        error = ""
-        for number in range(1, self.settings.max_rounds + 1):
-            previous = ""
-            if rounds:
-                last = rounds[-1]
-                previous = "\n" + render(
-                    "vote.previous_round", previous=last.number,
-                    reviews=block(f"REVIEWS OF ROUND {last.number}", scrub(_reviews_text(last.votes))),
-                    decision=block(f"MODERATOR DECISION AFTER ROUND {last.number}", scrub(_decision_text(last))),
-                ) + "\n"
-            own = {o.role: o for o in opinions}
-            asks = [
-                _Ask(
-                    stage="vote", model=model, role=o.role, round=number, fmt=self._formats["vote"],
-                    messages=(
-                        Message(role="system", content=render("vote.system", role=o.role)),
-                        Message(role="user", content=render(
-                            "vote.user", case=case_text, round=number, previous=previous,
-                            own_opinion=block("YOUR EARLIER OPINION", scrub(own[o.role].text)),
-                            report=block("SHARED REPORT", scrub(report)),
-                        )),
-                    ),
-                    parse=_parse_vote,
-                )
-                for o in opinions
-            ]
-            outcomes = self._ask_all(asks, trace)
-            failed = [o.error for o in outcomes if isinstance(o, _Failed)]
-            if failed:
-                stop, error = "failure", "; ".join(failed)
-                break
-            votes = tuple(
-                Vote(role=o.role, round=number, vote=v.value.vote, critique=v.value.critique.strip(),
-                     proposed_revision=v.value.proposed_revision.strip())
-                for o, v in zip(opinions, outcomes)
-            )
-            if all(v.vote == "yes" for v in votes):
-                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=True, revised_report=report))
-                stop = "consensus"
-                break
-            moderator = self._ask_all([_Ask(
-                stage="moderator", model=model, round=number, fmt=self._formats["moderator"],
-                messages=(
-                    Message(role="system", content=render("moderator.system")),
-                    Message(role="user", content=render(
-                        "moderator.user", case=case_text, round=number,
-                        report=block("SHARED REPORT", scrub(report)),
-                        reviews=block(f"REVIEWS OF ROUND {number}", scrub(_reviews_text(votes))),
-                    )),
-                ),
-                parse=_parse_moderator,
-            )], trace)[0]
-            if isinstance(moderator, _Failed):
-                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=False))
-                stop, error = "failure", moderator.error
-                break
-            decision: ModeratorReply = moderator.value
-            if decision.decision == "no_substantive_change":
-                rounds.append(RoundRecord(
-                    number=number, report=report, votes=votes, consensus=False, decision="no_substantive_change",
-                    moderator_summary=decision.summary.strip(), revised_report=report,
-                ))
-                stop = "no_substantive_change"
-                break
-            revised = decision.revised_report.strip()
-            rounds.append(RoundRecord(
-                number=number, report=report, votes=votes, consensus=False, decision="revise",
-                moderator_summary=decision.summary.strip(), revised_report=revised,
-            ))
-            report = revised
-            if _norm(revised) in states:
-                stop = "repeated_report"
-                break
-            states.append(_norm(revised))
-        if stop is None:
-            stop = "max_rounds"  # the last revision is kept without another vote (SPEC §5.3)
-
+        rounds, report, stop, error = self._review(seen, model, synthesis.value, trace)
         outcome = dict(
             opinions=opinions, rounds=tuple(rounds), final_report=report,
             rounds_completed=len(rounds), consensus=stop == "consensus",
@@ -727,30 +645,143 @@ class ConsiliumPipeline:
         if stop == "failure":
             return done("failure", error, **outcome)
 
+        final = self._ask_all([self._finalizer_ask(seen, model, condition, report, rounds)], trace)[0]
+        if isinstance(final, _Failed):
+            return done("failure", final.error, **outcome)
+        if condition == "structured":
+            return done(stop, final=render_structured_final(final.value), final_structured=final.value, **outcome)
+        return done(stop, final=final.value, **outcome)
+
+    def _review(
+        self, seen: _ConsiliumMaterial, model: str, report: str, trace: _Trace
+    ) -> tuple[list[RoundRecord], str, StopReason, str]:
+        """The review rounds (SPEC §5.3), starting from the synthesised ``report``.
+
+        Returns:
+            ``(rounds, last report, stop reason, error)``. A round whose votes came back is
+            recorded even when its moderator call then failed (``decision`` None, not
+            consensus); a round whose votes failed is not recorded.
+        """
+        states = [_norm(report)]
+        rounds: list[RoundRecord] = []
+        for number in range(1, self.settings.max_rounds + 1):
+            outcomes = self._ask_all(self._vote_asks(seen, model, number, report, rounds[-1] if rounds else None), trace)
+            failed = [o.error for o in outcomes if isinstance(o, _Failed)]
+            if failed:
+                return rounds, report, "failure", "; ".join(failed)
+            votes = tuple(
+                Vote(role=o.role, round=number, vote=v.value.vote, critique=v.value.critique.strip(),
+                     proposed_revision=v.value.proposed_revision.strip())
+                for o, v in zip(seen.roles, outcomes)
+            )
+            if all(v.vote == "yes" for v in votes):
+                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=True, revised_report=report))
+                return rounds, report, "consensus", ""
+            moderator = self._ask_all([self._moderator_ask(seen, model, number, report, votes)], trace)[0]
+            if isinstance(moderator, _Failed):
+                rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=False))
+                return rounds, report, "failure", moderator.error
+            decision: ModeratorReply = moderator.value
+            summary = decision.summary.strip()
+            if decision.decision == "no_substantive_change":
+                rounds.append(RoundRecord(
+                    number=number, report=report, votes=votes, consensus=False, decision="no_substantive_change",
+                    moderator_summary=summary, revised_report=report,
+                ))
+                return rounds, report, "no_substantive_change", ""
+            revised = decision.revised_report.strip()
+            rounds.append(RoundRecord(
+                number=number, report=report, votes=votes, consensus=False, decision="revise",
+                moderator_summary=summary, revised_report=revised,
+            ))
+            report = revised
+            if _norm(revised) in states:
+                return rounds, report, "repeated_report", ""
+            states.append(_norm(revised))
+        # dissent in the last round: the moderator's revision is kept without another vote
+        return rounds, report, "max_rounds", ""
+
+    def _vote_asks(
+        self, seen: _ConsiliumMaterial, model: str, number: int, report: str, last: RoundRecord | None
+    ) -> list[_Ask[VoteReply]]:
+        """One vote request per role; from round 2 with the previous round's reviews and decision."""
+        previous = ""
+        if last is not None:
+            previous = "\n" + render(
+                "vote.previous_round", previous=last.number,
+                reviews=block(f"REVIEWS OF ROUND {last.number}", seen.scrub(_reviews_text(last.votes))),
+                decision=block(f"MODERATOR DECISION AFTER ROUND {last.number}", seen.scrub(_decision_text(last))),
+            ) + "\n"
+        return [
+            _Ask(
+                stage="vote", model=model, role=o.role, round=number, fmt=self._formats["vote"],
+                messages=(
+                    Message(role="system", content=render("vote.system", role=fence(o.role))),
+                    Message(role="user", content=render(
+                        "vote.user", case=seen.case, round=number, previous=previous,
+                        own_opinion=block("YOUR EARLIER OPINION", seen.scrub(o.text)),
+                        report=block("SHARED REPORT", seen.scrub(report)),
+                    )),
+                ),
+                parse=_parse_vote,
+            )
+            for o in seen.roles
+        ]
+
+    def _moderator_ask(
+        self, seen: _ConsiliumMaterial, model: str, number: int, report: str, votes: Sequence[Vote]
+    ) -> _Ask[ModeratorReply]:
+        return _Ask(
+            stage="moderator", model=model, round=number, fmt=self._formats["moderator"],
+            messages=(
+                Message(role="system", content=render("moderator.system")),
+                Message(role="user", content=render(
+                    "moderator.user", case=seen.case, round=number,
+                    report=block("SHARED REPORT", seen.scrub(report)),
+                    reviews=block(f"REVIEWS OF ROUND {number}", seen.scrub(_reviews_text(votes))),
+                )),
+            ),
+            parse=_parse_moderator,
+        )
+
+    def _finalizer_ask(
+        self, seen: _ConsiliumMaterial, model: str, condition: Condition, report: str, rounds: Sequence[RoundRecord]
+    ) -> _Ask:
         structured = condition == "structured"
+        reviews = "\n\n".join(f"Round {r.number}:\n{_reviews_text(r.votes)}" for r in rounds)
         summaries = "\n\n".join(
             f"After round {r.number} ({r.decision}): {r.moderator_summary}" for r in rounds if r.decision
         ) or "No moderator decision: the panel accepted the first report."
-        final = self._ask_all([_Ask(
+        return _Ask(
             stage="finalizer", model=model, fmt=self._formats["structured_final"] if structured else None,
             messages=(
                 Message(role="system", content=render("finalizer.system")),
                 Message(role="user", content=render(
-                    f"finalizer.{condition}.user", case=case_text, opinions=opinion_blocks,
-                    report=block("LAST SHARED REPORT", scrub(report)),
-                    reviews=block("ALL REVIEWS", scrub("\n\n".join(
-                        f"Round {r.number}:\n{_reviews_text(r.votes)}" for r in rounds
-                    ))),
-                    summaries=block("MODERATOR DECISIONS", scrub(summaries)),
+                    f"finalizer.{condition}.user", case=seen.case, opinions=seen.opinions,
+                    report=block("LAST SHARED REPORT", seen.scrub(report)),
+                    reviews=block("ALL REVIEWS", seen.scrub(reviews)),
+                    summaries=block("MODERATOR DECISIONS", seen.scrub(summaries)),
                 )),
             ),
             parse=_parse_structured_final if structured else _parse_text,
-        )], trace)[0]
-        if isinstance(final, _Failed):
-            return done("failure", final.error, **outcome)
-        if structured:
-            return done(stop, final=render_structured_final(final.value), final_structured=final.value, **outcome)
-        return done(stop, final=final.value, **outcome)
+        )
+
+
+class _ConsiliumMaterial:
+    """What every consilium stage may see: the identifier-stripped case and role opinions.
+
+    Every text shown to the consilium (opinions, reports, reviews, summaries) goes through
+    :meth:`scrub`, so a DOI or title quoted by a pre-consilium opinion does not reach it.
+    """
+
+    def __init__(self, case: Case, opinions: Sequence[RoleOpinion]) -> None:
+        self._case = case
+        self.roles = tuple(opinions)
+        self.case = consilium_case_block(case)
+        self.opinions = named_blocks("OPINION", {o.role: self.scrub(o.text) for o in opinions})
+
+    def scrub(self, text: str) -> str:
+        return strip_identifiers(text, self._case)
 
 
 # -- answer readers (raise _Invalid with the rule to send back) --------------------------------
@@ -771,19 +802,21 @@ def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
     return _Parsed(reply)
 
 
+_SCHEMA = RoleAssignmentReply.model_json_schema()
+_ROLE_RATIONALE_MAX = _SCHEMA["$defs"]["RoleReply"]["properties"]["rationale"]["maxLength"]
+_PANEL_RATIONALE_MAX = _SCHEMA["properties"]["panel_rationale"]["maxLength"]
+
+
 def _clip_rationales(data: dict) -> None:
-    """Clip rationales to the schema's limits (600 characters per role, 1,000 for the panel):
-    an endpoint that ignores ``maxLength`` gets a clipped rationale, not a re-ask."""
-    limits = RoleAssignmentReply.model_json_schema()
-    role_limit = limits["$defs"]["RoleReply"]["properties"]["rationale"]["maxLength"]
-    panel_limit = limits["properties"]["panel_rationale"]["maxLength"]
+    """Clip rationales to the schema's limits (per role and for the panel, characters): an
+    endpoint that ignores ``maxLength`` gets a clipped rationale, not a re-ask."""
     if isinstance(data.get("panel_rationale"), str):
-        data["panel_rationale"] = data["panel_rationale"][:panel_limit]
+        data["panel_rationale"] = data["panel_rationale"][:_PANEL_RATIONALE_MAX]
     roles = data.get("roles")
     if isinstance(roles, list):
         for r in roles:
             if isinstance(r, dict) and isinstance(r.get("rationale"), str):
-                r["rationale"] = r["rationale"][:role_limit]
+                r["rationale"] = r["rationale"][:_ROLE_RATIONALE_MAX]
 
 
 def _parse_free_form_opinion(text: str) -> _Parsed[_OpinionValue]:

@@ -131,6 +131,7 @@ that a colleague could follow without the case file. In it:
 ${case}
 
 Write your second opinion on this case, in your role (${role}).
+
 """ + _STRUCTURED_OPINION_FIELDS,
     # -- SPEC §5.2 N+1: consolidation of worker opinions --------------------------------------
     "consolidation.system": """\
@@ -366,8 +367,10 @@ def strip_identifiers(text: str, case: Case) -> str:
     (a parenthesised one with its parentheses, e.g. ``(DOI: 10.1056/NEJMcpc1503831)``); the
     case id wherever it stands as a separate token; and the title wherever it occurs verbatim,
     ignoring case, when it has at least three words (a one- or two-word title such as "Fever"
-    could be ordinary clinical wording, so it is left alone). Runs of spaces left behind are
-    collapsed; line breaks and all other text are kept.
+    could be ordinary clinical wording, so it is left alone). What the removals leave behind is
+    tidied: repeated spaces, a space before punctuation, punctuation that now opens a line or
+    follows other punctuation (``infection; .`` -> ``infection.``). Line breaks and all other
+    text are kept.
 
     Args:
         text: Any text shown to the consilium (the case, opinions, reports, reviews).
@@ -379,12 +382,17 @@ def strip_identifiers(text: str, case: Case) -> str:
     out = _DOI_IN_PARENS.sub("", text)
     out = _DOI.sub("", out)
     if case.case_id:
-        out = re.sub(r"(?<![\w./\-])" + re.escape(case.case_id) + r"(?![\w/\-])", "", out)
+        out = re.sub(r"(?<![\w./\-])" + re.escape(case.case_id) + r"(?![\w/\-])[ \t]*", "", out)
     title = " ".join(case.title.split())
     if len(title.split()) >= _MIN_TITLE_WORDS:
-        pattern = r"\s+".join(re.escape(w) for w in title.split())
+        pattern = r"\s+".join(re.escape(w) for w in title.split()) + r"[ \t]*"
         out = re.sub(pattern, "", out, flags=re.IGNORECASE)
+    # tidy what the removals leave behind: repeated spaces, a space before punctuation,
+    # punctuation that now opens a line or follows other punctuation
     out = re.sub(r"[ \t]{2,}", " ", out)
+    out = re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", out)
+    out = re.sub(r"(?m)^[ \t]*[.,;:]+[ \t]*", "", out)
+    out = re.sub(r"[,;:]+\.", ".", out)
     out = re.sub(r"[ \t]+\n", "\n", out)
     return out.strip()
 

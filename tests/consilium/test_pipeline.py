@@ -544,3 +544,27 @@ def test_manifest_lists_prompts_settings_and_schemas():
     assert manifest["pipeline_version"] == "1" and manifest["settings"]["seed"] == 42
     assert "vote.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
         "role_assignment", "structured_opinion", "vote", "moderator", "structured_final"}
+
+
+def test_tokens_and_prompt_hash_recorded_for_every_call(run_with):
+    from evolve.judge import prompt_hash
+
+    run, provider = run_with(Script(vote=lambda role, v: _yes(role, v) if v >= 2 else _no(role, v)),
+                             condition="structured", topology="n+1", workers=["w1", "w2", "w3"])
+    assert run.stop_reason == "consensus" and len(run.calls) == provider.calls == 1 + 6 + 2 + 1 + 6 + 2 + 1
+    assert all((c.prompt_tokens, c.completion_tokens, c.finish_reason, c.error, c.cached) == (100, 20, "stop", "", False)
+               for c in run.calls)
+    assert sorted(c.prompt_hash for c in run.calls) == sorted(prompt_hash(r) for r in provider.requests)
+    assert sorted((c.stage, c.model, c.role, c.round) for c in run.calls) == sorted(
+        (r.tag, r.model, Script.role_of(r) if r.tag in ("opinion_worker", "opinion_consolidation", "vote") else "",
+         Script.version(r) + 1 if r.tag in ("vote", "moderator") else None) for r in provider.requests)
+    assert run.tokens == 120 * len(run.calls)
+
+
+def test_a_failing_worker_fails_the_case(run_with):
+    def worker(request: ChatRequest):
+        return EndpointError("HTTP 404: no such model") if request.model == "w2" else None
+
+    run, provider = run_with(Script(overrides={"opinion_worker": worker}), topology="n+1", workers=["w1", "w2"])
+    assert run.stop_reason == "failure" and "opinion_worker" in run.error and "no such model" in run.error
+    assert not tags(provider, "opinion_consolidation") and run.opinions == ()
