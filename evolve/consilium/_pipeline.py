@@ -480,10 +480,18 @@ class ConsiliumPipeline:
     ) -> CaseRun:
         """Generate the consilium of one case under one condition and topology (SPEC §5.1-5.5).
 
-        Stages: role assignment (skipped when ``roles`` is given), pre-consilium opinions,
-        synthesis, review rounds, finalizer. Any stage that fails ends the run with
-        ``stop_reason="failure"`` and ``error`` naming the stage, role and round; what was
-        produced before is kept.
+        Stages: role assignment (skipped when ``roles`` is given); pre-consilium opinions, one
+        request per role sent together, each seeing the case input and its role name only
+        (free-form: split at the final-opinion marker, see
+        :func:`~evolve.consilium.split_free_form`; structured: the five fields rendered by
+        :func:`render_structured_opinion`); in ``n+1`` every worker answers for every role,
+        then the consolidator merges each role's worker opinions, and a failed worker fails the
+        run; then, on the identifier-stripped case, synthesis, review rounds (stop on
+        consensus, no substantive change, a repeated report state or after ``max_rounds``,
+        keeping the last revision unvoted) and the finalizer. Any stage that fails ends the run
+        with ``stop_reason="failure"`` and ``error`` naming the stage, role and round; what was
+        produced before is kept (a round whose votes came back but whose moderator call failed
+        is recorded with ``decision`` None).
 
         The role-assignment calls are part of ``calls`` of every run built on that
         assignment, also when it is passed in (so one run's tokens are the whole cost of its

@@ -162,6 +162,7 @@ ${opinions}
 Merge these ${count} independent opinions into one second opinion of the role ${role}. Keep \
 what they agree on; where they differ, weigh the positions against the case and say which one \
 you adopt and why; keep any genuine uncertainty; add nothing the case does not support.
+
 """ + _STRUCTURED_OPINION_FIELDS,
     # -- SPEC §5.3 interactive consilium -------------------------------------------------------
     "synthesis.system": """\
