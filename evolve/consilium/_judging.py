@@ -257,9 +257,7 @@ def judge_bench(
                            "the run folder was edited.")
         chosen = []
         for target in consilium_targets(record):
-            if target.component in _ROLE_COMPONENTS and target.role == primary:
-                chosen.append((target, run.condition, run.topology))
-            elif target.component == "final":
+            if (target.component in _ROLE_COMPONENTS and target.role == primary) or target.component == "final":
                 chosen.append((target, run.condition, run.topology))
             elif target.component == "case" and (run.case_id, run.model) not in panels_done:
                 panels_done.add((run.case_id, run.model))

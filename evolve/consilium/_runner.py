@@ -30,20 +30,32 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.archive import Journal
-from evolve.consilium._config import MANIFEST_FILE, BenchConfig, BenchManifest, model_slug
-from evolve.consilium._models import ARTIFACT_VERSION, CallRecord, CaseRun, RoleAssignment
+from evolve.consilium._config import (
+    MANIFEST_FILE,
+    BenchConfig,
+    BenchManifest,
+    model_slug,
+)
+from evolve.consilium._models import (
+    ARTIFACT_VERSION,
+    CallRecord,
+    CaseRun,
+    RoleAssignment,
+)
 from evolve.data import (
     Case,
     ConsiliumRecord,
     PackManifest,
+    PanelRole,
     RatingPack,
     RubricRef,
     consilium_targets,
@@ -53,7 +65,6 @@ from evolve.data import (
     validate_pack,
     write_pack,
 )
-from evolve.data import PanelRole
 from evolve.errors import DataError, RunError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -432,19 +443,19 @@ class BenchResult:
 class _Unit:
     """Generation of one (case, model): role assignment, then every condition x topology."""
 
-    def __init__(self, *, config: BenchConfig, case: Case, model: str, pipe: Any, backend: PipelineBackend,
-                 journal: Journal, progress: ProgressHook) -> None:
+    def __init__(self, *, config: BenchConfig, case: Case, model: str, pipe: Any, journal: Journal,
+                 progress: ProgressHook) -> None:
         self.config = config
         self.case = case
         self.model = model
         self.pipe = pipe
-        self.backend = backend
         self.journal = journal
         self.progress = progress
         self.run_dir = config.run_dir
         self.ids = {"case_id": case.case_id, "model": model}
 
-    def _roles(self) -> Any:
+    def _roles(self) -> RoleAssignment:
+        """The persisted assignment of this case and model, or a new one (persisted when valid)."""
         path = role_file_path(self.run_dir, self.case.case_id, self.model)
         if path.is_file():
             try:
@@ -486,7 +497,7 @@ class _Unit:
             (c, t) for c in self.config.conditions for t in self.config.topologies)}
         return sorted(out, key=lambda s: order[(s.condition, s.topology)])
 
-    def _one(self, ra: Any, condition: str, topology: str, path: Path) -> CaseRunSummary:
+    def _one(self, ra: RoleAssignment, condition: str, topology: str, path: Path) -> CaseRunSummary:
         ids = {**self.ids, "condition": condition, "topology": topology}
         self.journal.append("case_started", **ids)
         try:  # a failed role assignment gives a failed run (the pipeline records why)
@@ -642,8 +653,7 @@ def run_bench(
         def work(case: Case, model: str) -> list[CaseRunSummary]:
             if stop.is_set():
                 return []
-            return _Unit(config=config, case=case, model=model, pipe=pipe, backend=backend,
-                         journal=journal, progress=progress).run()
+            return _Unit(config=config, case=case, model=model, pipe=pipe, journal=journal, progress=progress).run()
 
         futures = [pool.submit(work, case, model) for case, model in units]
         for future in futures:

@@ -10,11 +10,21 @@ import pandas as pd
 import pytest
 
 from evolve.calibration import CANDIDATE_COLUMNS
-from evolve.consilium import JUDGE_SCORE_COLUMNS, judge_bench, load_calibrated_guidance, run_bench
+from evolve.consilium import (
+    JUDGE_SCORE_COLUMNS,
+    judge_bench,
+    load_calibrated_guidance,
+    run_bench,
+)
 from evolve.errors import ConfigError, EndpointError, RunError
 from evolve.judge import load_rubric
 from evolve.llm import ChatRequest
-from tests.consilium.bench_support import consilium_endpoint, make_client, make_config, write_cases
+from tests.consilium.bench_support import (
+    consilium_endpoint,
+    make_client,
+    make_config,
+    write_cases,
+)
 
 RUBRIC = load_rubric("consilium")
 PER_RUN = {"reasoning": 7, "opinion": 5, "final": 8}  # applicable criteria per component (SPEC §2)

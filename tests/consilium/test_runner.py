@@ -18,7 +18,15 @@ from evolve.consilium import (
     prompt_catalog,
     run_bench,
 )
-from evolve.data import Case, PackManifest, RatingPack, RubricRef, load_consilium_records, load_pack, write_pack
+from evolve.data import (
+    Case,
+    PackManifest,
+    RatingPack,
+    RubricRef,
+    load_consilium_records,
+    load_pack,
+    write_pack,
+)
 from evolve.errors import DataError, RunError
 from evolve.llm import ChatRequest
 from tests.conftest import SHARED_DATA
@@ -128,7 +136,7 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
 def test_roles_are_assigned_once_per_case_and_model_with_a_stand_in(tmp_path, cases_file):
     backend, made = standin_backend()
     config = make_config(tmp_path, cases_file, models=("model-a", "org/model-b"), parallel_cases=3)
-    client, provider = make_client(tmp_path, standin_endpoint)
+    client, _ = make_client(tmp_path, standin_endpoint)
     try:
         result = run_bench(config, client=client, backend=backend)
     finally:

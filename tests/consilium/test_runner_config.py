@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from evolve.consilium import BENCH_PRESETS, BenchConfig, model_slug, resolve_bench_config
+from evolve.consilium import (
+    BENCH_PRESETS,
+    BenchConfig,
+    model_slug,
+    resolve_bench_config,
+)
 from evolve.errors import ConfigError
 
 
