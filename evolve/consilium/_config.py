@@ -110,6 +110,10 @@ class GenerationSettings(_Settings):
         max_rounds: Most review rounds of the consilium (1-5; SPEC §5.3).
         max_reasks: Re-asks of one call after an invalid, cut or rule-breaking answer.
         limits: Output limits per stage.
+        max_field_chars: Character bound on every text field of a structured answer (see
+            ``PipelineSettings``); None = unbounded (the paper's setting).
+        max_text_chars: Character bound on free-form texts, asked for as ``{"text": ...}``;
+            None = plain text (the paper's setting).
     """
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -118,6 +122,8 @@ class GenerationSettings(_Settings):
     max_rounds: int = Field(default=5, ge=1, le=5)
     max_reasks: int = Field(default=2, ge=0)
     limits: OutputLimits = OutputLimits()
+    max_field_chars: int | None = Field(default=None, ge=20)
+    max_text_chars: int | None = Field(default=None, ge=50)
 
 
 class BenchConfig(_Settings):
@@ -213,6 +219,7 @@ class BenchConfig(_Settings):
         return PipelineSettings(
             temperature=g.temperature, top_p=g.top_p, seed=g.seed, max_rounds=g.max_rounds, max_reasks=g.max_reasks,
             limits=StageLimits(**g.limits.model_dump()), schema_limits=self.endpoint.schema_limits,
+            max_field_chars=g.max_field_chars, max_text_chars=g.max_text_chars,
         )
 
 
@@ -229,12 +236,15 @@ BENCH_PRESETS: dict[str, dict[str, Any]] = {
         "judge_repeats": 1,
     },
     # A demo on the embedded model: 3 cases, short outputs, 2 rounds, so a handful of cases
-    # finishes on 2 CPU cores; judge output as in the calibration quick preset.
+    # finishes on 2 CPU cores; judge output as in the calibration quick preset. Texts are
+    # bounded in characters (JSON-schema maxLength) so the small model closes its answers
+    # within the token limits instead of being cut.
     "quick": {
         "max_cases": 3,
         "generation": {
-            "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 2, "max_reasks": 1,
-            "limits": {"role_assignment": 300, "opinion": 350, "consilium": 350, "finalizer": 400},
+            "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 2, "max_reasks": 2,
+            "limits": {"role_assignment": 600, "opinion": 600, "consilium": 500, "finalizer": 700},
+            "max_field_chars": 240, "max_text_chars": 900,
         },
         "judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 160, "rationale_max_chars": 120},
         "judge_repeats": 1,

@@ -134,6 +134,15 @@ class PipelineSettings(_Settings):
         limits: Output limits per stage, tokens.
         schema_limits: Keep ``maxLength``/``minLength`` in the JSON schemas sent (constrained
             decoders need them; some hosted strict modes reject them).
+        max_field_chars: Bound every text field of a structured answer to this many
+            characters (``maxLength``), so a constrained decoder closes its JSON within a small
+            output limit; None = only the bounds the reply models declare.
+        max_text_chars: Bound free-form texts (free-form opinions and final opinions) and the
+            moderator's revised report to this many characters: free-form stages are then
+            asked for a JSON object ``{"text": ...}`` with that ``maxLength`` (the text itself
+            stays free-form narrative); None = plain text, bounded only by the output limit.
+            Both exist for small local models, whose free text otherwise runs into the token
+            limit and is cut (a cut answer is a failure, never half a text).
     """
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -143,6 +152,28 @@ class PipelineSettings(_Settings):
     max_reasks: int = Field(default=2, ge=0)
     limits: StageLimits = Field(default_factory=StageLimits)
     schema_limits: bool = True
+    max_field_chars: int | None = Field(default=None, ge=20)
+    max_text_chars: int | None = Field(default=None, ge=50)
+
+
+def _bound_strings(schema: Any, limit: int, wide: dict[str, int]) -> Any:
+    """Cap the ``maxLength`` of every string property (``wide`` names properties with their own cap)."""
+    if isinstance(schema, list):
+        return [_bound_strings(v, limit, wide) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _bound_strings(v, limit, wide) for k, v in schema.items()}
+    for name, prop in (out.get("properties") or {}).items():
+        if isinstance(prop, dict) and prop.get("type") == "string" and "enum" not in prop:
+            cap = wide.get(name, limit)
+            prop["maxLength"] = min(prop.get("maxLength", cap), cap)
+    return out
+
+
+def _text_format(max_chars: int) -> dict:
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": max_chars}},
+              "required": ["text"], "additionalProperties": False}
+    return {"type": "json_schema", "json_schema": {"name": "free_text", "schema": schema, "strict": True}}
 
 
 # -- structured outputs -------------------------------------------------------------------------
@@ -311,7 +342,8 @@ class ConsiliumPipeline:
     def __init__(self, client: Client, settings: PipelineSettings | None = None) -> None:
         self.client = client
         self.settings = settings or PipelineSettings()
-        limits = self.settings.schema_limits
+        s = self.settings
+        limits = s.schema_limits
         self._formats = {
             "role_assignment": reply_format(RoleAssignmentReply, "role_assignment", schema_limits=limits),
             "structured_opinion": reply_format(StructuredOpinionReply, "structured_opinion", schema_limits=limits),
@@ -319,6 +351,14 @@ class ConsiliumPipeline:
             "moderator": reply_format(ModeratorReply, "moderator_decision", schema_limits=limits),
             "structured_final": reply_format(StructuredFinalReply, "structured_final", schema_limits=limits),
         }
+        if s.max_field_chars is not None and limits:
+            wide = {"revised_report": s.max_text_chars} if s.max_text_chars else {}
+            for fmt in self._formats.values():
+                schema = fmt["json_schema"]["schema"]
+                fmt["json_schema"]["schema"] = _bound_strings(schema, s.max_field_chars, wide)
+        self._text_format = _text_format(s.max_text_chars) if s.max_text_chars is not None and limits else None
+        if self._text_format is not None:
+            self._formats["free_text"] = self._text_format
 
     # -- manifest ------------------------------------------------------------------------------
 
@@ -347,7 +387,7 @@ class ConsiliumPipeline:
             top_p=s.top_p,
             seed=s.seed,
             max_tokens=s.limits.for_stage(ask.stage),
-            response_format=ask.fmt,
+            response_format=ask.fmt if ask.fmt is not None else self._text_format,
             tag=ask.stage,
         )
 
@@ -419,8 +459,14 @@ class ConsiliumPipeline:
                 f"{request.max_tokens} output tokens; give a shorter answer that is complete",
                 None,
             )
+        text = answer.text
+        if ask.fmt is None and self._text_format is not None:  # free text inside {"text": ...}
+            try:
+                text = str(parse_json_object(text)["text"])
+            except (ValueError, KeyError):
+                return 'the answer is not the JSON object {"text": "..."} that was asked for; answer again', None
         try:
-            return "", ask.parse(answer.text)
+            return "", ask.parse(text)
         except _Invalid as exc:
             return str(exc), None
 

@@ -31,7 +31,7 @@ _FORMAT_TAGS = {"role_assignment": "role_assignment", "structured_opinion": "opi
 def _tag(body: dict) -> str:
     """The pipeline stage of a request body (the tag is not sent over HTTP)."""
     fmt = body.get("response_format")
-    if fmt:
+    if fmt and fmt["json_schema"]["name"] != "free_text":  # free text inside {"text": ...}: by its system prompt
         return _FORMAT_TAGS[fmt["json_schema"]["name"]]
     system = body["messages"][0]["content"]
     if system == render("synthesis.system"):

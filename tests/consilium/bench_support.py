@@ -41,7 +41,19 @@ def _system(request: ChatRequest) -> str:
     return request.messages[0].content
 
 
+def _free_text(request: ChatRequest) -> bool:
+    """Free text asked for inside ``{"text": ...}`` (``max_text_chars``, e.g. the quick preset)."""
+    fmt = request.response_format or {}
+    return fmt.get("json_schema", {}).get("name") == "free_text"
+
+
 def consilium_endpoint(request: ChatRequest) -> str:
+    """Answers like :func:`_answer`; free text goes inside ``{"text": ...}`` when asked so."""
+    answer = _answer(request)
+    return json.dumps({"text": answer}) if _free_text(request) else answer
+
+
+def _answer(request: ChatRequest) -> str:
     """Answers every pipeline stage (by ``tag``) and the judge.
 
     Panel: Cardiology (primary), Nephrology. Round 1: Nephrology votes no on the first report,
@@ -57,7 +69,7 @@ def consilium_endpoint(request: ChatRequest) -> str:
         ], "panel_rationale": "Heart and kidney together."})
     if tag in ("opinion", "opinion_worker", "opinion_consolidation"):
         role = "Cardiology" if "Cardiology" in _system(request) else "Nephrology"
-        if request.response_format is not None:
+        if request.response_format is not None and not _free_text(request):
             return json.dumps({
                 "subjective_objective": f"{role}: chest pain, creatinine rise.",
                 "syndromes_mechanisms": "Acute kidney injury; possible embolic mechanism.",
@@ -76,7 +88,7 @@ def consilium_endpoint(request: ChatRequest) -> str:
         return json.dumps({"decision": "revise", "summary": "Added the renal plan.",
                            "revised_report": "Shared report, revised: cholesterol emboli likely; renal plan added."})
     if tag == "finalizer":
-        if request.response_format is not None:
+        if request.response_format is not None and not _free_text(request):
             return json.dumps({
                 "summary": "Cholesterol emboli after catheterisation.", "resolved_disagreements": "Renal plan added.",
                 "unresolved_disagreements": "None.", "final_differential": "Cholesterol emboli; contrast nephropathy.",

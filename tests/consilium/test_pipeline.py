@@ -568,3 +568,24 @@ def test_a_failing_worker_fails_the_case(run_with):
     run, provider = run_with(Script(overrides={"opinion_worker": worker}), topology="n+1", workers=["w1", "w2"])
     assert run.stop_reason == "failure" and "opinion_worker" in run.error and "no such model" in run.error
     assert not tags(provider, "opinion_consolidation") and run.opinions == ()
+
+
+def test_character_bounds_reach_every_schema_and_free_text_is_wrapped():
+    """max_field_chars / max_text_chars (the quick preset): every text field of a structured
+    answer gets maxLength, free text is asked for as {"text": ...} and read back unwrapped."""
+    import json as _json
+
+    from evolve.consilium._pipeline import ConsiliumPipeline, PipelineSettings
+    from evolve.llm import Client
+    from evolve.testing import FakeProvider
+
+    settings = PipelineSettings(max_field_chars=120, max_text_chars=500)
+    with Client(FakeProvider(lambda r: "{}")) as client:
+        pipe = ConsiliumPipeline(client, settings)
+    vote = pipe._formats["vote"]["json_schema"]["schema"]["properties"]
+    assert vote["critique"]["maxLength"] == 120 and "maxLength" not in vote["vote"]
+    moderator = pipe._formats["moderator"]["json_schema"]["schema"]["properties"]
+    assert moderator["revised_report"]["maxLength"] == 500 and moderator["summary"]["maxLength"] == 120
+    roles = _json.dumps(pipe._formats["role_assignment"])
+    assert '"maxLength": 80' in roles  # a tighter bound of the reply model is kept
+    assert pipe._formats["free_text"]["json_schema"]["schema"]["properties"]["text"]["maxLength"] == 500

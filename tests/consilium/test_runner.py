@@ -109,7 +109,7 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
         assert manifest.prompts[name].text == text
         assert manifest.prompts[name].sha256 == hashlib.sha256(text.encode()).hexdigest()
     assert manifest.decoding == {"temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 2}
-    assert manifest.limits.role_assignment == 300 and manifest.limits.finalizer == 400
+    assert manifest.limits.role_assignment == 600 and manifest.limits.finalizer == 700
     assert manifest.cases_sha256 == hashlib.sha256(cases_file.read_bytes()).hexdigest()
     assert manifest.case_ids == ("10.0000/bench-00", "10.0000/bench-01")
     assert manifest.pipeline_version and manifest.package_version and manifest.created
@@ -127,8 +127,8 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
     assert all(e["stop_reason"] == "consensus" and e["rounds"] == 2 and e["tokens"] > 0 for e in finished)
     assert {(r.temperature, r.top_p, r.seed) for r in provider.requests} == {(0.0, 1.0, 42)}
     limits = {r.tag: r.max_tokens for r in provider.requests}
-    assert limits["role_assignment"] == 300 and limits["opinion"] == 350 and limits["vote"] == 350
-    assert limits["finalizer"] == 400
+    assert limits["role_assignment"] == 600 and limits["opinion"] == 600 and limits["vote"] == 500
+    assert limits["finalizer"] == 700
     # no generating prompt carries the reference answer (SPEC §5.2)
     assert not any("Synthetic reference diagnosis" in m.content for r in provider.requests for m in r.messages)
 

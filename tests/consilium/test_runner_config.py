@@ -24,7 +24,7 @@ def _resolve(tmp_path, preset="quick", **overrides):
 def test_quick_preset_fits_two_cores(tmp_path):
     c = _resolve(tmp_path)
     assert c.max_cases == 3 and c.generation.max_rounds == 2
-    assert c.generation.limits.model_dump() == {"role_assignment": 300, "opinion": 350, "consilium": 350, "finalizer": 400}
+    assert c.generation.limits.model_dump() == {"role_assignment": 600, "opinion": 600, "consilium": 500, "finalizer": 700}
     assert c.judge.max_tokens == 160 and c.judge_repeats == 1
     assert c.endpoint.provider == "embedded" and c.models == ("local",) and c.judge.model == "local"
     assert c.conditions == ("free-form", "structured") and c.topologies == ("single",)
@@ -49,7 +49,7 @@ def test_layering_file_environment_overrides(tmp_path):
         overrides={"run_id": "r", "cases": tmp_path / "c.jsonl", "generation": {"max_rounds": 3}},
         environ={"EVOLVE_BASE_URL": "http://127.0.0.1:9/v1"})
     assert c.generation.max_rounds == 3 and c.generation.limits.opinion == 1000
-    assert c.generation.limits.finalizer == 400  # untouched preset value
+    assert c.generation.limits.finalizer == 700  # untouched preset value
     assert c.judge_repeats == 3 and c.models == ("from-file",)
     assert c.endpoint.provider == "openai_compatible" and c.endpoint.base_url == "http://127.0.0.1:9/v1"
     assert c.endpoint.model == "from-file" and c.judge.model == "from-file"  # the first model by default
