@@ -231,6 +231,35 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return {"endpoint": endpoint} if endpoint else {}
 
 
+def layered(
+    presets: dict[str, dict[str, Any]],
+    *,
+    preset: str | None,
+    config_file: Path | None,
+    overrides: dict[str, Any] | None,
+    environ: dict[str, str] | None,
+) -> dict[str, Any]:
+    """Merge preset < config file < environment < overrides into one nested dict (unvalidated).
+
+    Shared by :func:`resolve_config` and the benchmark's ``resolve_bench_config``.
+
+    Raises:
+        ConfigError: Unknown preset or unreadable config file.
+    """
+    data: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in presets:
+            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}.")
+        data = _merge(data, presets[preset])
+    if config_file is not None:
+        try:
+            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
+    data = _merge(data, env_overrides(environ))
+    return _merge(data, overrides or {})
+
+
 def resolve_config(
     *,
     preset: str | None = "quick",
@@ -250,18 +279,7 @@ def resolve_config(
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
         BudgetError: Inconsistent budget.
     """
-    data: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
-        data = _merge(data, PRESETS[preset])
-    if config_file is not None:
-        try:
-            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
-    data = _merge(data, env_overrides(environ))
-    data = _merge(data, overrides or {})
+    data = layered(PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
     if data.get("judge", {}).get("model") is None and data.get("endpoint", {}).get("model"):
         data.setdefault("judge", {})["model"] = data["endpoint"]["model"]
     try:

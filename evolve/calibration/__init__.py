@@ -21,6 +21,7 @@ from evolve.calibration._engine import (
     EXCLUSION_COLUMNS,
     SCORE_COLUMNS,
     CalibrationResult,
+    NoProgress,
     ProgressHook,
     calibrate,
     load_run_config,
@@ -36,7 +37,11 @@ from evolve.calibration._metrics import (
     numeric_ratings,
     rater_ceiling,
 )
-from evolve.calibration._workbooks import PAPER_FRAME, WorkbookInputs, prepare_workbook_inputs
+from evolve.calibration._workbooks import (
+    PAPER_FRAME,
+    WorkbookInputs,
+    prepare_workbook_inputs,
+)
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -46,6 +51,7 @@ __all__ = [
     "Agreement",
     "CalibrationResult",
     "WorkbookInputs",
+    "NoProgress",
     "ProgressHook",
     "agreement",
     "calibrate",

@@ -15,11 +15,23 @@ from ribs.schedulers import Scheduler
 
 from evolve.archive import Journal, MutationEmitter, Proposal, make_archive, measures_of
 from evolve.calibration._metrics import agreement, item_errors
-from evolve.calibration._mutation import MUTATION_FORMAT, MutationReply, mutation_messages
+from evolve.calibration._mutation import (
+    MUTATION_FORMAT,
+    MutationReply,
+    mutation_messages,
+)
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import RunError
-from evolve.judge import Criterion, Judge, Rubric, load_initial_guidance, load_protocol, load_rubric, parse_json_object
+from evolve.judge import (
+    Criterion,
+    Judge,
+    Rubric,
+    load_initial_guidance,
+    load_protocol,
+    load_rubric,
+    parse_json_object,
+)
 from evolve.llm import CallFailure, ChatRequest, Client
 from evolve.splits import Splits, check_splits, load_splits
 
@@ -50,7 +62,9 @@ class ProgressHook(Protocol):
     def advance(self, n: int = 1, key: str = "") -> None: ...
 
 
-class _NoProgress:
+class NoProgress:
+    """A progress hook that draws nothing (the default of the library functions)."""
+
     def phase(self, description: str, total: int, key: str = "") -> None:
         pass
 
@@ -566,7 +580,7 @@ def calibrate(
     from evolve.calibration._endpoint import open_client
     from evolve.report import write_report
 
-    progress = progress or _NoProgress()
+    progress = progress or NoProgress()
     _check_resume(config, resume)
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     splits = load_splits(config.splits)

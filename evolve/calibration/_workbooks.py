@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from evolve.data import CaseColumns, import_workbooks, load_cases, write_workbook_import
 from evolve.errors import RunError

@@ -29,6 +29,25 @@ opinion, the final report and the panel with the (calibrated) consilium judge in
 ``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`run_and_judge` does both.
 """
 
+from evolve.consilium._config import (
+    BENCH_PRESETS,
+    BenchConfig,
+    BenchManifest,
+    GenerationSettings,
+    OutputLimits,
+    load_bench_config,
+    load_bench_manifest,
+    model_slug,
+    resolve_bench_config,
+)
+from evolve.consilium._judging import (
+    JUDGE_SCORE_COLUMNS,
+    JUDGE_SCORES_FILE,
+    GuidanceChoice,
+    JudgeBenchResult,
+    judge_bench,
+    load_calibrated_guidance,
+)
 from evolve.consilium._models import (
     ARTIFACT_VERSION,
     MAX_ROUNDS,
@@ -65,17 +84,6 @@ from evolve.consilium._prompts import (
     split_free_form,
     strip_identifiers,
 )
-from evolve.consilium._config import (
-    BENCH_PRESETS,
-    BenchConfig,
-    BenchManifest,
-    GenerationSettings,
-    OutputLimits,
-    load_bench_config,
-    load_bench_manifest,
-    model_slug,
-    resolve_bench_config,
-)
 from evolve.consilium._runner import (
     BenchResult,
     CaseRunSummary,
@@ -90,14 +98,6 @@ from evolve.consilium._runner import (
     role_file_path,
     run_and_judge,
     run_bench,
-)
-from evolve.consilium._judging import (
-    JUDGE_SCORE_COLUMNS,
-    JUDGE_SCORES_FILE,
-    GuidanceChoice,
-    JudgeBenchResult,
-    judge_bench,
-    load_calibrated_guidance,
 )
 
 __all__ = [

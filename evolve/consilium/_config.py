@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from evolve.config import EndpointSettings, _merge, env_overrides
+from evolve.config import EndpointSettings, layered
 from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import ConfigError, RunError
@@ -275,18 +275,7 @@ def resolve_bench_config(
     Raises:
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
     """
-    data: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in BENCH_PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(BENCH_PRESETS)}.")
-        data = _merge(data, BENCH_PRESETS[preset])
-    if config_file is not None:
-        try:
-            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
-    data = _merge(data, env_overrides(environ))
-    data = _merge(data, overrides or {})
+    data = layered(BENCH_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
     endpoint = data.setdefault("endpoint", {})
     models = data.get("models")
     if not models:

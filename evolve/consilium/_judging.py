@@ -28,14 +28,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from evolve.archive import Journal
+from evolve.calibration import NoProgress, ProgressHook
 from evolve.consilium._config import load_bench_config
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
-    ProgressHook,
     _atomic_write,
     _close_quietly,
     _holds_interrupt,
-    _NoProgress,
     load_case_runs,
     load_run_cases,
 )
@@ -223,7 +222,7 @@ def judge_bench(
     from evolve.calibration import open_client
 
     run_dir = Path(run_dir)
-    progress = progress or _NoProgress()
+    progress = progress or NoProgress()
     config = load_bench_config(run_dir)
     n_repeats = config.judge_repeats if repeats is None else repeats
     if n_repeats < 1:

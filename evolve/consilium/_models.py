@@ -7,13 +7,18 @@ structured outputs of the generating model.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evolve.data import MAX_PANEL_ROLES, ConsiliumRecord, PanelRole, RoleOutput, role_slug
+from evolve.data import (
+    MAX_PANEL_ROLES,
+    ConsiliumRecord,
+    PanelRole,
+    RoleOutput,
+    role_slug,
+)
 
 ARTIFACT_VERSION = 1
 """Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""

@@ -65,7 +65,14 @@ from evolve.consilium._prompts import (
 from evolve.data import Case, PanelRole
 from evolve.errors import ConfigError
 from evolve.judge import parse_json_object, prompt_hash, response_format
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, Client, Message, strip_length_limits
+from evolve.llm import (
+    CallFailure,
+    ChatRequest,
+    ChatResponse,
+    Client,
+    Message,
+    strip_length_limits,
+)
 
 __all__ = [
     "PIPELINE_VERSION",

@@ -34,11 +34,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.archive import Journal
+from evolve.calibration import NoProgress, ProgressHook
 from evolve.consilium._config import (
     MANIFEST_FILE,
     BenchConfig,
@@ -92,22 +93,6 @@ BENCH_RUBRIC_ID = "consilium"
 
 RUN_CASES_FILE = "cases.jsonl"
 PROGRESS_KEY = "generate"
-
-
-class ProgressHook(Protocol):
-    """Receives progress (the CLI draws it with rich); same protocol as calibration's."""
-
-    def phase(self, description: str, total: int, key: str = "") -> None: ...
-
-    def advance(self, n: int = 1, key: str = "") -> None: ...
-
-
-class _NoProgress:
-    def phase(self, description: str, total: int, key: str = "") -> None:
-        pass
-
-    def advance(self, n: int = 1, key: str = "") -> None:
-        pass
 
 
 # -- the pipeline behind the runner ----------------------------------------------------------
@@ -622,7 +607,7 @@ def run_bench(
     """
     from evolve.calibration import open_client
 
-    progress = progress or _NoProgress()
+    progress = progress or NoProgress()
     backend = backend or default_backend()
     cases, manifest = _prepare(config, resume, backend)
     run_dir = config.run_dir
