@@ -358,6 +358,14 @@ class ConsiliumPipeline:
             "moderator": reply_format(ModeratorReply, "moderator_decision", schema_limits=limits),
             "structured_final": reply_format(StructuredFinalReply, "structured_final", schema_limits=limits),
         }
+        if limits:
+            # A "no" vote needs a critique and a revision, a "revise" decision a report: the
+            # schema asks for text in those fields whatever the verdict, so a constrained
+            # decoder cannot return them empty (an empty text beside "yes" is still accepted).
+            for name, fields in (("vote", ("critique", "proposed_revision")), ("moderator", ("revised_report",))):
+                props = self._formats[name]["json_schema"]["schema"]["properties"]
+                for field_name in fields:
+                    props[field_name]["minLength"] = 1
         if s.max_field_chars is not None and limits:
             wide = {"revised_report": s.max_text_chars} if s.max_text_chars else {}
             for fmt in self._formats.values():
