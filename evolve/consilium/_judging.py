@@ -33,8 +33,8 @@ from evolve.consilium._config import load_bench_config
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
     _atomic_write,
-    _close_quietly,
     _holds_interrupt,
+    _release,
     load_case_runs,
     load_run_cases,
 )
@@ -309,11 +309,7 @@ def judge_bench(
         raise
     finally:
         if owns:
-            try:
-                client.close() if finished else _close_quietly(client)
-            finally:
-                if closer is not None:
-                    closer()
+            _release(client, closer, finished=finished)
     frame = pd.DataFrame(rows, columns=JUDGE_SCORE_COLUMNS)
     frame["score"] = frame["score"].astype("Int64")
     frame["number"] = frame["number"].astype("Int64")

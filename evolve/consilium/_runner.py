@@ -537,6 +537,16 @@ def _close_quietly(client: Any) -> None:
         pass
 
 
+def _release(client: Any, closer: Callable[[], None] | None, *, finished: bool) -> None:
+    """Close a client this module opened (quietly after an interruption), then stop its
+    embedded server, if any."""
+    try:
+        client.close() if finished else _close_quietly(client)
+    finally:
+        if closer is not None:
+            closer()
+
+
 def _pack_name(run_id: str, key: str) -> str:
     return re.sub(r"[^A-Za-z0-9._:/\-]", "-", f"{run_id}.{key}")
 
@@ -722,11 +732,7 @@ def run_and_judge(
         finished = True
     finally:
         if owns:
-            try:
-                client.close() if finished else _close_quietly(client)
-            finally:
-                if closer is not None:
-                    closer()
+            _release(client, closer, finished=finished)
     if report:
         try:
             from evolve.report import write_bench_report
