@@ -629,6 +629,7 @@ def calibrate(
         client, closer = open_client(config, journal=journal)
     runs: list[CriterionRun] = []
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(criteria)), thread_name_prefix="criterion")
+    finished = False
     try:
         judge = Judge(rubric, protocol, config.judge)
         for i, c in enumerate(criteria):
@@ -644,14 +645,17 @@ def calibrate(
         if config.audit:
             audit_run(run_dir, client=client)
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+        finished = True
     except BaseException as exc:
         journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
         if owns:
-            client.close(cancel=True)
+            client.close(cancel=True)  # the criterion threads' calls in flight raise at once
         raise
     finally:
-        pool.shutdown(wait=True)
+        # A borrowed client's calls in flight end when its owner closes it (after we re-raise);
+        # waiting for those threads here would hold the interrupt until their calls finish.
+        pool.shutdown(wait=owns or finished)
         if owns:
             client.close()
             if closer is not None:

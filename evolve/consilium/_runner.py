@@ -429,8 +429,9 @@ class _Unit:
     """Generation of one (case, model): role assignment, then every condition x topology."""
 
     def __init__(self, *, config: BenchConfig, case: Case, model: str, pipe: Any, journal: Journal,
-                 progress: ProgressHook) -> None:
+                 progress: ProgressHook, stop: threading.Event) -> None:
         self.config = config
+        self.stop = stop
         self.case = case
         self.model = model
         self.pipe = pipe
@@ -491,6 +492,8 @@ class _Unit:
                 workers=self.config.workers if topology == "n+1" else (),
                 consolidator=self.config.consolidator if topology == "n+1" else None, roles=ra)
         except Exception as exc:  # a pipeline bug must not sink the other cases; it is recorded
+            if self.stop.is_set():
+                raise  # the run was interrupted (its calls were cancelled): nothing to record
             run = CaseRun(case_id=self.case.case_id, model=self.model, condition=condition, topology=topology,
                           stop_reason="failure", calls=tuple(ra.calls),
                           error=f"pipeline raised {type(exc).__name__}: {exc}"[:2000])
@@ -528,20 +531,11 @@ def _holds_interrupt(exc: BaseException) -> bool:
     return any(_holds_interrupt(e) for e in getattr(exc, "exceptions", ()) if isinstance(e, BaseException))
 
 
-def _close_quietly(client: Any) -> None:
-    """Close a client after an interruption; the loop may already be gone (an interrupt raised
-    inside it), which must not hide the interruption."""
-    try:
-        client.close(cancel=True)
-    except BaseException:  # noqa: BLE001 - the original exception is re-raised by the caller
-        pass
-
-
 def _release(client: Any, closer: Callable[[], None] | None, *, finished: bool) -> None:
-    """Close a client this module opened (quietly after an interruption), then stop its
-    embedded server, if any."""
+    """Close a client this module opened (cancelling calls in flight after an interruption),
+    then stop its embedded server, if any."""
     try:
-        client.close() if finished else _close_quietly(client)
+        client.close(cancel=not finished)
     finally:
         if closer is not None:
             closer()
@@ -648,7 +642,8 @@ def run_bench(
         def work(case: Case, model: str) -> list[CaseRunSummary]:
             if stop.is_set():
                 return []
-            return _Unit(config=config, case=case, model=model, pipe=pipe, journal=journal, progress=progress).run()
+            return _Unit(config=config, case=case, model=model, pipe=pipe, journal=journal, progress=progress,
+                         stop=stop).run()
 
         futures = [pool.submit(work, case, model) for case, model in units]
         for future in futures:
@@ -665,16 +660,12 @@ def run_bench(
             raise KeyboardInterrupt from exc  # an interrupt inside the client's task group
         raise
     finally:
-        if owns and not finished:
-            _close_quietly(client)  # cancels calls in flight, so the workers return
-        pool.shutdown(wait=True)
         if owns:
-            try:
-                if finished:
-                    client.close()
-            finally:
-                if closer is not None:
-                    closer()
+            _release(client, closer, finished=finished)  # after an interrupt: cancels the calls in flight
+        # A borrowed client's calls in flight are cancelled by its owner closing it after we
+        # re-raise; waiting here for those workers would wait for their calls (minutes on a
+        # local model) before the interrupt reached anyone.
+        pool.shutdown(wait=owns or finished)
     journal.append("usage", usage=result.usage)
     journal.append("bench_finished", runs=len(result.runs), ok=result.n_ok, failed=result.n_failed)
     return result

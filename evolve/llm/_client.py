@@ -226,18 +226,45 @@ class Client:
     def close(self, *, cancel: bool = False) -> None:
         """Stop the background loop (idempotent).
 
+        Safe after an interruption: when an exception raised inside the loop (a
+        ``KeyboardInterrupt`` from a provider, say) has already stopped it, there is nothing left
+        to cancel and ``close`` returns quietly - the caller has that exception already.
+
         Args:
             cancel: Cancel calls still in flight (after an interrupt) instead of waiting for
-                them; their results are lost and a resumed run pays for them again.
+                them; their results are lost and a resumed run pays for them again. Threads
+                blocked in :meth:`complete`, :meth:`map` or :meth:`embed` then raise (a
+                ``CancelledError`` or ``RuntimeError``) at once.
         """
-        if self._portal_cm is not None:
-            if cancel:
+        portal_cm, self._portal_cm = self._portal_cm, None
+        if portal_cm is None:
+            return
+        if cancel:
+            try:
                 self._portal.call(self._portal.stop, True)
-            self._portal_cm.__exit__(None, None, None)
-            self._portal_cm = None
+            except RuntimeError:  # "This portal is not running": the loop has stopped already
+                pass
+        try:
+            portal_cm.__exit__(None, None, None)
+        except RuntimeError:
+            pass
+        except BaseException as exc:
+            # The loop ended with the exception that stopped it (already raised to its caller,
+            # e.g. as an exception group); closing must not raise it a second time.
+            if not _ended_loop(exc):
+                raise
 
     def __enter__(self) -> "Client":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(cancel=exc_type is not None)
+
+
+def _ended_loop(exc: BaseException) -> bool:
+    """Whether ``exc`` is what a portal's loop re-raises on exit after a call raised a
+    ``KeyboardInterrupt`` or was cancelled inside it (possibly wrapped in exception groups)."""
+    if isinstance(exc, (KeyboardInterrupt, anyio.get_cancelled_exc_class())):
+        return True
+    inner = getattr(exc, "exceptions", None)
+    return bool(inner) and all(_ended_loop(e) for e in inner)

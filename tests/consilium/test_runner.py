@@ -3,11 +3,13 @@ role reuse, resume after an interruption, refused resumes, packs as case sources
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import signal
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from evolve.consilium import (
@@ -28,7 +30,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError
-from evolve.llm import ChatRequest
+from evolve.llm import ChatRequest, ChatResponse, Client, ResponseCache
 from tests.conftest import SHARED_DATA
 from tests.consilium.bench_support import (
     consilium_endpoint,
@@ -42,11 +44,6 @@ from tests.consilium.bench_support import (
 
 def _events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
-
-
-def _close(client) -> None:
-    with contextlib.suppress(BaseException):  # a client whose loop died of an interrupt
-        client.close()
 
 
 @pytest.fixture
@@ -179,7 +176,7 @@ def test_resume_after_an_interruption_mid_consilium_pays_no_finished_call_twice(
     client, _ = make_client(tmp_path, _interrupting(6, answered), concurrency=1)
     with pytest.raises(KeyboardInterrupt):
         run_bench(config, client=client)
-    _close(client)
+    client.close(cancel=True)  # its loop died of the interrupt: closing must not raise
     run = config.run_dir
     assert _events(run)[-1]["event"] == "interrupted"
     assert not list(run.glob("cases/*.json"))  # no pipeline run finished
@@ -210,6 +207,74 @@ def test_resume_after_an_interruption_mid_consilium_pays_no_finished_call_twice(
         client.close()
     for path in (run / "records" / "model-a").glob("*.json"):
         assert path.read_text() == (fresh.run_dir / "records" / "model-a" / path.name).read_text()
+
+
+class _HangingEndpoint:
+    """The scripted endpoint for ``after`` calls, then a call that never answers (a local model
+    generating for minutes); ``hanging`` is set once that call is in flight."""
+
+    endpoint_id = "fake://"
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.calls = 0
+        self.hanging = threading.Event()
+        self.answered_late = False
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        if self.calls > self.after:
+            self.hanging.set()
+            await anyio.sleep(3600)
+            self.answered_late = True
+        return ChatResponse(text=consilium_endpoint(request), prompt_tokens=100, completion_tokens=20)
+
+
+def _ctrl_c_when(event: threading.Event) -> None:
+    """Send SIGINT to the main thread once ``event`` is set (a real signal: it interrupts the
+    main thread's blocking wait, as Ctrl-C does; ``_thread.interrupt_main`` would not)."""
+    if event.wait(30):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+@pytest.mark.parametrize("owned", [False, True], ids=["borrowed-client", "owned-client"])
+def test_ctrl_c_while_a_call_is_in_flight_stops_at_once_and_records_no_failure(tmp_path, cases_file, owned, monkeypatch):
+    """Ctrl-C reaches the caller while a worker thread waits on a slow call: the run does not wait
+    for that call (measured before the fix: the run sat until the local model finished, minutes),
+    the interrupted case run is not recorded as a failure, and closing the client frees the worker."""
+    config = make_config(tmp_path, cases_file, parallel_cases=1)
+    endpoint = _HangingEndpoint(after=3)  # role assignment, two opinions, then the synthesis hangs
+    client = Client(endpoint, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1)
+    if owned:  # run_bench opens (and must close) the client itself
+        import evolve.calibration
+
+        monkeypatch.setattr(evolve.calibration, "open_client", lambda config, journal=None: (client, None))
+    threading.Thread(target=_ctrl_c_when, args=(endpoint.hanging,), daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(config, client=None if owned else client)
+    assert endpoint.hanging.is_set() and not endpoint.answered_late
+    client.close(cancel=True)  # the owner's part (a no-op when run_bench owned and closed it)
+    for worker in [t for t in threading.enumerate() if t.name.startswith("bench")]:
+        worker.join(timeout=30)
+        assert not worker.is_alive()
+    events = [e["event"] for e in _events(config.run_dir)]
+    assert events[-1] == "interrupted" and "case_failed" not in events
+    assert not list(config.run_dir.glob("cases/*.json"))  # nothing recorded for the cancelled case run
+
+
+def test_closing_a_client_whose_loop_died_of_an_interrupt_does_not_raise(tmp_path):
+    """A KeyboardInterrupt raised inside the client's loop ends it; close() (with or without
+    cancel) must not raise again, or it would hide the interrupt in every ``finally``."""
+    def respond(request):
+        raise KeyboardInterrupt
+
+    for cancel in (False, True):
+        client, _ = make_client(tmp_path, respond)
+        with pytest.raises(BaseException) as info:
+            client.complete(ChatRequest(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=5))
+        assert isinstance(info.value, KeyboardInterrupt) or "KeyboardInterrupt" in repr(info.value)
+        client.close(cancel=cancel)
+        client.close(cancel=cancel)  # idempotent
 
 
 def test_a_second_resume_is_free_and_reuses_artifacts(tmp_path, cases_file):
