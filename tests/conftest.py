@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack
 from evolve.errors import LocalServerError
 from evolve.judge import load_rubric
-from evolve.llm import ChatRequest, Client, ResponseCache
+from evolve.llm import ChatRequest, ChatResponse, Client, ResponseCache
 from evolve.local import DEFAULT_LOCAL_MODEL, InstallInfo, install, model_path, server_binary
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
@@ -167,3 +170,38 @@ def fake_consilium_endpoint(request: ChatRequest) -> str:
     truth = int(re.search(rf"\b{number}:(\d)", user.split("truths", 1)[1]).group(1))
     guidance = user.split("GUIDANCE FOR THIS CRITERION:", 1)[1] if "GUIDANCE FOR THIS CRITERION:" in user else ""
     return json.dumps({"rationale": "synthetic", "score": str(truth if "calibrated" in guidance else 2)})
+
+
+class HangingEndpoint:
+    """A provider answering with ``respond`` for ``after`` calls, then with a call that never
+    returns (a local model generating for minutes); ``hanging`` is set once it is in flight."""
+
+    endpoint_id = "fake://"
+
+    def __init__(self, respond, after: int) -> None:
+        self.respond = respond
+        self.after = after
+        self.calls = 0
+        self.hanging = threading.Event()
+        self.answered_late = False
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        if self.calls > self.after:
+            self.hanging.set()
+            await anyio.sleep(3600)
+            self.answered_late = True
+        return ChatResponse(text=self.respond(request), prompt_tokens=100, completion_tokens=20)
+
+
+def ctrl_c_when(event: threading.Event) -> threading.Thread:
+    """Send SIGINT to the main thread once ``event`` is set, from a daemon thread (a real signal
+    interrupts the main thread's blocking wait as Ctrl-C does; ``_thread.interrupt_main`` does not)."""
+
+    def send() -> None:
+        if event.wait(30):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from evolve.config import resolve_config
 from evolve.errors import RunError
 from evolve.llm import Client, ResponseCache
 from evolve.testing import FakeProvider
-from tests.conftest import fake_endpoint
+from tests.conftest import HangingEndpoint, ctrl_c_when, fake_endpoint
 
 
 def _config(tmp_path: Path, pack: Path, splits: Path, **budget):
@@ -149,6 +150,27 @@ def test_resume_after_interruption_repeats_no_finished_call(tmp_path, tiny_pack_
     ref_scores = pd.read_csv(ref.run_dir / "scores.csv").drop(columns=["cached"])
     new_scores = pd.read_csv(result.run_dir / "scores.csv").drop(columns=["cached"])
     pd.testing.assert_frame_equal(ref_scores, new_scores)
+
+
+@pytest.mark.timeout(120)  # before the fix this waited for the hanging call (an hour)
+def test_ctrl_c_with_a_borrowed_client_does_not_wait_for_calls_in_flight(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    """Ctrl-C while criterion threads wait on a slow endpoint reaches the caller at once (the
+    client's owner then cancels the calls in flight by closing it), and the run is resumable."""
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    endpoint = HangingEndpoint(fake_endpoint, after=10)
+    client = Client(endpoint, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1)
+    ctrl_c_when(endpoint.hanging)
+    with pytest.raises(KeyboardInterrupt):
+        calibrate(config, client=client)
+    assert endpoint.hanging.is_set() and not endpoint.answered_late
+    client.close(cancel=True)
+    for worker in [t for t in threading.enumerate() if t.name.startswith("criterion")]:
+        worker.join(timeout=30)
+        assert not worker.is_alive()
+    events = [json.loads(line)["event"] for line in (config.run_dir / "journal.jsonl").read_text().splitlines()]
+    assert "run_interrupted" in events
+    with Client(FakeProvider(fake_endpoint), cache=ResponseCache(tmp_path / "cache.sqlite")) as again:
+        assert calibrate(config, client=again, resume=True).winners
 
 
 def test_resume_refuses_a_changed_configuration(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import threading
 from pathlib import Path
 
-import anyio
 import pytest
 
 from evolve.consilium import (
@@ -30,8 +28,8 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError
-from evolve.llm import ChatRequest, ChatResponse, Client, ResponseCache
-from tests.conftest import SHARED_DATA
+from evolve.llm import ChatRequest, Client, ResponseCache
+from tests.conftest import SHARED_DATA, HangingEndpoint, ctrl_c_when
 from tests.consilium.bench_support import (
     consilium_endpoint,
     make_client,
@@ -209,47 +207,20 @@ def test_resume_after_an_interruption_mid_consilium_pays_no_finished_call_twice(
         assert path.read_text() == (fresh.run_dir / "records" / "model-a" / path.name).read_text()
 
 
-class _HangingEndpoint:
-    """The scripted endpoint for ``after`` calls, then a call that never answers (a local model
-    generating for minutes); ``hanging`` is set once that call is in flight."""
-
-    endpoint_id = "fake://"
-
-    def __init__(self, after: int) -> None:
-        self.after = after
-        self.calls = 0
-        self.hanging = threading.Event()
-        self.answered_late = False
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.calls += 1
-        if self.calls > self.after:
-            self.hanging.set()
-            await anyio.sleep(3600)
-            self.answered_late = True
-        return ChatResponse(text=consilium_endpoint(request), prompt_tokens=100, completion_tokens=20)
-
-
-def _ctrl_c_when(event: threading.Event) -> None:
-    """Send SIGINT to the main thread once ``event`` is set (a real signal: it interrupts the
-    main thread's blocking wait, as Ctrl-C does; ``_thread.interrupt_main`` would not)."""
-    if event.wait(30):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-
-
+@pytest.mark.timeout(120)  # before the fix this waited for the hanging call (an hour)
 @pytest.mark.parametrize("owned", [False, True], ids=["borrowed-client", "owned-client"])
 def test_ctrl_c_while_a_call_is_in_flight_stops_at_once_and_records_no_failure(tmp_path, cases_file, owned, monkeypatch):
     """Ctrl-C reaches the caller while a worker thread waits on a slow call: the run does not wait
     for that call (measured before the fix: the run sat until the local model finished, minutes),
     the interrupted case run is not recorded as a failure, and closing the client frees the worker."""
     config = make_config(tmp_path, cases_file, parallel_cases=1)
-    endpoint = _HangingEndpoint(after=3)  # role assignment, two opinions, then the synthesis hangs
+    endpoint = HangingEndpoint(consilium_endpoint, after=3)  # role assignment, two opinions, then the synthesis hangs
     client = Client(endpoint, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1)
     if owned:  # run_bench opens (and must close) the client itself
         import evolve.calibration
 
         monkeypatch.setattr(evolve.calibration, "open_client", lambda config, journal=None: (client, None))
-    threading.Thread(target=_ctrl_c_when, args=(endpoint.hanging,), daemon=True).start()
+    ctrl_c_when(endpoint.hanging)
     with pytest.raises(KeyboardInterrupt):
         run_bench(config, client=None if owned else client)
     assert endpoint.hanging.is_set() and not endpoint.answered_late
