@@ -200,6 +200,9 @@ def splits_make(
         None, "--validation-manifest", help="Supplied validation manifest to verify and use."),
     preset: Optional[str] = typer.Option(
         None, "--preset", help="'paper': 300 cases, frame 110 (190 held out), train 80 / validation 30, all verified."),
+    case_column: Optional[list[str]] = typer.Option(
+        None, "--column", help="With --cases: case_id=COLUMN and/or doi=COLUMN when the case file names them "
+        "differently (default: case_id, else doi, else id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace different manifests already in the folder."),
 ) -> None:
     """Write a deterministic case-disjoint frame/held-out and train/validation partition.
@@ -214,7 +217,7 @@ def splits_make(
     try:
         pack = load_pack(pack_dir)
         result = build_splits(
-            pack, cases=cases, frame_manifest=frame_manifest, frame_size=frame_size, n_train=train_size,
+            pack, cases=_case_universe(cases, case_column), frame_manifest=frame_manifest, frame_size=frame_size, n_train=train_size,
             n_validation=validation_size, train_manifest=train_manifest, validation_manifest=validation_manifest,
             preset=preset, holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed,
         )
@@ -233,19 +236,33 @@ def splits_make(
     )
 
 
+def _case_universe(cases: Path | None, case_column: list[str] | None):
+    """``--cases`` as given, or read with the ``--column`` mapping of its id and DOI columns."""
+    from evolve.splits import read_case_ids
+
+    if not case_column:
+        return cases
+    if cases is None:
+        raise EvolveError("--column maps the columns of --cases; give --cases FILE too.")
+    mapping = _case_columns(case_column)
+    return read_case_ids(cases, id_column=mapping.case_id, doi_column=mapping.doi)
+
+
 @splits_app.command("check")
 def splits_check(
     split_dir: Path = typer.Argument(..., help="Manifest folder."),
     pack_dir: Path = typer.Option(..., "--pack", help="The pack the manifests refer to."),
     cases: Optional[Path] = typer.Option(
         None, "--cases", help="The case file the frame was chosen from: also verify ids, exact complement and order."),
+    case_column: Optional[list[str]] = typer.Option(
+        None, "--column", help="With --cases: case_id=COLUMN and/or doi=COLUMN, as for `splits make`; repeatable."),
 ) -> None:
     """Check a manifest folder against its pack (disjoint, exact complement, order, one side per case)."""
     from evolve.data import load_pack
     from evolve.splits import check_split_dir
 
     try:
-        result = check_split_dir(split_dir, load_pack(pack_dir), cases=cases)
+        result = check_split_dir(split_dir, load_pack(pack_dir), cases=_case_universe(cases, case_column))
     except EvolveError as exc:
         _fail(exc)
     for note in result.warnings:

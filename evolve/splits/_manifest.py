@@ -232,9 +232,6 @@ def _no_repeats(ids: Sequence[str], label: str) -> None:
     raise_problems(problems, f"{label} is not a valid case universe")
 
 
-_ID_KEYS = ("case_id", "doi", "id")
-
-
 def _cell(value: object) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -254,7 +251,7 @@ def _parquet_records(path: Path) -> tuple[list[tuple[dict, int]], list[str]]:
     return [(rec, i) for i, rec in enumerate(frame.to_dict("records"), start=1)], list(frame.columns)
 
 
-def read_case_ids(path: Path | str) -> CaseList:
+def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column: str = "doi") -> CaseList:
     """Read the source-ordered case ids of a case file (the universe a frame is chosen from).
 
     Accepted formats, by extension:
@@ -269,6 +266,10 @@ def read_case_ids(path: Path | str) -> CaseList:
 
     Args:
         path: The case file or folder.
+        id_column: The field (JSONL) or column (CSV/parquet) holding the case id; None = the
+            first of ``case_id``, ``doi_column``, ``id`` present - the rule of
+            :func:`~evolve.data.load_cases`, so a frame and a case set agree on ids.
+        doi_column: The field or column holding the DOI (the case's group), if any.
 
     Returns:
         A :class:`CaseList` (``kind="file"``) with the file's path and sha256.
@@ -285,6 +286,8 @@ def read_case_ids(path: Path | str) -> CaseList:
     text = "" if suffix == ".parquet" else _decode(data, path, "case file")
     problems: list[str] = []
     rows: list[tuple[int, str, str | None]] = []  # (line, case id, group)
+    id_keys = (id_column,) if id_column else ("case_id", doi_column, "id")
+    wanted = f"'{id_column}'" if id_column else f"'case_id' (or '{doi_column}'/'id')"
     if suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -294,11 +297,13 @@ def read_case_ids(path: Path | str) -> CaseList:
             except json.JSONDecodeError as exc:
                 problems.append(f"{path} line {lineno}: invalid JSON ({exc.msg}). Fix the line (one object per line).")
                 continue
-            key = next((k for k in _ID_KEYS if isinstance(obj, dict) and isinstance(obj.get(k), str) and obj[k].strip()), None)
+            key = next((k for k in id_keys if isinstance(obj, dict) and isinstance(obj.get(k), str) and obj[k].strip()), None)
             if key is None:
-                problems.append(f"{path} line {lineno}: no 'case_id' (or 'doi'/'id') string field. Add the case id.")
+                problems.append(f"{path} line {lineno}: no {wanted} string field. Add the case id"
+                                + ("." if id_column else ", or name its field with --column case_id=FIELD."))
                 continue
-            doi = obj.get("doi") if isinstance(obj.get("doi"), str) and obj.get("doi", "").strip() else None
+            raw_doi = obj.get(doi_column)
+            doi = raw_doi if isinstance(raw_doi, str) and raw_doi.strip() else None
             rows.append((lineno, obj[key].strip(), doi.strip() if doi else None))
     elif suffix in (".csv", ".parquet"):
         if suffix == ".csv":
@@ -307,13 +312,14 @@ def read_case_ids(path: Path | str) -> CaseList:
             records = (({(k or "").strip(): v for k, v in row.items()}, rowno) for rowno, row in enumerate(reader, start=2))
         else:
             records, columns = _parquet_records(path)
-        key = next((k for k in _ID_KEYS if k in columns), None)
+        key = next((k for k in id_keys if k in columns), None)
         if key is None:
             raise SplitError(
-                f"{path} row 1: no 'case_id' (or 'doi'/'id') column among {columns}. Name the id column case_id."
+                f"{path} row 1: no {wanted} column among {columns}. Name the id column case_id, or pass "
+                "--column case_id=COLUMN."
             )
         for row, rowno in records:
-            cid, doi = _cell(row.get(key)), _cell(row.get("doi"))
+            cid, doi = _cell(row.get(key)), _cell(row.get(doi_column))
             if not cid:
                 problems.append(f"{path} row {rowno}: empty '{key}'. Fill in the case id or delete the row.")
                 continue

@@ -64,6 +64,25 @@ def test_frame_manifest_and_exact_sizes(tmp_path: Path, paper_setting) -> None:
     assert origin["frame_manifest"]["path"] == str(manifest) and origin["frame"] == "manifest"
 
 
+def test_case_file_with_renamed_columns(tmp_path: Path, paper_setting) -> None:
+    """--column maps a case file whose DOI column has another name; without it, one clear error."""
+    pack, _, rated = paper_setting
+    cases = tmp_path / "renamed.csv"
+    cases.write_text("Article DOI,title\n" + "".join(f"{c},t\n" for c in IDS))
+    out = tmp_path / "s"
+    result = _ok(["splits", "make", str(pack), "--cases", str(cases), "--column", "doi=Article DOI",
+                  "--preset", "paper", "--out", str(out)])
+    assert "frame 110 (train 80, validation 30), held-out 190 cases" in result.stdout
+    assert list(load_splits(out).frame) == rated
+    assert "ok" in _ok(["splits", "check", str(out), "--pack", str(pack), "--cases", str(cases),
+                        "--column", "doi=Article DOI"]).stdout
+    bad = runner.invoke(app, ["splits", "make", str(pack), "--cases", str(cases), "--preset", "paper",
+                              "--out", str(tmp_path / "t")])
+    assert bad.exit_code == 2 and "--column case_id=COLUMN" in bad.output
+    lone = runner.invoke(app, ["splits", "make", str(pack), "--column", "doi=X", "--out", str(tmp_path / "u")])
+    assert lone.exit_code == 2 and "give --cases FILE too" in lone.output
+
+
 def test_bad_manifest_is_one_error_with_lines(tmp_path: Path, paper_setting) -> None:
     pack, cases, rated = paper_setting
     manifest = tmp_path / "calibration.txt"

@@ -137,6 +137,22 @@ def test_read_case_ids_formats(tmp_path: Path) -> None:
     assert read_case_ids(pack_dir).ids == ("p1",)
 
 
+def test_read_case_ids_with_named_columns(tmp_path: Path) -> None:
+    """A case file whose id and DOI columns have other names (as load_cases' --column maps them)."""
+    csv_file = tmp_path / "cases.csv"
+    csv_file.write_text("Case ID,DOI,title\nk1,10.1/a,T\nk2,10.1/a,U\nk3,10.1/b,V\n")
+    cl = read_case_ids(csv_file, id_column="Case ID", doi_column="DOI")
+    assert cl.ids == ("k1", "k2", "k3") and cl.group_of == {"k1": "10.1/a", "k2": "10.1/a", "k3": "10.1/b"}
+    # only the DOI column renamed: it is the id (no case_id column), as in load_cases
+    by_doi = tmp_path / "by_doi.jsonl"
+    by_doi.write_text(json.dumps({"DOI": "10.1/x"}) + "\n" + json.dumps({"DOI": "10.1/y"}) + "\n")
+    assert read_case_ids(by_doi, doi_column="DOI").ids == ("10.1/x", "10.1/y")
+    with pytest.raises(SplitError, match=r"row 1: no 'ID' column among \['Case ID', 'DOI', 'title'\]"):
+        read_case_ids(csv_file, id_column="ID")
+    with pytest.raises(SplitError, match=r"line 1: no 'Case ID' string field"):
+        read_case_ids(by_doi, id_column="Case ID")
+
+
 def test_read_case_ids_collects_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"case_id": "a"}\n{oops\n{"title": "no id"}\n{"case_id": "a"}\n')
