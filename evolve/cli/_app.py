@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -21,6 +21,15 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmark runner: generate c
 app.add_typer(ratings_app, name="ratings")
 app.add_typer(splits_app, name="splits")
 app.add_typer(bench_app, name="bench")
+
+# Endpoint options shared by calibrate, audit and bench run (mapped by _endpoint_overrides).
+BaseUrlOption = Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL (replaces the embedded model).")]
+ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")]
+MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
+LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b).")]
+SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
+    "--schema-limits/--no-schema-limits",
+    help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
 
 err = Console(stderr=True)
 out = Console()
@@ -318,14 +327,12 @@ def calibrate(
     reeval_repeats: Optional[int] = typer.Option(None, help="Fresh judge seeds in re-evaluation (>= 2)."),
     max_train_targets: Optional[int] = typer.Option(None, help="Subsample training targets."),
     max_validation_targets: Optional[int] = typer.Option(None, help="Subsample validation targets."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (replaces the embedded model)."),
+    base_url: BaseUrlOption = None,
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
-    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
-    schema_limits: Optional[bool] = typer.Option(
-        None, "--schema-limits/--no-schema-limits",
-        help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it)."),
-    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    api_key_env: ApiKeyEnvOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    schema_limits: SchemaLimitsOption = None,
+    local_model: LocalModelOption = None,
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
@@ -430,12 +437,12 @@ def audit(
         help="Embedding similarities from the endpoint's /v1/embeddings (recorded as unavailable if it has none)."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (default: the run's endpoint)."),
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint (default: the run's)."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
-    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
+    api_key_env: ApiKeyEnvOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
     schema_limits: Optional[bool] = typer.Option(
         None, "--schema-limits/--no-schema-limits",
         help="Send maxLength in output schemas (default: the run's setting)."),
-    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    local_model: LocalModelOption = None,
     embedding_model: Optional[str] = typer.Option(None, help="Model id for /v1/embeddings (default: the endpoint's model)."),
     rebuild_report: bool = typer.Option(
         True, "--report/--no-report", help="Rebuild the run's report so its drift column shows the flags."),
@@ -516,13 +523,11 @@ def bench_run(
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model id (default: the endpoint's model)."),
     judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", min=1, help="Judge calls per target and criterion (default 1)."),
     parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1, help="(case, model) units generated at once over the shared client (default 1)."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (replaces the embedded model)."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
-    max_concurrency: Optional[int] = typer.Option(None, help="Requests in flight."),
-    schema_limits: Optional[bool] = typer.Option(
-        None, "--schema-limits/--no-schema-limits",
-        help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it)."),
-    local_model: Optional[str] = typer.Option(None, help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    base_url: BaseUrlOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    schema_limits: SchemaLimitsOption = None,
+    local_model: LocalModelOption = None,
 ) -> None:
     """Generate consilium second opinions for a case set, judge them and write the bench tables.
 
