@@ -139,7 +139,7 @@ def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder.")) -> 
 @ratings_app.command("import-workbooks")
 def ratings_import_workbooks(
     src: Path = typer.Argument(..., help="Folder of physician workbooks (.xlsx/.csv, one per specialty), or one workbook."),
-    cases: Path = typer.Option(..., "--cases", help="Case file (.jsonl/.csv/.parquet) the workbooks' case ids refer to."),
+    cases: Path = typer.Option(..., "--cases", help="Case file (.jsonl/.csv/.parquet) the workbooks' case ids refer to, or a bench run / rating-pack folder (its cases.jsonl)."),
     outputs: Path = typer.Option(..., "--outputs", help="Folder of consilium records (*.json) the physicians rated."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write."),
     condition: Optional[str] = typer.Option(None, "--condition", help="Record condition to use when a case has several."),
@@ -154,7 +154,7 @@ def ratings_import_workbooks(
     try:
         result = import_workbooks(
             src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name or out_dir.name,
-            case_columns=parse_column_overrides(columns or []),
+            case_columns=parse_column_overrides(columns) if columns else None,
         )
         write_workbook_import(result, out_dir, overwrite=overwrite)
     except EvolveError as exc:
@@ -305,7 +305,7 @@ def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, fram
 def calibrate(
     pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume or --workbooks)."),
     workbooks: Optional[Path] = typer.Option(None, "--workbooks", help="Physician workbooks folder (SPEC §6): import them, split, then calibrate, all into the run folder."),
-    cases: Optional[Path] = typer.Option(None, "--cases", help="With --workbooks: the case file (.jsonl/.csv/.parquet)."),
+    cases: Optional[Path] = typer.Option(None, "--cases", help="With --workbooks: the case file (.jsonl/.csv/.parquet), or a bench run / rating-pack folder."),
     outputs: Optional[Path] = typer.Option(None, "--outputs", help="With --workbooks: folder of the consilium records the workbooks rate."),
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="With --workbooks: CSV specialty,role for specialties that do not name a panel role."),
     case_column: Optional[list[str]] = typer.Option(None, "--column", help="With --workbooks: case-file column mapping field=column (repeatable)."),

@@ -28,7 +28,14 @@ physicians' per-specialty rating workbooks (SPEC §6) into a pack.
 
 from collections.abc import Callable
 
-from evolve.data._cases import CASE_FILE_SUFFIXES, CaseColumns, generation_input, load_cases, parse_column_overrides
+from evolve.data._cases import (
+    CASE_FILE_SUFFIXES,
+    CaseColumns,
+    case_file,
+    generation_input,
+    load_cases,
+    parse_column_overrides,
+)
 from evolve.data._consilium import (
     MAX_PANEL_ROLES,
     ConsiliumRecord,
@@ -118,6 +125,7 @@ __all__ = [
     "import_savage",
     "import_workbooks",
     "kqa_case_id",
+    "case_file",
     "load_cases",
     "load_consilium_records",
     "load_pack",

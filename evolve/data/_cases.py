@@ -31,6 +31,7 @@ __all__ = [
     "CASE_FILE_SUFFIXES",
     "CaseColumns",
     "generation_input",
+    "case_file",
     "load_cases",
     "parse_column_overrides",
 ]
@@ -200,8 +201,20 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
+def case_file(path: Path | str) -> Path:
+    """The case file a path names: a folder (a rating pack, a bench run) means its
+    ``cases.jsonl``; anything else is returned as given."""
+    path = Path(path)
+    return path / "cases.jsonl" if path.is_dir() else path
+
+
 def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[Case]:
     """Read a case file (``.jsonl``, ``.csv`` or ``.parquet``) into cases, in source order.
+
+    Files in evolve's own case format - a rating pack's or a bench run's ``cases.jsonl``
+    (fields ``case_id``, ``title``, ``text``, ``reference_answer``) - are read as such when no
+    mapping is given and the file has ``case_id`` and ``text`` but no ``case_text``; a folder
+    means its ``cases.jsonl`` (``ratings/savage``, ``archives/<bench run>``).
 
     Each row becomes ``Case(case_id=<DOI or mapped id>, title, text,
     reference_answer=<answer or None>, source="<file name> <row N | line N>")``. Rows are
@@ -210,7 +223,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     trailing whitespace of the id is removed; text, title and answer are kept as written.
 
     Args:
-        path: The case file.
+        path: The case file, or a folder holding ``cases.jsonl``.
         mapping: Column mapping (default: ``doi``, ``title``, ``case_text``, ``answer``; the
             DOI is the case id).
 
@@ -224,7 +237,8 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             ``^[A-Za-z0-9][A-Za-z0-9._:/-]*$``; two rows share an id (both rows are named).
             All row problems are collected into one error.
     """
-    path = Path(path)
+    path = case_file(path)
+    own_format = mapping is None
     mapping = mapping or CaseColumns()
     if not path.is_file():
         raise DataError(f"{path}: case file not found. Pass a .jsonl, .csv or .parquet file with one case per row.")
@@ -246,6 +260,9 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             f"{suffix[1:]} file (UTF-8 text for .jsonl/.csv)."
         ) from exc
 
+    if own_format and {"case_id", "text"} <= set(columns) and "case_text" not in columns:
+        mapping = CaseColumns(case_id="case_id", text="text", title="title" if "title" in columns else None,
+                              answer="reference_answer" if "reference_answer" in columns else None)
     if mapping.case_id is None and "case_id" in columns:
         mapping = mapping.model_copy(update={"case_id": "case_id"})
     missing = {name: col for name, col in mapping.required().items() if col not in columns}

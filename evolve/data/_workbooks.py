@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from openpyxl.utils import get_column_letter
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evolve.data._cases import CaseColumns, _Issues, load_cases
+from evolve.data._cases import CaseColumns, _Issues, case_file, load_cases
 from evolve.data._consilium import ConsiliumRecord, consilium_targets, load_consilium_records, record_file_stem
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef
 from evolve.data._pack import RATINGS_COLUMNS, RatingPack, _ratings_csv, validate_pack, write_pack
@@ -473,7 +473,7 @@ def import_workbooks(
     from evolve.judge._rubric import load_rubric
 
     src = Path(src)
-    case_path = Path(cases)
+    case_path = case_file(cases)
     rubric = load_rubric(WORKBOOK_RUBRIC_ID, root=Path(prompts_root) if prompts_root is not None else None)
     by_number = _rubric_by_number(rubric)
     pack_name = name if name is not None else (src.stem if src.is_file() else src.resolve().name)

@@ -202,7 +202,8 @@ class CaseList(BaseModel):
 
         Args:
             cases: Case records in source order.
-            path: The file they were loaded from; recorded with its sha256 when given.
+            path: The file (or folder with ``cases.jsonl``) they were loaded from; recorded
+                with its sha256 when given.
 
         Raises:
             SplitError: An id is repeated, or ``path`` does not exist.
@@ -211,7 +212,9 @@ class CaseList(BaseModel):
         _no_repeats(ids, "the cases")
         if path is None:
             return cls(ids=ids, kind="list", label="the loaded cases")
-        path = Path(path)
+        from evolve.data import case_file
+
+        path = case_file(path)
         source = SourceFile(path=str(path), sha256=sha256_bytes(_read_bytes(path, "case")))
         return cls(ids=ids, kind="file", source=source, label=f"case file {path}")
 
@@ -278,9 +281,9 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
         SplitError: Missing/unreadable file, bad JSON or CSV, rows without an id, or repeated
             ids -- every problem with its line (row) number.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "cases.jsonl"
+    from evolve.data import case_file
+
+    path = case_file(path)
     data = _read_bytes(path, "case")
     suffix = path.suffix.lower()
     text = "" if suffix == ".parquet" else _decode(data, path, "case file")

@@ -9,7 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from evolve.cli import app
 from evolve.consilium import (
     CaseRun,
     RoleFile,
@@ -246,6 +248,46 @@ def test_closing_a_client_whose_loop_died_of_an_interrupt_does_not_raise(tmp_pat
         assert isinstance(info.value, KeyboardInterrupt) or "KeyboardInterrupt" in repr(info.value)
         client.close(cancel=cancel)
         client.close(cancel=cancel)  # idempotent
+
+
+def test_outputs_rated_in_workbooks_feed_back_into_a_calibration_pack(tmp_path, cases_file):
+    """The issue's loop: bench outputs -> a physician's filled workbook -> the workbook importer
+    -> a rating pack on those outputs, valid for calibration (SPEC §5-§6)."""
+    from openpyxl import load_workbook
+
+    from evolve.data import import_workbooks, validate_pack, write_workbook_template
+
+    config = make_config(tmp_path, cases_file, conditions=("free-form",))
+    client, _ = make_client(tmp_path)
+    try:
+        result = run_bench(config, client=client)
+    finally:
+        client.close()
+    run = result.run_dir
+    records = load_consilium_records(run / "records" / "model-a")
+    case_ids = sorted(records)
+    path = write_workbook_template(tmp_path / "workbooks" / "cardio.xlsx", specialty="Cardiology", case_ids=case_ids)
+    book = load_workbook(path)
+    for row in range(5, 5 + len(case_ids)):
+        for col in range(2, 29):  # every score column: reasoning_1 ... case_10
+            book.active.cell(row, col, 2)
+    book.save(path)
+
+    # the run folder is the case source (its cases.jsonl is in evolve's own case format)
+    imported = import_workbooks(tmp_path / "workbooks", cases=run, outputs=run / "records" / "model-a",
+                                condition="free-form")
+    pack = imported.pack
+    validate_pack(pack)
+    assert imported.summary.raters == ("cardio/Cardiology",)
+    cli = CliRunner().invoke(app, ["ratings", "import-workbooks", str(tmp_path / "workbooks"), "--cases", str(run),
+                                   "--outputs", str(run / "records" / "model-a"), "--condition", "free-form",
+                                   "--out", str(tmp_path / "rated")])
+    assert cli.exit_code == 0, cli.output
+    assert load_pack(tmp_path / "rated").ratings == pack.ratings
+    rated_targets = {r.target_id for r in pack.ratings}
+    bench_targets = {t.target_id for t in load_pack(run / "pack" / "model-a").targets}
+    assert rated_targets and rated_targets <= bench_targets  # the ratings sit on the generated outputs
+    assert {r.case_id for r in pack.ratings} == set(case_ids) and {r.score for r in pack.ratings} == {2}
 
 
 def test_a_second_resume_is_free_and_reuses_artifacts(tmp_path, cases_file):

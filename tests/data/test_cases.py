@@ -302,3 +302,22 @@ def test_case_id_column_wins_over_doi_like_splits_does(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert [c.case_id for c in load_cases(path)] == ["c0", "c1"]
     assert list(read_case_ids(path).ids) == ["c0", "c1"]
+
+
+def test_evolves_own_case_files_and_folders_load_without_a_mapping(tmp_path: Path) -> None:
+    """A pack's / bench run's cases.jsonl (Case fields) loads as is, also given as its folder;
+    the NEJM column defaults still apply to everything else."""
+    from evolve.data import Case
+
+    own = [Case(case_id="10.1/a", title="T", text="Case a.", reference_answer="Dx a", source="x line 1"),
+           Case(case_id="c-2", text="Case b.")]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in own))
+    for where in (folder, folder / "cases.jsonl"):
+        cases = load_cases(where)
+        assert [(c.case_id, c.title, c.text, c.reference_answer) for c in cases] == [
+            ("10.1/a", "T", "Case a.", "Dx a"), ("c-2", "", "Case b.", None)]
+    # an explicit mapping is obeyed as given (here: wrong for this file, so a clear error)
+    with pytest.raises(DataError, match="column 'case_text' for field 'text' is missing"):
+        load_cases(folder, mapping=CaseColumns())
