@@ -607,7 +607,10 @@ def run_bench(
             stored configuration, case file or pipeline differs (nothing is called).
         DataError: Unreadable cases (raised before any model call).
         ConfigError, LocalServerError: The endpoint cannot be opened.
-        KeyboardInterrupt: Passed on after the journal records ``interrupted``.
+        KeyboardInterrupt: Passed on at once after the journal records ``interrupted``. An
+            owned client is closed with its calls in flight cancelled; with a borrowed
+            ``client`` the caller cancels them by ``client.close(cancel=True)`` (worker threads
+            may run until then). Interrupted case runs are not recorded, so ``resume`` makes them.
     """
     from evolve.calibration import open_client
 
