@@ -30,8 +30,8 @@ from evolve.errors import DataError
 __all__ = [
     "CASE_FILE_SUFFIXES",
     "CaseColumns",
-    "generation_input",
     "case_file",
+    "generation_input",
     "load_cases",
     "parse_column_overrides",
 ]

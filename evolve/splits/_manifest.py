@@ -318,8 +318,9 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
         key = next((k for k in id_keys if k in columns), None)
         if key is None:
             raise SplitError(
-                f"{path} row 1: no {wanted} column among {columns}. Name the id column case_id, or pass "
-                "--column case_id=COLUMN."
+                f"{path} row 1: no {wanted} column among {columns}. "
+                + ("Check the --column case_id= mapping against these columns." if id_column
+                   else "Name the id column case_id, or pass --column case_id=COLUMN.")
             )
         for row, rowno in records:
             cid, doi = _cell(row.get(key)), _cell(row.get(doi_column))
