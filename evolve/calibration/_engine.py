@@ -575,6 +575,10 @@ def calibrate(
     Raises:
         RunError: Run folder exists without ``resume``, or configuration mismatch on resume.
         PackError, SplitError, RubricError: Invalid inputs (raised before any LLM call).
+        KeyboardInterrupt: Passed on at once after the journal records ``run_interrupted``
+            (resume with ``resume=True``). An owned client is closed with its calls in flight
+            cancelled; with a borrowed ``client`` the caller cancels them by
+            ``client.close(cancel=True)`` (criterion threads may run until then).
     """
     from evolve.audit import audit_run
     from evolve.calibration._endpoint import open_client
