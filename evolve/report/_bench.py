@@ -899,7 +899,8 @@ def render_bench_markdown(report: dict) -> str:
 
     out += ["## Table 7 — quality and tokens", "",
             ("Quality = mean over pipelines of the final report's mean numeric score on criteria 1–8; tokens = prompt + "
-             "completion tokens of one pipeline's generation calls (judge calls excluded), in thousands."), "",
+             "completion tokens of one pipeline's generation calls (judge calls excluded), in thousands, averaged over "
+             "all pipelines of the row, failed ones included (their calls were spent)."), "",
              "| model | condition | topology | pipelines | scored | quality | tokens / case | prompt / completion | tokens per quality point |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in t["table7"]:
