@@ -194,14 +194,20 @@ class HangingEndpoint:
         return ChatResponse(text=self.respond(request), prompt_tokens=100, completion_tokens=20)
 
 
-def ctrl_c_when(event: threading.Event) -> threading.Thread:
-    """Send SIGINT to the main thread once ``event`` is set, from a daemon thread (a real signal
-    interrupts the main thread's blocking wait as Ctrl-C does; ``_thread.interrupt_main`` does not)."""
+@pytest.fixture
+def ctrl_c_when():
+    """``ctrl_c_when(event)``: send SIGINT to the main thread once ``event`` is set, from a
+    daemon thread (a real signal interrupts the main thread's blocking wait as Ctrl-C does;
+    ``_thread.interrupt_main`` does not). Python's Ctrl-C handler is installed for the test:
+    a shell starts background jobs with SIGINT ignored, and pytest would inherit that."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    def send() -> None:
-        if event.wait(30):
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    def arm(event: threading.Event) -> None:
+        def send() -> None:
+            if event.wait(30):
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    thread = threading.Thread(target=send, daemon=True)
-    thread.start()
-    return thread
+        threading.Thread(target=send, daemon=True).start()
+
+    yield arm
+    signal.signal(signal.SIGINT, previous)

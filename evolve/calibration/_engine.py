@@ -633,7 +633,7 @@ def calibrate(
         client, closer = open_client(config, journal=journal)
     runs: list[CriterionRun] = []
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(criteria)), thread_name_prefix="criterion")
-    finished = False
+    interrupted = False
     try:
         judge = Judge(rubric, protocol, config.judge)
         for i, c in enumerate(criteria):
@@ -649,17 +649,18 @@ def calibrate(
         if config.audit:
             audit_run(run_dir, client=client)
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
-        finished = True
     except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
         journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
         if owns:
             client.close(cancel=True)  # the criterion threads' calls in flight raise at once
         raise
     finally:
-        # A borrowed client's calls in flight end when its owner closes it (after we re-raise);
-        # waiting for those threads here would hold the interrupt until their calls finish.
-        pool.shutdown(wait=owns or finished)
+        # On Ctrl-C with a borrowed client, its owner cancels the calls in flight by closing it
+        # (after we re-raise); waiting for the criterion threads here would hold the interrupt
+        # until their calls finish. Any other error waits for them, as a finished run does.
+        pool.shutdown(wait=owns or not interrupted)
         if owns:
             client.close()
             if closer is not None:

@@ -478,6 +478,8 @@ class _Unit:
         if todo:
             ra = self._roles()
             for condition, topology, path in todo:
+                if self.stop.is_set():  # the run is ending (an error elsewhere): no new pipeline run
+                    break
                 out.append(self._one(ra, condition, topology, path))
         order = {(c, t): i for i, (c, t) in enumerate(
             (c, t) for c in self.config.conditions for t in self.config.topologies)}
@@ -634,7 +636,7 @@ def run_bench(
     units = [(case, model) for case in cases for model in config.models]
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_cases, max(len(units), 1)), thread_name_prefix="bench")
     stop = threading.Event()
-    finished = False
+    finished = interrupted = False
     try:
         journal.append("bench_resumed" if resume else "bench_started", run_id=config.run_id,
                        endpoint=client.endpoint_id, models=list(config.models), conditions=list(config.conditions),
@@ -657,6 +659,7 @@ def run_bench(
         finished = True
     except BaseException as exc:
         stop.set()
+        interrupted = _holds_interrupt(exc)
         journal.append("interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
         if not isinstance(exc, KeyboardInterrupt) and _holds_interrupt(exc):
@@ -665,10 +668,11 @@ def run_bench(
     finally:
         if owns:
             _release(client, closer, finished=finished)  # after an interrupt: cancels the calls in flight
-        # A borrowed client's calls in flight are cancelled by its owner closing it after we
-        # re-raise; waiting here for those workers would wait for their calls (minutes on a
-        # local model) before the interrupt reached anyone.
-        pool.shutdown(wait=owns or finished)
+        # On Ctrl-C with a borrowed client, the owner cancels the calls in flight by closing it
+        # after we re-raise; waiting here would hold the interrupt until those calls finish
+        # (minutes on a local model). Any other error waits for the workers (each stops after
+        # its current pipeline run), so none writes into the folder after we return.
+        pool.shutdown(wait=owns or not interrupted)
     journal.append("usage", usage=result.usage)
     journal.append("bench_finished", runs=len(result.runs), ok=result.n_ok, failed=result.n_failed)
     return result

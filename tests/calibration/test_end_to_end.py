@@ -16,7 +16,7 @@ from evolve.config import resolve_config
 from evolve.errors import RunError
 from evolve.llm import Client, ResponseCache
 from evolve.testing import FakeProvider
-from tests.conftest import HangingEndpoint, ctrl_c_when, fake_endpoint
+from tests.conftest import HangingEndpoint, fake_endpoint
 
 
 def _config(tmp_path: Path, pack: Path, splits: Path, **budget):
@@ -153,7 +153,8 @@ def test_resume_after_interruption_repeats_no_finished_call(tmp_path, tiny_pack_
 
 
 @pytest.mark.timeout(120)  # before the fix this waited for the hanging call (an hour)
-def test_ctrl_c_with_a_borrowed_client_does_not_wait_for_calls_in_flight(tmp_path, tiny_pack_dir, tiny_splits_dir):
+def test_ctrl_c_with_a_borrowed_client_does_not_wait_for_calls_in_flight(tmp_path, tiny_pack_dir, tiny_splits_dir,
+                                                                          ctrl_c_when):
     """Ctrl-C while criterion threads wait on a slow endpoint reaches the caller at once (the
     client's owner then cancels the calls in flight by closing it), and the run is resumable."""
     config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)

@@ -31,7 +31,7 @@ from evolve.data import (
 )
 from evolve.errors import DataError, RunError
 from evolve.llm import ChatRequest, Client, ResponseCache
-from tests.conftest import SHARED_DATA, HangingEndpoint, ctrl_c_when
+from tests.conftest import SHARED_DATA, HangingEndpoint
 from tests.consilium.bench_support import (
     consilium_endpoint,
     make_client,
@@ -211,7 +211,8 @@ def test_resume_after_an_interruption_mid_consilium_pays_no_finished_call_twice(
 
 @pytest.mark.timeout(120)  # before the fix this waited for the hanging call (an hour)
 @pytest.mark.parametrize("owned", [False, True], ids=["borrowed-client", "owned-client"])
-def test_ctrl_c_while_a_call_is_in_flight_stops_at_once_and_records_no_failure(tmp_path, cases_file, owned, monkeypatch):
+def test_ctrl_c_while_a_call_is_in_flight_stops_at_once_and_records_no_failure(tmp_path, cases_file, owned, monkeypatch,
+                                                                               ctrl_c_when):
     """Ctrl-C reaches the caller while a worker thread waits on a slow call: the run does not wait
     for that call (measured before the fix: the run sat until the local model finished, minutes),
     the interrupted case run is not recorded as a failure, and closing the client frees the worker."""
