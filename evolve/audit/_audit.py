@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from evolve.archive import Journal
-from evolve.calibration import load_run_config, open_client
 from evolve.audit._check import DriftCheckSettings, drift_request, parse_drift
 from evolve.audit._models import (
     AuditResult,
@@ -28,6 +24,12 @@ from evolve.audit._text import (
     present_terms,
     tfidf_matrix,
 )
+from evolve.calibration import (
+    CandidateRecord,
+    load_run_config,
+    open_client,
+    read_candidates,
+)
 from evolve.config import CalibrationConfig, EndpointSettings
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
@@ -42,62 +44,6 @@ from evolve.llm import CallFailure, Client
 
 AUDIT_JSON = "audit.json"
 AUDIT_MD = "audit.md"
-_REQUIRED_COLUMNS = ("candidate_id", "criterion", "origin", "text", "selected")
-
-
-@dataclass
-class _Row:
-    candidate_id: str
-    criterion: str
-    origin: str
-    parent_id: str
-    text: str
-    selected: bool
-    train_mae: float | None
-    order: int
-
-
-def _truthy(value: str) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
-
-
-def _float(value: str) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x
-
-
-def read_candidates(run_dir: Path) -> list[_Row]:
-    """The rows of ``candidates.csv`` needed by the audit.
-
-    Raises:
-        RunError: Missing file (the run did not finish) or missing columns.
-    """
-    path = Path(run_dir) / "candidates.csv"
-    if not path.is_file():
-        raise RunError(
-            f"{path}: missing. It is written when a run finishes; finish the run with "
-            f"`evolve calibrate --resume {run_dir}` and audit it again."
-        )
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in _REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise RunError(f"{path}: columns {missing} are missing; this is not a candidates.csv written by `evolve calibrate`.")
-    return [
-        _Row(
-            candidate_id=r["candidate_id"],
-            criterion=r["criterion"],
-            origin=r["origin"],
-            parent_id=r.get("parent_id", ""),
-            text=r["text"],
-            selected=_truthy(r["selected"]),
-            train_mae=_float(r.get("train_mae", "")),
-            order=i,
-        )
-        for i, r in enumerate(frame.to_dict("records"))
-    ]
 
 
 def _run_rubric(config: CalibrationConfig) -> Rubric:
@@ -112,7 +58,7 @@ def _run_rubric(config: CalibrationConfig) -> Rubric:
     return load_rubric(manifest.rubric.id, root=config.prompts_root, version=manifest.rubric.version)
 
 
-def _reference(winner: _Row, initials: Sequence[_Row], by_id: dict[str, _Row]) -> tuple[_Row, str]:
+def _reference(winner: CandidateRecord, initials: Sequence[CandidateRecord], by_id: dict[str, CandidateRecord]) -> tuple[CandidateRecord, str]:
     """The initial prompt a candidate is compared with, and the rule that chose it."""
     if winner.origin == "initial":
         return winner, "self"
@@ -129,7 +75,7 @@ def _reference(winner: _Row, initials: Sequence[_Row], by_id: dict[str, _Row]) -
 
 
 def _similarities(
-    vec: dict[str, Sequence[float]], text: str, crit_text: str, initials: Sequence[_Row], reference: _Row
+    vec: dict[str, Sequence[float]], text: str, crit_text: str, initials: Sequence[CandidateRecord], reference: CandidateRecord
 ) -> Similarities:
     to_initials = {r.candidate_id: round(cosine(vec[text], vec[r.text]), 4) for r in initials}
     return Similarities(
@@ -280,7 +226,7 @@ def audit_run(
     criteria: list[Criterion] = [c for c in rubric.criteria if c.criterion_id in ran]
     if not criteria:
         raise RunError(f"{run_dir}/candidates.csv: no candidates; nothing to audit.")
-    plan: list[tuple[Criterion, list[_Row], _Row | None]] = []
+    plan: list[tuple[Criterion, list[CandidateRecord], CandidateRecord | None]] = []
     for c in criteria:
         mine = [r for r in rows if r.criterion == c.criterion_id]
         initials = [r for r in mine if r.origin == "initial"]
@@ -337,8 +283,8 @@ def _audit(
     config: CalibrationConfig,
     rubric: Rubric,
     protocol: str,
-    plan: list[tuple[Criterion, list[_Row], _Row | None]],
-    by_id: dict[str, _Row],
+    plan: list[tuple[Criterion, list[CandidateRecord], CandidateRecord | None]],
+    by_id: dict[str, CandidateRecord],
     client: Client | None,
     *,
     use_llm: bool,
@@ -349,7 +295,7 @@ def _audit(
     embedding_model: str,
 ) -> AuditResult:
     # what is audited: (criterion, row, role), initial prompts first
-    jobs: list[tuple[Criterion, _Row, str, list[_Row]]] = []
+    jobs: list[tuple[Criterion, CandidateRecord, str, list[CandidateRecord]]] = []
     for c, initials, winner in plan:
         jobs += [(c, r, "initial", initials) for r in initials]
         if winner is not None:

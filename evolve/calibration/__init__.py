@@ -21,10 +21,12 @@ from evolve.calibration._engine import (
     EXCLUSION_COLUMNS,
     SCORE_COLUMNS,
     CalibrationResult,
+    CandidateRecord,
     NoProgress,
     ProgressHook,
     calibrate,
     load_run_config,
+    read_candidates,
     structural_exclusions,
 )
 from evolve.calibration._metrics import (
@@ -50,6 +52,7 @@ __all__ = [
     "SCORE_COLUMNS",
     "Agreement",
     "CalibrationResult",
+    "CandidateRecord",
     "WorkbookInputs",
     "NoProgress",
     "ProgressHook",
@@ -65,5 +68,6 @@ __all__ = [
     "open_client",
     "prepare_workbook_inputs",
     "rater_ceiling",
+    "read_candidates",
     "structural_exclusions",
 ]

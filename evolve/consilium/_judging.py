@@ -28,7 +28,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from evolve.archive import Journal
-from evolve.calibration import NoProgress, ProgressHook
+from evolve.calibration import NoProgress, ProgressHook, read_candidates
 from evolve.consilium._config import load_bench_config
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
@@ -122,12 +122,6 @@ class JudgeBenchResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value) if not pd.isna(value) else False
-
-
 def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dict[str, GuidanceChoice]:
     """The ``selected`` winner of each criterion in a calibration run's ``candidates.csv``.
 
@@ -140,42 +134,35 @@ def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dic
         ``criterion_id -> GuidanceChoice`` for the criteria the run selected a winner for.
 
     Raises:
-        RunError: No ``candidates.csv`` (not a finished calibration run), no selected winner
+        RunError: No ``candidates.csv`` (not a finished calibration run; see
+            :func:`~evolve.calibration.read_candidates`), no selected winner
             at all, two winners of one criterion, a criterion outside ``rubric`` (calibrated
             on another rubric) or a winner over 800 characters.
     """
     run = Path(calibration_run)
     path = run / "candidates.csv"
-    if not path.is_file():
-        raise RunError(
-            f"{path}: not found. --guidance takes a finished calibration run folder (archives/<run_id> of "
-            "`evolve calibrate --rubric consilium`)."
-        )
-    frame = pd.read_csv(path, dtype={"text": str}, keep_default_na=False)
-    missing = {"candidate_id", "criterion", "text", "selected"} - set(frame.columns)
-    if missing:
-        raise RunError(f"{path}: columns {sorted(missing)} are missing; is this a calibration run's candidates.csv?")
-    selected = frame[frame["selected"].map(_as_bool)]
-    if selected.empty:
+    rows = read_candidates(run, required=("candidate_id", "criterion", "text", "selected"))
+    selected = [row for row in rows if row.selected]
+    if not selected:
         raise RunError(f"{path}: no candidate is selected; the calibration did not finish. Resume it first "
                        f"(`evolve calibrate --resume {run}`).")
     known = {c.criterion_id for c in rubric.criteria if c.judged}
     out: dict[str, GuidanceChoice] = {}
-    for _, row in selected.iterrows():
-        crit = str(row["criterion"])
+    for row in selected:
+        crit = row.criterion
         if crit not in known:
             raise RunError(
-                f"{path}: selected winner {row['candidate_id']!r} is for criterion {crit!r}, which rubric "
+                f"{path}: selected winner {row.candidate_id!r} is for criterion {crit!r}, which rubric "
                 f"{rubric.id!r} does not judge (known: {sorted(known)}). Pass a calibration run of rubric {rubric.id!r}."
             )
         if crit in out:
             raise RunError(f"{path}: criterion {crit!r} has two selected winners ({out[crit].candidate_id!r}, "
-                           f"{row['candidate_id']!r}); the file was edited - restore it or rebuild the run.")
-        text = str(row["text"]).strip()
+                           f"{row.candidate_id!r}); the file was edited - restore it or rebuild the run.")
+        text = row.text.strip()
         if len(text) > MAX_GUIDANCE_CHARS:
-            raise RunError(f"{path}: winner {row['candidate_id']!r} has {len(text)} characters (limit "
+            raise RunError(f"{path}: winner {row.candidate_id!r} has {len(text)} characters (limit "
                            f"{MAX_GUIDANCE_CHARS}); the file was edited - restore it.")
-        out[crit] = GuidanceChoice(criterion=crit, candidate_id=str(row["candidate_id"]), text=text,
+        out[crit] = GuidanceChoice(criterion=crit, candidate_id=row.candidate_id, text=text,
                                    sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=str(run))
     return out
 
