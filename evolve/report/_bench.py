@@ -55,6 +55,7 @@ from pydantic import ValidationError
 
 from evolve.consilium import CaseRun
 from evolve.errors import DataError, RunError
+from evolve.report._report import format_interval
 from evolve.stats import Interval
 
 __all__ = [
@@ -803,18 +804,12 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
 
 
 def _num(x, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return format_interval(x, None, None, digits=digits)
 
 
 def _ci(row: dict, name: str, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
-    est = row.get(name)
-    if est is None:
-        return "—"
-    text = f"{est * scale:.{digits}f}{suffix}"
-    low, high = row.get(f"{name}_low"), row.get(f"{name}_high")
-    if low is None or high is None:
-        return text
-    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+    return format_interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"),
+                           digits=digits, scale=scale, suffix=suffix)
 
 
 def _pct(row: dict, name: str) -> str:

@@ -323,12 +323,21 @@ def _macro(records: list[dict]) -> dict:
     return out
 
 
-def _ci(stat: dict | None, digits: int = 3) -> str:
-    if not stat or stat.get("estimate") is None:
+def format_interval(estimate: float | None, low: float | None, high: float | None, *, digits: int = 3,
+                    scale: float = 1.0, suffix: str = "") -> str:
+    """``estimate [low, high]`` for a Markdown table (``—`` without an estimate; the estimate
+    alone without both bounds), each value times ``scale`` with ``digits`` decimals."""
+    if estimate is None:
         return "—"
-    if stat.get("low") is None:
-        return f"{stat['estimate']:.{digits}f}"
-    return f"{stat['estimate']:.{digits}f} [{stat['low']:.{digits}f}, {stat['high']:.{digits}f}]"
+    text = f"{estimate * scale:.{digits}f}{suffix}"
+    if low is None or high is None:
+        return text
+    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+
+
+def _ci(stat: dict | None, digits: int = 3) -> str:
+    stat = stat or {}
+    return format_interval(stat.get("estimate"), stat.get("low"), stat.get("high"), digits=digits)
 
 
 AGREEMENT_LABELS = {
