@@ -186,29 +186,13 @@ def _text_format(max_chars: int) -> dict:
 # -- structured outputs -------------------------------------------------------------------------
 
 
-def _strict(schema: Any) -> Any:
-    """A JSON schema fit for strict structured outputs: every object property required, no
-    ``default`` values, no model docstrings (``description`` of ``$defs`` objects)."""
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strict(v) for k, v in schema.items() if k != "default"}
-    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
-        out["required"] = list(out["properties"])
-        out.pop("description", None)
-    return out
-
-
 def reply_format(model: type[BaseModel], name: str, *, schema_limits: bool = True) -> dict:
     """The ``response_format`` of a structured stage (strict JSON schema of ``model``).
 
-    Built like :func:`evolve.judge.response_format`, then made strict-mode safe (every
-    property required, defaults dropped); without ``schema_limits`` the length limits are
-    stripped (:func:`evolve.llm.strip_length_limits`).
+    :func:`evolve.judge.response_format` (strict-mode safe); without ``schema_limits`` the
+    length limits are stripped (:func:`evolve.llm.strip_length_limits`).
     """
     fmt = response_format(model, name)
-    fmt["json_schema"]["schema"] = _strict(fmt["json_schema"]["schema"])
     return fmt if schema_limits else strip_length_limits(fmt)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -88,11 +88,30 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
     )
 
 
+def _strict(schema: Any) -> Any:
+    """A JSON schema fit for strict structured outputs: every object property required, no
+    ``default`` values, no model docstrings (``description`` of ``$defs`` objects)."""
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items() if k != "default"}
+    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+        out["required"] = list(out["properties"])
+        out.pop("description", None)
+    return out
+
+
 def response_format(model: type[BaseModel], name: str) -> dict:
-    """OpenAI ``response_format`` (strict JSON schema) for a pydantic model."""
+    """OpenAI ``response_format`` (strict JSON schema) for a pydantic model.
+
+    Strict-mode safe: every object property is required and defaults are dropped (hosted
+    strict modes refuse optional properties), and a model's docstring - for developers, not
+    for the endpoint - is left out.
+    """
     schema = model.model_json_schema()
     schema.pop("title", None)
-    schema.pop("description", None)  # a model's docstring is for developers, not for the endpoint
+    schema = _strict(schema)
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
