@@ -18,6 +18,7 @@ __all__ = [
     "TransientEndpointError",
     "BudgetError",
     "LocalServerError",
+    "ServerDiedError",
     "RunError",
 ]
 
@@ -64,6 +65,14 @@ class BudgetError(EvolveError):
 
 class LocalServerError(EvolveError):
     """The embedded llama-server could not be installed, started or reached."""
+
+
+class ServerDiedError(LocalServerError):
+    """The embedded llama-server died during a run.
+
+    The run stops at once (every remaining call would fail the same way) and can be resumed:
+    finished calls are in the response cache. The message names the cause and the fix.
+    """
 
 
 class RunError(EvolveError):

@@ -59,13 +59,15 @@ def open_client(
             journal.append("warning", message=f"other llama-server processes are running (pids {others}); "
                            "they share the 2 CPU cores and can slow every call many times over")
         # A fresh random key per start: only this process can use the server (a web page
-        # in a local browser cannot). It lives in memory only and is never written.
+        # in a local browser cannot). It lives in memory and the server's environment only:
+        # never on a command line, in a log or in a file.
         key = secrets.token_urlsafe(24)
-        server = LocalServer(ep.local_model, extra_args=("--api-key", key))
+        server = LocalServer(ep.local_model, api_key=key)
         base_url = server.start()
         spec = LOCAL_MODELS[ep.local_model]
         provider = OpenAICompatibleProvider(
-            base_url, api_key=key, timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}"
+            base_url, api_key=key, timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}",
+            liveness=server.death,  # a dead server stops the run (resumable) instead of failing every call
         )
         closer = server.stop
         if journal is not None:

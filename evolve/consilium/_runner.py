@@ -66,7 +66,7 @@ from evolve.data import (
     validate_pack,
     write_pack,
 )
-from evolve.errors import DataError, RunError
+from evolve.errors import DataError, RunError, ServerDiedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -493,6 +493,8 @@ class _Unit:
                 self.case, model=self.model, condition=condition, topology=topology,
                 workers=self.config.workers if topology == "n+1" else (),
                 consolidator=self.config.consolidator if topology == "n+1" else None, roles=ra)
+        except ServerDiedError:
+            raise  # every later call would fail the same way: the run stops (and resumes later)
         except Exception as exc:  # a pipeline bug must not sink the other cases; it is recorded
             if self.stop.is_set():
                 raise  # the run was interrupted (its calls were cancelled): nothing to record

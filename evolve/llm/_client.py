@@ -194,6 +194,10 @@ class Client:
     ) -> list[Result]:
         """Complete many requests concurrently (bounded by ``max_concurrency``), in order.
 
+        Endpoint failures come back as :class:`CallFailure` results. An exception that stops
+        the run (a :class:`~evolve.errors.ServerDiedError`, say) cancels the other requests
+        and is raised as itself.
+
         Args:
             requests: Requests; results come back in the same order.
             on_result: Called as ``on_result(index, result)`` when each finishes (from the
@@ -203,15 +207,24 @@ class Client:
 
     async def _amap(self, requests: list[ChatRequest], on_result) -> list[Result]:
         results: list[Result | None] = [None] * len(requests)
+        stopped: list[Exception] = []
 
         async def one(i: int, req: ChatRequest) -> None:
-            results[i] = await self.acomplete(req)
+            try:
+                results[i] = await self.acomplete(req)
+            except Exception as exc:  # noqa: BLE001 - a run-stopping error (the server died): stop the rest
+                if not stopped:
+                    stopped.append(exc)
+                tg.cancel_scope.cancel()
+                return
             if on_result is not None:
                 on_result(i, results[i])
 
         async with anyio.create_task_group() as tg:
             for i, req in enumerate(requests):
                 tg.start_soon(one, i, req)
+        if stopped:
+            raise stopped[0]  # itself, not wrapped in an exception group
         return results  # type: ignore[return-value]
 
     def total_usage(self) -> Usage:

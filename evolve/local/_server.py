@@ -20,13 +20,22 @@ from types import TracebackType
 
 import httpx
 
-from evolve.errors import LocalServerError
+from evolve.errors import LocalServerError, ServerDiedError
+from evolve.local._build import read_build_record
+from evolve.local._diagnose import explain_exit
 from evolve.local._install import server_binary
 from evolve.local._models import DEFAULT_LOCAL_MODEL, cache_dir, get_model_spec, model_path
 
 __all__ = ["LocalServer", "serve"]
 
 HOST = "127.0.0.1"
+
+#: Environment variable llama-server reads its API key from (kept off the command line, which
+#: the log and the process list show).
+API_KEY_ENV = "LLAMA_API_KEY"
+
+#: Server logs kept in ``cache_dir()/logs`` (older ones are deleted when a server starts).
+KEEP_LOGS = 20
 
 # Children still running, by PID; stopped by the atexit hook below.
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}
@@ -113,6 +122,24 @@ def _tail(path: Path, max_bytes: int = 4000, max_lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-max_lines:])
 
 
+def _prune_logs(directory: Path, keep: int = KEEP_LOGS) -> None:
+    """Delete all but the ``keep`` newest ``llama-server-*.log`` files in ``directory``."""
+    logs = []
+    for path in directory.glob("llama-server-*.log"):
+        with contextlib.suppress(OSError):
+            logs.append((path.stat().st_mtime, path))
+    for _, path in sorted(logs, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _explain(code: int, log_path: Path, binary: Path | None) -> str:
+    """The cause of an exit in words, the fix, and the log's last lines."""
+    tail = _tail(log_path)
+    build = read_build_record(binary) if binary is not None else None
+    return f"{explain_exit(code, tail, build=build)}\nLast lines of {log_path}:\n{tail}"
+
+
 class LocalServer:
     """One ``llama-server`` child process serving an embedded model on 127.0.0.1.
 
@@ -125,6 +152,9 @@ class LocalServer:
 
     The child runs in its own process group, its output goes to :attr:`log_path`, and it is
     stopped when this interpreter exits (``atexit``; on Linux also when the parent is killed).
+    An ``api_key`` reaches the child through its environment (``LLAMA_API_KEY``), never its
+    command line, so it is in no log and not in the process list. Only the
+    :data:`KEEP_LOGS` newest server logs are kept.
 
     Args:
         model: A key of ``LOCAL_MODELS``; its weights must already be installed
@@ -143,6 +173,9 @@ class LocalServer:
             faster but halves generation speed at long context, and judging is many short
             answers over one cached note.
         stop_timeout: Seconds to wait after SIGTERM before SIGKILL.
+        api_key: Key the server requires as a bearer token; ``None`` accepts any request.
+        binary: A ``llama-server`` executable to run instead of the installed one (e.g. another
+            build, as ``bench/server_speed.py`` compares).
 
     Raises:
         ConfigError: If ``model`` is unknown.
@@ -161,6 +194,8 @@ class LocalServer:
         log_path: Path | None = None,
         flash_attn: bool = False,
         stop_timeout: float = 10.0,
+        api_key: str | None = None,
+        binary: Path | None = None,
     ) -> None:
         self.model = model
         self.spec = get_model_spec(model)
@@ -173,8 +208,11 @@ class LocalServer:
         self.startup_timeout = startup_timeout
         self.flash_attn = flash_attn
         self.stop_timeout = stop_timeout
+        self._api_key = api_key
+        self._binary: Path | None = Path(binary) if binary is not None else None
         self._log_path_arg = Path(log_path) if log_path is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stopping = False
         self.startup_seconds: float | None = None
 
     # -- properties ---------------------------------------------------------------------------
@@ -213,7 +251,7 @@ class LocalServer:
             LocalServerError: If the server binary is not installed.
         """
         return [
-            str(server_binary()),
+            str(self._binary or server_binary()),
             "-m", str(model_path(self.spec)),
             "--host", HOST,
             "--port", str(self._port),
@@ -269,8 +307,14 @@ class LocalServer:
                 )
             raise _BindError
         cmd = self.command()
+        self._binary = Path(cmd[0])  # the build record read on death must be this binary's
         log_path = self.log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        _prune_logs(log_path.parent)
+        env = dict(os.environ)
+        env.pop(API_KEY_ENV, None)
+        if self._api_key is not None:
+            env[API_KEY_ENV] = self._api_key
         t0 = time.monotonic()
         with log_path.open("wb") as log_fh:
             log_fh.write(("$ " + " ".join(cmd) + "\n").encode())
@@ -278,6 +322,7 @@ class LocalServer:
             try:
                 proc = subprocess.Popen(
                     cmd,
+                    env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log_fh,
                     stderr=subprocess.STDOUT,
@@ -290,6 +335,7 @@ class LocalServer:
                     f"Could not run {cmd[0]} ({exc}). Reinstall the server with `evolve setup`."
                 ) from exc
         self._proc = proc
+        self._stopping = False
         with _LIVE_LOCK:
             _LIVE[proc.pid] = proc
         try:
@@ -311,8 +357,8 @@ class LocalServer:
                     if self._auto_port and "couldn't bind" in tail:
                         raise _BindError
                     raise LocalServerError(
-                        f"llama-server exited with code {code} during startup. Last lines of "
-                        f"{self.log_path}:\n{tail}"
+                        f"llama-server exited during startup (code {code}): "
+                        f"{_explain(code, self.log_path, self._binary)}"
                     )
                 with contextlib.suppress(httpx.TransportError):
                     if client.get(url).status_code == 200:
@@ -325,12 +371,36 @@ class LocalServer:
                     )
                 time.sleep(0.25)
 
+    def death(self, grace: float = 1.0) -> ServerDiedError | None:
+        """The error to stop a run with if the server has died on its own, else ``None``.
+
+        A dropped connection can reach the client a moment before the process is reaped, so
+        this waits up to ``grace`` seconds for a dying process to exit.
+
+        Args:
+            grace: Seconds to wait for the process to finish exiting.
+        """
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._stopping:
+            return None
+        return ServerDiedError(
+            f"The embedded llama-server (pid {proc.pid}) died during the run: "
+            f"{_explain(code, self.log_path, self._binary)}"
+        )
+
     def stop(self) -> None:
         """Stop the server: SIGTERM to its process group, SIGKILL after ``stop_timeout`` s.
 
         Safe to call more than once or on a server that never started.
         """
         if self._proc is not None:
+            self._stopping = True
             _kill_group(self._proc, self.stop_timeout)
 
     def __enter__(self) -> LocalServer:
@@ -409,10 +479,7 @@ def serve(
         )
         while srv.running:
             time.sleep(0.5)
-        raise LocalServerError(
-            f"llama-server (pid {srv.pid}) exited on its own. Last lines of {srv.log_path}:\n"
-            f"{_tail(srv.log_path)}"
-        )
+        raise srv.death() or LocalServerError(f"llama-server (pid {srv.pid}) exited on its own.")
     except KeyboardInterrupt:
         log("Stopping llama-server ...")
     finally:

@@ -13,11 +13,15 @@ import pytest
 
 from evolve.calibration import calibrate
 from evolve.config import resolve_config
+from evolve.local import cache_dir
 
 pytestmark = pytest.mark.slow
 
 
-def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_path, tiny_pack_dir, tiny_splits_dir):
+def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_path, tiny_pack_dir, tiny_splits_dir,
+                                                   monkeypatch):
+    key = "real-server-key-in-memory-only-0123456789"
+    monkeypatch.setattr("evolve.calibration._endpoint.secrets.token_urlsafe", lambda n: key)
     overrides = {
         "pack": tiny_pack_dir,
         "splits": tiny_splits_dir,
@@ -41,6 +45,11 @@ def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_pa
     assert kinds == {"no-guidance", "initial", "training-median", "winner"}
     cands = pd.read_csv(run / "candidates.csv", keep_default_na=False)
     assert (cands["origin"] == "mutation").sum() >= 1
+    # the server's API key reached it (every call was authorised) but no file evolve or the server wrote
+    written = [p for p in run.rglob("*") if p.is_file()] + [tmp_path / "cache.sqlite"]
+    written += sorted((cache_dir() / "logs").glob("llama-server-*.log"))
+    for path in written:
+        assert key.encode() not in path.read_bytes(), path
 
     # the same run again costs no model call: every request is answered by the cache
     again = calibrate(config.model_copy(update={"run_id": "real-again"}))

@@ -1,6 +1,7 @@
 """Fast tests of `LocalServer`'s process handling, with a stand-in for llama-server.
 
-The stand-in is a tiny Python HTTP server that answers ``GET /health``; it lets these tests
+The stand-in (``stand_in_llama_server.py``, the ``fake_binary`` fixture of this folder's
+conftest) is a tiny Python HTTP server that answers ``GET /health``; it lets these tests
 check start, health polling, early death, stop by PID and SIGKILL escalation in about a
 second, without the real binary or weights (those are covered by ``test_server_slow.py``).
 """
@@ -9,60 +10,13 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import evolve.local._server as server_mod
 from evolve.errors import LocalServerError
-from evolve.local import LocalServer, model_path
-
-FAKE_SERVER = textwrap.dedent(
-    """\
-    import os, signal, sys, time
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    args = sys.argv[1:]
-    port = int(args[args.index("--port") + 1])
-    mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
-    print("fake llama-server", " ".join(args), flush=True)
-    if mode == "bind_once" and not os.path.exists(os.environ["FAKE_LLAMA_MARKER"]):
-        open(os.environ["FAKE_LLAMA_MARKER"], "w").close()
-        print("E srv  start: couldn't bind HTTP server socket", flush=True)
-        sys.exit(1)
-    if mode == "die":
-        print("error: failed to load model (simulated)", flush=True)
-        sys.exit(3)
-    if mode == "ignore_term":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200 if self.path == "/health" else 404)
-            self.end_headers()
-            self.wfile.write(b'{"status":"ok"}')
-
-        def log_message(self, *a):
-            pass
-
-    HTTPServer(("127.0.0.1", port), Handler).serve_forever()
-    """
-)
-
-
-@pytest.fixture
-def fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
-    weights = model_path("qwen2.5-coder-0.5b")
-    weights.parent.mkdir(parents=True)
-    weights.write_bytes(b"GGUF")
-    script = tmp_path / "llama-server"
-    script.write_text(f"#!{sys.executable}\n{FAKE_SERVER}")
-    script.chmod(0o755)
-    monkeypatch.setattr(server_mod, "server_binary", lambda: script)
-    return script
+from evolve.local import LocalServer
 
 
 def _gone(pid: int) -> bool:
