@@ -16,48 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.errors import BudgetError, ConfigError
-from evolve.judge._judge import JudgeSettings
+from evolve.judge import JudgeSettings
+from evolve.runs import EndpointSettings
 
 CONFIG_VERSION = 1
 
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class EndpointSettings(_Settings):
-    """Where model calls go.
-
-    Attributes:
-        provider: ``embedded`` (start the local llama-server, the default), ``openai_compatible``
-            (any base URL: OpenAI, OpenRouter, vLLM, a running llama-server) or ``fake`` (tests).
-        base_url: Base URL ending in ``/v1`` for ``openai_compatible``.
-        model: Model id sent with each request (llama-server ignores it).
-        api_key_env: Name of the environment variable holding the API key (the key itself is
-            never stored).
-        local_model: Which embedded model to serve (see ``evolve.local.LOCAL_MODELS``).
-        max_concurrency: Requests in flight at once.
-        max_retries: Retries on 429/5xx/timeouts.
-        timeout_s: Per-request timeout, seconds.
-        schema_limits: Send ``maxLength`` in output JSON schemas (needed by constrained
-            decoders such as llama.cpp; turn off for hosted strict modes that reject it).
-    """
-
-    provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
-    base_url: str | None = None
-    model: str = "local"
-    api_key_env: str = "EVOLVE_API_KEY"
-    local_model: str = "qwen2.5-coder-0.5b"
-    max_concurrency: int = Field(default=2, ge=1)
-    max_retries: int = Field(default=4, ge=0)
-    timeout_s: float = Field(default=600.0, gt=0)
-    schema_limits: bool = True
-
-    @model_validator(mode="after")
-    def _needs_url(self) -> "EndpointSettings":
-        if self.provider == "openai_compatible" and not self.base_url:
-            raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
-        return self
 
 
 class MutationSettings(_Settings):

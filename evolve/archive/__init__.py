@@ -5,17 +5,14 @@ Each rubric criterion gets its own pyribs ``GridArchive`` whose solutions are gu
 (pyribs maximises); the two measures are guidance length and the judge's signed bias
 (:data:`MEASURE_NAMES`). :class:`MutationEmitter` is a pyribs emitter whose ``ask()`` returns
 LLM-written texts derived from sampled parent elites, after rejecting empty, duplicate and
-over-long (> 800 characters) proposals. :class:`Journal` is the append-only event log of a run.
+over-long (> 800 characters) proposals.
 """
 
 from evolve.archive._archive import MEASURE_NAMES, make_archive, measures_of
 from evolve.archive._emitter import MutationEmitter, Proposal, Proposer
-from evolve.archive._journal import JOURNAL_VERSION, Journal
 
 __all__ = [
-    "JOURNAL_VERSION",
     "MEASURE_NAMES",
-    "Journal",
     "MutationEmitter",
     "Proposal",
     "Proposer",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from ribs.archives import GridArchive
 
-from evolve.judge._rubric import MAX_GUIDANCE_CHARS
-from evolve.judge._rubric_models import Criterion
+from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion
 
 MEASURE_NAMES = ("length_chars", "signed_bias")
 """The two measures of a guidance candidate.

@@ -10,7 +10,7 @@ import numpy as np
 from ribs.archives import ArchiveBase
 from ribs.emitters import EmitterBase
 
-from evolve.judge._rubric import MAX_GUIDANCE_CHARS
+from evolve.rubric import MAX_GUIDANCE_CHARS
 
 
 @dataclass

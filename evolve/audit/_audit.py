@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from evolve.archive import Journal
 from evolve.audit._check import DriftCheckSettings, drift_request, parse_drift
 from evolve.audit._models import (
     AuditResult,
@@ -27,10 +26,9 @@ from evolve.audit._text import (
 from evolve.calibration import (
     CandidateRecord,
     load_run_config,
-    open_client,
     read_candidates,
 )
-from evolve.config import CalibrationConfig, EndpointSettings
+from evolve.config import CalibrationConfig
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.judge import (
@@ -41,6 +39,7 @@ from evolve.judge import (
     load_rubric,
 )
 from evolve.llm import CallFailure, Client
+from evolve.runs import EndpointSettings, Event, Journal, open_client
 
 AUDIT_JSON = "audit.json"
 AUDIT_MD = "audit.md"
@@ -165,8 +164,7 @@ def drift_flag(
 
 
 def _open(config: CalibrationConfig, endpoint: EndpointSettings | None, journal: Journal | None):
-    cfg = config if endpoint is None else config.model_copy(update={"endpoint": endpoint})
-    return open_client(cfg, journal=journal)
+    return open_client(endpoint or config.endpoint, cache_path=config.cache_path, journal=journal)
 
 
 def audit_run(
@@ -238,7 +236,7 @@ def audit_run(
     endpoint_model = (endpoint or config.endpoint).model
     journal = Journal(run_dir / "journal.jsonl") if write else None
     if journal is not None:
-        journal.append("audit_started", run_id=config.run_id, llm=use_llm, embeddings=use_embeddings)
+        journal.append(Event.AUDIT_STARTED, run_id=config.run_id, llm=use_llm, embeddings=use_embeddings)
 
     owns = client is None and (use_llm or use_embeddings)
     closer = None
@@ -252,7 +250,7 @@ def audit_run(
         )
     except BaseException as exc:
         if journal is not None:
-            journal.append("audit_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+            journal.append(Event.AUDIT_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         if owns and client is not None:
             client.close(cancel=True)
         raise
@@ -266,7 +264,7 @@ def audit_run(
         (run_dir / AUDIT_MD).write_text(render_markdown(result), encoding="utf-8")
         assert journal is not None
         journal.append(
-            "audit_finished",
+            Event.AUDIT_FINISHED,
             flags=result.flags,
             llm_status=result.llm_status,
             embeddings_status=result.embeddings_status,

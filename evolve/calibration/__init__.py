@@ -1,6 +1,7 @@
 """Calibration: evolve per-criterion judge guidance against physician ratings (SPEC §4).
 
-For each criterion, :func:`calibrate` seeds an isolated MAP-Elites archive with the initial
+This is the engine; :func:`evolve.workflows.run_calibration` runs it, then the drift audit and
+the report. For each criterion, :func:`calibrate` seeds an isolated MAP-Elites archive with the initial
 guidance candidates, scores them on training cases (fitness = MAE against every individual
 physician rating), asks the mutation LLM for new guidance from sampled elites and the
 training items they got most wrong, and repeats within the budget. The winner (lowest
@@ -15,17 +16,16 @@ judged and are listed in ``exclusions.csv``. :func:`prepare_workbook_inputs` tur
 workbooks and a case file into a run's pack and split (the paper's 80/30 frame split).
 """
 
-from evolve.calibration._endpoint import default_cache_path, open_client
 from evolve.calibration._engine import (
     CANDIDATE_COLUMNS,
     EXCLUSION_COLUMNS,
     SCORE_COLUMNS,
+    CalibrationPlan,
     CalibrationResult,
     CandidateRecord,
-    NoProgress,
-    ProgressHook,
     calibrate,
     load_run_config,
+    plan_calibration,
     read_candidates,
     structural_exclusions,
 )
@@ -51,21 +51,19 @@ __all__ = [
     "PAPER_FRAME",
     "SCORE_COLUMNS",
     "Agreement",
+    "CalibrationPlan",
     "CalibrationResult",
     "CandidateRecord",
     "WorkbookInputs",
-    "NoProgress",
-    "ProgressHook",
     "agreement",
     "calibrate",
     "constant_agreement",
-    "default_cache_path",
     "item_errors",
     "judge_pairs",
     "load_run_config",
     "median_baseline",
     "numeric_ratings",
-    "open_client",
+    "plan_calibration",
     "prepare_workbook_inputs",
     "rater_ceiling",
     "read_candidates",

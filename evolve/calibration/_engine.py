@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 from ribs.schedulers import Scheduler
 
-from evolve.archive import Journal, MutationEmitter, Proposal, make_archive, measures_of
+from evolve.archive import MutationEmitter, Proposal, make_archive, measures_of
 from evolve.calibration._metrics import agreement, item_errors
 from evolve.calibration._mutation import (
     MUTATION_FORMAT,
@@ -34,6 +35,7 @@ from evolve.judge import (
 )
 from evolve.llm import CallFailure, ChatRequest, Client
 from evolve.splits import Splits, check_splits, load_splits
+from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, owned_client
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
@@ -48,28 +50,6 @@ CANDIDATE_COLUMNS = [
 
 REEVAL_SEED_OFFSET = 1000
 MUTATION_SEED_OFFSET = 100_000
-
-
-class ProgressHook(Protocol):
-    """Receives progress from the engine (the CLI draws it with rich).
-
-    Criteria run concurrently, so every call names its ``key`` (the criterion id); a hook
-    keeps one bar per key. Calls may come from several threads.
-    """
-
-    def phase(self, description: str, total: int, key: str = "") -> None: ...
-
-    def advance(self, n: int = 1, key: str = "") -> None: ...
-
-
-class NoProgress:
-    """A progress hook that draws nothing (the default of the library functions)."""
-
-    def phase(self, description: str, total: int, key: str = "") -> None:
-        pass
-
-    def advance(self, n: int = 1, key: str = "") -> None:
-        pass
 
 
 @dataclass
@@ -113,12 +93,12 @@ class Candidate:
 
 @dataclass
 class CalibrationResult:
-    """What :func:`calibrate` returns.
+    """What :func:`calibrate` (and :func:`evolve.workflows.run_calibration`) return.
 
     Attributes:
         run_dir: The run folder.
         winners: Winning candidate id per criterion.
-        report: The parsed ``report.json``.
+        report: The parsed ``report.json`` (filled by the workflow; empty from the engine).
     """
 
     run_dir: Path
@@ -263,7 +243,7 @@ class CriterionRun:
                 cand.status = "low_coverage"
             self._rows_by_candidate[cand.candidate_id] = frame
             self.journal.append(
-                "candidate_evaluated",
+                Event.CANDIDATE_EVALUATED,
                 criterion=self.cid,
                 candidate_id=cand.candidate_id,
                 train_mae=cand.train_mae,
@@ -277,7 +257,7 @@ class CriterionRun:
         for cand in cands:
             m, clipped = measures_of(cand.text, cand.train_signed_error, self.criterion)
             if clipped:
-                self.journal.append("measures_clipped", criterion=self.cid, candidate_id=cand.candidate_id)
+                self.journal.append(Event.MEASURES_CLIPPED, criterion=self.cid, candidate_id=cand.candidate_id)
             rows.append(m)
         return np.array(rows)
 
@@ -355,7 +335,7 @@ class CriterionRun:
         )
         p.extra["candidate_id"] = cid
         self.journal.append(
-            "mutation_attempt",
+            Event.MUTATION_ATTEMPT,
             criterion=self.cid,
             candidate_id=cid,
             parent_id=p.parent_id,
@@ -379,7 +359,7 @@ class CriterionRun:
             self.candidates[cand.candidate_id] = cand
             inits.append(cand)
         self.journal.append(
-            "criterion_started", criterion=self.cid, n_train=len(self.train), n_validation=len(self.validation),
+            Event.CRITERION_STARTED, criterion=self.cid, n_train=len(self.train), n_validation=len(self.validation),
             initial=[c.candidate_id for c in inits],
         )
         self._evaluate_on_train(inits)
@@ -414,7 +394,7 @@ class CriterionRun:
             iteration += 1
             self._snapshot(iteration)
         self.journal.append(
-            "evolution_finished", criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
+            Event.EVOLUTION_FINISHED, criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
             rejections=dict(emitter.rejections), archive_cells=int(self.archive.cells), elites=len(self.archive),
         )
         elite_ids = set(self.archive.data("candidate_id").tolist()) if len(self.archive) else set()
@@ -423,12 +403,12 @@ class CriterionRun:
 
         winner = self._select()
         winner.selected = True
-        self.journal.append("winner_selected", criterion=self.cid, candidate_id=winner.candidate_id, train_mae=winner.train_mae)
+        self.journal.append(Event.WINNER_SELECTED, criterion=self.cid, candidate_id=winner.candidate_id, train_mae=winner.train_mae)
 
         reeval = [none, *inits] + ([winner] if winner.origin == "mutation" else [])
         seeds = [cfg.seed + REEVAL_SEED_OFFSET + r for r in range(cfg.budget.reeval_repeats)]
         self._judge_many(reeval, self.train + self.validation, seeds, "reeval")
-        self.journal.append("reevaluation_finished", criterion=self.cid, candidates=[c.candidate_id for c in reeval])
+        self.journal.append(Event.REEVALUATION_FINISHED, criterion=self.cid, candidates=[c.candidate_id for c in reeval])
         self._snapshot(None)
         return winner.candidate_id
 
@@ -450,9 +430,9 @@ class CriterionRun:
         """Archive snapshot for inspection: ``archive_<criterion>.csv`` (overwritten)."""
         path = self.config.run_dir / f"archive_{self.cid}.csv"
         if len(self.archive):
-            self.archive.data(return_type="pandas").to_csv(path, index=False)
+            atomic_write(path, self.archive.data(return_type="pandas").to_csv(index=False))
         if iteration is not None:
-            self.journal.append("archive_snapshot", criterion=self.cid, iteration=iteration, elites=len(self.archive))
+            self.journal.append(Event.ARCHIVE_SNAPSHOT, criterion=self.cid, iteration=iteration, elites=len(self.archive))
 
 
 EXCLUSION_COLUMNS = ["criterion", "component", "split", "n_targets", "n_ratings", "reason"]
@@ -503,8 +483,9 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     """``candidates.csv`` and ``scores.csv`` of all criteria, in criterion order."""
     cand_frame = pd.DataFrame([c.row() for run in runs for c in run.candidates.values()], columns=CANDIDATE_COLUMNS)
     cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
-    cand_frame.to_csv(run_dir / "candidates.csv", index=False)
-    pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS).to_csv(run_dir / "scores.csv", index=False)
+    atomic_write(run_dir / "candidates.csv", cand_frame.to_csv(index=False))
+    scores = pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS)
+    atomic_write(run_dir / "scores.csv", scores.to_csv(index=False))
 
 
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
@@ -641,8 +622,11 @@ def calibrate(
         resume: Continue the run in ``config.run_dir``.
         progress: Progress hook.
 
+    Writes the run's tables (``candidates.csv``, ``scores.csv``, ...), not its report or audit:
+    :func:`evolve.workflows.run_calibration` runs this, the drift audit and the report.
+
     Returns:
-        The run folder, winners and the report.
+        The run folder and the winners (``report`` empty).
 
     Raises:
         RunError: Run folder exists without ``resume``, or configuration mismatch on resume.
@@ -652,11 +636,55 @@ def calibrate(
             cancelled; with a borrowed ``client`` the caller cancels them by
             ``client.close(cancel=True)`` (criterion threads may run until then).
     """
-    from evolve.audit import audit_run
-    from evolve.calibration._endpoint import open_client
-    from evolve.report import write_report
-
     progress = progress or NoProgress()
+    plan = plan_calibration(config, resume=resume)
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    journal = Journal(run_dir / "journal.jsonl")
+    if not resume:
+        atomic_write(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
+    exclusions = structural_exclusions(plan.pack, plan.splits, plan.rubric, plan.criteria, config.conditions)
+    atomic_write(run_dir / "exclusions.csv", exclusions.to_csv(index=False))
+    journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
+                   criteria=[c.criterion_id for c in plan.criteria])
+    owns = client is None
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
+            else contextlib.nullcontext(client) as client:
+        winners = _run_criteria(config, client, plan, journal, progress, owns=owns)
+    return CalibrationResult(run_dir=run_dir, winners=winners)
+
+
+@dataclass(frozen=True)
+class CalibrationPlan:
+    """A validated calibration, before anything is written or called (:func:`plan_calibration`).
+
+    Attributes:
+        pack: The rating pack.
+        splits: Its case-disjoint split.
+        rubric: The pack's rubric.
+        protocol: The fixed judge protocol (system message).
+        criteria: The criteria to calibrate, in order.
+        initial: Initial guidance candidates per criterion id.
+        items: ``(training items, validation items)`` per criterion id.
+    """
+
+    pack: RatingPack
+    splits: Splits
+    rubric: Rubric
+    protocol: str
+    criteria: list[Criterion]
+    initial: dict
+    items: dict[str, tuple[list, list]]
+
+
+def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> CalibrationPlan:
+    """Check a calibration's inputs and choose its targets; write nothing, call no model.
+
+    Raises:
+        RunError: Run folder exists without ``resume``, configuration mismatch on resume, a
+            criterion unknown or physician-only, or no training/validation targets.
+        PackError, SplitError, RubricError: Invalid inputs.
+    """
     _check_resume(config, resume)
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     splits = load_splits(config.splits)
@@ -668,7 +696,26 @@ def calibrate(
             f"{rubric.id!r}. Import the ratings against {config.rubric!r} (e.g. `evolve ratings import-workbooks`) "
             "or drop --rubric."
         )
-    protocol = load_protocol(rubric.id, root=config.prompts_root)
+    criteria = _chosen_criteria(config, rubric)
+    items = {}
+    for i, c in enumerate(criteria):
+        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, config.conditions)
+        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i, config.conditions)
+        if not train or not val:
+            raise RunError(
+                f"criterion {c.criterion_id!r}: {len(train)} training and {len(val)} validation targets have "
+                "ratings; both must be non-empty. Check the split fractions, --condition and the pack."
+            )
+        items[c.criterion_id] = (train, val)
+    return CalibrationPlan(
+        pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=config.prompts_root),
+        criteria=criteria, items=items,
+        initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria},
+    )
+
+
+def _chosen_criteria(config: CalibrationConfig, rubric: Rubric) -> list[Criterion]:
+    """The criteria to calibrate: ``config.criteria`` or every evolvable one, each judged."""
     wanted = config.criteria or tuple(c.criterion_id for c in rubric.criteria if c.evolve)
     criteria = []
     for cid in wanted:
@@ -679,51 +726,34 @@ def calibrate(
         if not crit.judged:
             raise RunError(f"criterion {cid!r} is physician-only (the judge never scores it); drop it from --criterion.")
         criteria.append(crit)
-    initial = {c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria}
-    plan = {}
-    for i, c in enumerate(criteria):
-        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, config.conditions)
-        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i, config.conditions)
-        if not train or not val:
-            raise RunError(
-                f"criterion {c.criterion_id!r}: {len(train)} training and {len(val)} validation targets have "
-                "ratings; both must be non-empty. Check the split fractions, --condition and the pack."
-            )
-        plan[c.criterion_id] = (train, val)
+    return criteria
 
-    run_dir = config.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    journal = Journal(run_dir / "journal.jsonl")
-    if not resume:
-        (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    structural_exclusions(pack, splits, rubric, criteria, config.conditions).to_csv(run_dir / "exclusions.csv", index=False)
-    journal.append("run_resumed" if resume else "run_started", run_id=config.run_id, criteria=list(wanted))
 
-    owns = client is None
-    closer = None
-    if owns:
-        client, closer = open_client(config, journal=journal)
+def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPlan, journal: Journal,
+                  progress: ProgressHook, *, owns: bool) -> dict[str, str]:
+    """Evolve every criterion's archive in its own thread over one client; write the tables.
+
+    Returns:
+        The winning candidate id per criterion.
+    """
     runs: list[CriterionRun] = []
-    pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(criteria)), thread_name_prefix="criterion")
+    pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(plan.criteria)), thread_name_prefix="criterion")
     interrupted = False
     try:
-        judge = Judge(rubric, protocol, config.judge)
-        for i, c in enumerate(criteria):
-            train, val = plan[c.criterion_id]
+        judge = Judge(plan.rubric, plan.protocol, config.judge)
+        for i, c in enumerate(plan.criteria):
+            train, val = plan.items[c.criterion_id]
             runs.append(CriterionRun(
-                config=config, criterion=c, index=i, judge=judge, client=client, pack=pack,
-                train=train, validation=val, initial=initial[c.criterion_id], journal=journal, progress=progress,
+                config=config, criterion=c, index=i, judge=judge, client=client, pack=plan.pack,
+                train=train, validation=val, initial=plan.initial[c.criterion_id], journal=journal, progress=progress,
             ))
         # The archives are isolated; only the client (concurrency bound, cache, usage) is shared.
         futures = [pool.submit(run.run) for run in runs]
         winners = {run.cid: future.result() for run, future in zip(runs, futures)}
-        _write_tables(run_dir, runs)
-        if config.audit:
-            audit_run(run_dir, client=client)
-        usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+        _write_tables(config.run_dir, runs)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
-        journal.append("run_interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+        journal.append(Event.RUN_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
         if owns:
             client.close(cancel=True)  # the criterion threads' calls in flight raise at once
@@ -733,11 +763,4 @@ def calibrate(
         # (after we re-raise); waiting for the criterion threads here would hold the interrupt
         # until their calls finish. Any other error waits for them, as a finished run does.
         pool.shutdown(wait=owns or not interrupted)
-        if owns:
-            client.close()
-            if closer is not None:
-                closer()
-    journal.append("usage", usage=usage)
-    report = write_report(run_dir)
-    journal.append("run_finished", winners=winners)
-    return CalibrationResult(run_dir=run_dir, winners=winners, report=report)
+    return winners

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from evolve.data._models import Case, Rating, Target
-from evolve.judge._judge import response_format
-from evolve.judge._rubric import MAX_GUIDANCE_CHARS
-from evolve.judge._rubric_models import Criterion
+from evolve.llm import response_format
+from evolve.rubric._loading import MAX_GUIDANCE_CHARS
+from evolve.rubric._models import Criterion
 from evolve.llm._types import Message
 
 MUTATION_SYSTEM = (

@@ -366,7 +366,7 @@ def calibrate(
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
-    from evolve.calibration import calibrate as _calibrate
+    from evolve.workflows import run_calibration as _calibrate
     from evolve.calibration import load_run_config
     from evolve.config import resolve_config
     from evolve.data import load_pack
@@ -564,7 +564,8 @@ def bench_run(
     topology), records/<model>/ (what physicians rate: `evolve ratings import-workbooks ...
     --outputs records/<model>`), pack/<model>/, judge_scores.csv and the bench report.
     """
-    from evolve.consilium import load_bench_config, resolve_bench_config, run_and_judge
+    from evolve.consilium import load_bench_config, resolve_bench_config
+    from evolve.workflows import run_and_judge
 
     config = None
     try:

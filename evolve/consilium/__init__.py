@@ -26,7 +26,8 @@ case file's SHA-256), ``roles/``, ``cases/`` (one CaseRun each), ``records/<mode
 ConsiliumRecords physicians rate) and ``pack/<model>/`` (a rating pack of them) - and resumes
 by replay over the response cache. :func:`judge_bench` scores the primary role's reasoning and
 opinion, the final report and the panel with the (calibrated) consilium judge into
-``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`run_and_judge` does both.
+``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`evolve.workflows.run_and_judge`
+does both, then writes the bench report.
 """
 
 from evolve.consilium._config import (
@@ -94,9 +95,9 @@ from evolve.consilium._runner import (
     load_bench_cases,
     load_case_runs,
     load_run_cases,
+    prepare_bench,
     records_key,
     role_file_path,
-    run_and_judge,
     run_bench,
 )
 
@@ -154,10 +155,10 @@ __all__ = [
     "load_calibrated_guidance",
     "load_case_runs",
     "load_run_cases",
+    "prepare_bench",
     "model_slug",
     "records_key",
     "resolve_bench_config",
     "role_file_path",
-    "run_and_judge",
     "run_bench",
 ]

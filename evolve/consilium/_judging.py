@@ -18,6 +18,7 @@ replays every finished call from the response cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -27,20 +28,17 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from evolve.archive import Journal
-from evolve.calibration import NoProgress, ProgressHook, read_candidates
-from evolve.consilium._config import load_bench_config
+from evolve.calibration import read_candidates
+from evolve.consilium._config import BenchConfig, load_bench_config
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
-    _atomic_write,
-    _holds_interrupt,
-    _release,
     load_case_runs,
     load_run_cases,
 )
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import MAX_GUIDANCE_CHARS, Judge, Rubric, load_protocol, load_rubric
+from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -174,6 +172,26 @@ def _calibration_judge_model(calibration_run: Path) -> str | None:
         return None
 
 
+def _client_for(config: BenchConfig, client: Client | None, journal: Journal) -> contextlib.AbstractContextManager:
+    """The borrowed ``client``, or one owned for the block (released on any exit)."""
+    if client is not None:
+        return contextlib.nullcontext(client)
+    return owned_client(config.endpoint, cache_path=config.cache_path, journal=journal)
+
+
+def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHook) -> list[dict]:
+    """Judge one batch of ``(row, case, target, criterion, text, seed)`` in one concurrent map."""
+    requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
+    results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+    rows = []
+    for (row, _, _, crit, _, _), request, res in zip(batch, requests, results):
+        out = judge.parse(request, res, crit)
+        rows.append({**row, "outcome": out.outcome, "score": out.score, "prompt_hash": out.prompt_hash,
+                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                     "cached": out.cached, "rationale": out.rationale})
+    return rows
+
+
 def judge_bench(
     run_dir: Path | str,
     *,
@@ -206,8 +224,6 @@ def judge_bench(
         ConfigError: ``repeats`` < 1.
         RubricError: The consilium rubric or protocol is missing.
     """
-    from evolve.calibration import open_client
-
     run_dir = Path(run_dir)
     progress = progress or NoProgress()
     config = load_bench_config(run_dir)
@@ -267,41 +283,27 @@ def judge_bench(
 
     journal = Journal(run_dir / "journal.jsonl")
     total = sum(len(b) for b in batches)
-    journal.append("judge_started", calls=total, repeats=n_repeats, judge_model=config.judge.model,
+    journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
                    calibration_run=str(calibration_run) if calibration_run is not None else None,
                    guidance={k: v.candidate_id for k, v in guidance.items()})
     for warning in result.warnings:
-        journal.append("warning", message=warning)
-    owns = client is None
-    closer = None
-    if owns:
-        client, closer = open_client(config, journal=journal)
+        journal.append(Event.WARNING, message=warning)
     rows: list[dict] = []
-    finished = False
-    try:
-        progress.phase("judging", total, key=PROGRESS_KEY)
-        for batch in batches:
-            requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
-            results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
-            for (row, _, _, crit, _, _), request, res in zip(batch, requests, results):
-                out = judge.parse(request, res, crit)
-                rows.append({**row, "outcome": out.outcome, "score": out.score, "prompt_hash": out.prompt_hash,
-                             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-                             "cached": out.cached, "rationale": out.rationale})
-        finished = True
-    except BaseException as exc:
-        journal.append("judge_interrupted", error=f"{type(exc).__name__}: {exc}"[:500], done=len(rows))
-        if not isinstance(exc, KeyboardInterrupt) and _holds_interrupt(exc):
-            raise KeyboardInterrupt from exc  # an interrupt inside the client's task group
-        raise
-    finally:
-        if owns:
-            _release(client, closer, finished=finished)
+    with _client_for(config, client, journal) as client:
+        try:
+            progress.phase("judging", total, key=PROGRESS_KEY)
+            for batch in batches:
+                rows += _judge_batch(judge, client, batch, progress)
+        except BaseException as exc:
+            journal.append(Event.JUDGE_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500], done=len(rows))
+            if not isinstance(exc, KeyboardInterrupt) and holds_interrupt(exc):
+                raise KeyboardInterrupt from exc  # an interrupt inside the client's task group
+            raise
     frame = pd.DataFrame(rows, columns=JUDGE_SCORE_COLUMNS)
     frame["score"] = frame["score"].astype("Int64")
     frame["number"] = frame["number"].astype("Int64")
-    _atomic_write(result.path, frame.to_csv(index=False))
-    _atomic_write(run_dir / JUDGE_FILE, json.dumps({
+    atomic_write(result.path, frame.to_csv(index=False))
+    atomic_write(run_dir / JUDGE_FILE, json.dumps({
         "version": 1,
         "rubric": {"id": rubric.id, "version": rubric.version},
         "judge": config.judge.model_dump(mode="json"),
@@ -314,6 +316,6 @@ def judge_bench(
     result.rows = len(rows)
     result.outcomes = {k: int(v) for k, v in frame["outcome"].value_counts().items()}
     result.cached = int(frame["cached"].astype(bool).sum())
-    journal.append("judge_finished", rows=result.rows, outcomes=result.outcomes, cached=result.cached,
+    journal.append(Event.JUDGE_FINISHED, rows=result.rows, outcomes=result.outcomes, cached=result.cached,
                    skipped_runs=result.skipped_runs)
     return result

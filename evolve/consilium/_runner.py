@@ -25,12 +25,10 @@ cache and is never paid twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import re
 import threading
-import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +36,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evolve.archive import Journal
-from evolve.calibration import NoProgress, ProgressHook
 from evolve.consilium._config import (
     MANIFEST_FILE,
     BenchConfig,
@@ -67,6 +63,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, ServerDiedError
+from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -82,9 +79,9 @@ __all__ = [
     "load_bench_cases",
     "load_case_runs",
     "load_run_cases",
+    "prepare_bench",
     "records_key",
     "role_file_path",
-    "run_and_judge",
     "run_bench",
 ]
 
@@ -181,21 +178,6 @@ def records_key(model: str, topology: str) -> str:
 
 def _record_path(run_dir: Path, record: ConsiliumRecord, key: str) -> Path:
     return Path(run_dir) / "records" / key / f"{record_file_stem(record.case_id)}.{record.condition}.json"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a hidden temporary file and a rename (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _dump(model: BaseModel) -> str:
@@ -448,18 +430,18 @@ class _Unit:
                 stored = RoleFile.model_validate_json(path.read_text(encoding="utf-8"))
             except ValidationError as exc:
                 raise RunError(f"{path}: unreadable role assignment ({exc}). Delete it and resume to assign again.") from exc
-            self.journal.append("roles_reused", **self.ids, roles=[r.name for r in stored.roles])
+            self.journal.append(Event.ROLES_REUSED, **self.ids, roles=[r.name for r in stored.roles])
             return RoleAssignment(case_id=self.case.case_id, model=self.model, roles=stored.roles,
                                   panel_rationale=stored.panel_rationale, calls=stored.calls)
         ra = self.pipe.assign_roles(self.case, model=self.model)
         calls = tuple(ra.calls)
         tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
         if ra.error:
-            self.journal.append("roles_failed", **self.ids, error=str(ra.error)[:500], calls=len(calls), tokens=tokens)
+            self.journal.append(Event.ROLES_FAILED, **self.ids, error=str(ra.error)[:500], calls=len(calls), tokens=tokens)
             return ra
-        _atomic_write(path, _dump(RoleFile(case_id=self.case.case_id, model=self.model, roles=tuple(ra.roles),
+        atomic_write(path, _dump(RoleFile(case_id=self.case.case_id, model=self.model, roles=tuple(ra.roles),
                                            panel_rationale=ra.panel_rationale, calls=calls)))
-        self.journal.append("roles_assigned", **self.ids, roles=[r.name for r in ra.roles], calls=len(calls),
+        self.journal.append(Event.ROLES_ASSIGNED, **self.ids, roles=[r.name for r in ra.roles], calls=len(calls),
                             tokens=tokens, cached_calls=sum(c.cached for c in calls))
         return ra
 
@@ -487,7 +469,7 @@ class _Unit:
 
     def _one(self, ra: RoleAssignment, condition: str, topology: str, path: Path) -> CaseRunSummary:
         ids = {**self.ids, "condition": condition, "topology": topology}
-        self.journal.append("case_started", **ids)
+        self.journal.append(Event.CASE_STARTED, **ids)
         try:  # a failed role assignment gives a failed run (the pipeline records why)
             run = self.pipe.run_case(
                 self.case, model=self.model, condition=condition, topology=topology,
@@ -501,7 +483,7 @@ class _Unit:
             run = CaseRun(case_id=self.case.case_id, model=self.model, condition=condition, topology=topology,
                           stop_reason="failure", calls=tuple(ra.calls),
                           error=f"pipeline raised {type(exc).__name__}: {exc}"[:2000])
-        _atomic_write(path, _dump(run))
+        atomic_write(path, _dump(run))
         return self._finish(run, path, reused=False)
 
     def _finish(self, run: CaseRun, path: Path, *, reused: bool) -> CaseRunSummary:
@@ -512,37 +494,20 @@ class _Unit:
             record_path = _record_path(self.run_dir, record, records_key(run.model, run.topology))
             text = record.model_dump_json(indent=2) + "\n"
             if not (record_path.is_file() and record_path.read_text(encoding="utf-8") == text):
-                _atomic_write(record_path, text)
+                atomic_write(record_path, text)
         stats = {"stop_reason": run.stop_reason, "rounds": run.rounds_completed, "consensus": run.consensus,
                  "tokens": run.tokens, "calls": len(run.calls), "cached_calls": sum(c.cached for c in run.calls)}
         if reused:
-            self.journal.append("case_reused", **ids, stop_reason=run.stop_reason)
+            self.journal.append(Event.CASE_REUSED, **ids, stop_reason=run.stop_reason)
         elif record_path is not None:
-            self.journal.append("case_finished", **ids, **stats)
+            self.journal.append(Event.CASE_FINISHED, **ids, **stats)
         else:
-            self.journal.append("case_failed", **ids, **stats, error=(run.error or "no final opinion")[:1000])
+            self.journal.append(Event.CASE_FAILED, **ids, **stats, error=(run.error or "no final opinion")[:1000])
         self.progress.advance(key=PROGRESS_KEY)
         return CaseRunSummary(
             case_id=run.case_id, model=run.model, condition=run.condition, topology=run.topology,
             stop_reason=run.stop_reason, rounds=run.rounds_completed, tokens=run.tokens, path=path,
             record=record_path, reused=reused, error=run.error if record_path is None else "")
-
-
-def _holds_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is, or is an exception group holding, a KeyboardInterrupt."""
-    if isinstance(exc, KeyboardInterrupt):
-        return True
-    return any(_holds_interrupt(e) for e in getattr(exc, "exceptions", ()) if isinstance(e, BaseException))
-
-
-def _release(client: Any, closer: Callable[[], None] | None, *, finished: bool) -> None:
-    """Close a client this module opened (cancelling calls in flight after an interruption),
-    then stop its embedded server, if any."""
-    try:
-        client.close(cancel=not finished)
-    finally:
-        if closer is not None:
-            closer()
 
 
 def _pack_name(run_id: str, key: str) -> str:
@@ -577,7 +542,7 @@ def _write_packs(config: BenchConfig, cases: list[Case], runs: list[CaseRunSumma
         )
         validate_pack(pack, prompts_root=config.prompts_root)
         out[key] = write_pack(pack, config.run_dir / "pack" / key, overwrite=True)
-        journal.append("pack_written", key=key, path=str(out[key]), targets=len(pack.targets))
+        journal.append(Event.PACK_WRITTEN, key=key, path=str(out[key]), targets=len(pack.targets))
     return out
 
 
@@ -616,31 +581,35 @@ def run_bench(
             ``client`` the caller cancels them by ``client.close(cancel=True)`` (worker threads
             may run until then). Interrupted case runs are not recorded, so ``resume`` makes them.
     """
-    from evolve.calibration import open_client
-
     progress = progress or NoProgress()
     backend = backend or default_backend()
-    cases, manifest = _prepare(config, resume, backend)
+    cases, manifest = prepare_bench(config, resume, backend)
     run_dir = config.run_dir
     if resume:
         manifest = BenchManifest.model_validate_json((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
-        _atomic_write(run_dir / MANIFEST_FILE, _dump(manifest))
+        atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
+        atomic_write(run_dir / MANIFEST_FILE, _dump(manifest))
     journal = Journal(run_dir / "journal.jsonl")
 
     owns = client is None
-    closer = None
-    if owns:
-        client, closer = open_client(config, journal=journal)
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
+            else contextlib.nullcontext(client) as client:
+        return _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume)
+
+
+def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: BenchManifest, journal: Journal,
+              progress: ProgressHook, backend: PipelineBackend, *, owns: bool, resume: bool) -> BenchResult:
+    """Run every (case, model) unit in worker threads over one client; write packs and usage."""
+    run_dir = config.run_dir
     result = BenchResult(run_dir=run_dir, manifest=manifest)
     units = [(case, model) for case in cases for model in config.models]
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_cases, max(len(units), 1)), thread_name_prefix="bench")
     stop = threading.Event()
-    finished = interrupted = False
+    interrupted = False
     try:
-        journal.append("bench_resumed" if resume else "bench_started", run_id=config.run_id,
+        journal.append(Event.BENCH_RESUMED if resume else Event.BENCH_STARTED, run_id=config.run_id,
                        endpoint=client.endpoint_id, models=list(config.models), conditions=list(config.conditions),
                        topologies=list(config.topologies), cases=len(cases), pipeline_version=manifest.pipeline_version)
         progress.phase("generating", len(units) * len(config.conditions) * len(config.topologies), key=PROGRESS_KEY)
@@ -658,86 +627,35 @@ def run_bench(
         result.packs = _write_packs(config, cases, result.runs, journal)
         result.records = {key: run_dir / "records" / key for key in result.packs}
         result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}
-        finished = True
     except BaseException as exc:
         stop.set()
-        interrupted = _holds_interrupt(exc)
-        journal.append("interrupted", error=f"{type(exc).__name__}: {exc}"[:500])
+        interrupted = holds_interrupt(exc)
+        journal.append(Event.INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
-        if not isinstance(exc, KeyboardInterrupt) and _holds_interrupt(exc):
+        if owns:
+            client.close(cancel=True)  # the workers' calls in flight raise at once
+        if not isinstance(exc, KeyboardInterrupt) and holds_interrupt(exc):
             raise KeyboardInterrupt from exc  # an interrupt inside the client's task group
         raise
     finally:
-        if owns:
-            _release(client, closer, finished=finished)  # after an interrupt: cancels the calls in flight
         # On Ctrl-C with a borrowed client, the owner cancels the calls in flight by closing it
         # after we re-raise; waiting here would hold the interrupt until those calls finish
         # (minutes on a local model). Any other error waits for the workers (each stops after
         # its current pipeline run), so none writes into the folder after we return.
         pool.shutdown(wait=owns or not interrupted)
-    journal.append("usage", usage=result.usage)
-    journal.append("bench_finished", runs=len(result.runs), ok=result.n_ok, failed=result.n_failed)
+    journal.append(Event.USAGE, usage=result.usage)
+    journal.append(Event.BENCH_FINISHED, runs=len(result.runs), ok=result.n_ok, failed=result.n_failed)
     return result
 
 
-def _prepare(config: BenchConfig, resume: bool, backend: PipelineBackend) -> tuple[list[Case], BenchManifest]:
-    """Cases and a fresh manifest, after the resume checks (no model call, nothing written)."""
+def prepare_bench(config: BenchConfig, resume: bool, backend: PipelineBackend) -> tuple[list[Case], BenchManifest]:
+    """Cases and a fresh manifest, after the resume checks (no model call, nothing written).
+
+    Raises:
+        RunError, DataError: As :func:`run_bench` raises them before any call.
+    """
     cases, cases_file = load_bench_cases(config)
     manifest = BenchManifest.build(config, pipeline_version=backend.version, catalog=backend.catalog(),
                                    description=backend.describe(config), cases_file=cases_file, case_ids=tuple(c.case_id for c in cases))
     _check_resume(config, resume, manifest)
     return cases, manifest
-
-
-def run_and_judge(
-    config: BenchConfig,
-    *,
-    judge: bool = True,
-    calibration_run: Path | None = None,
-    report: bool = True,
-    client: Client | None = None,
-    resume: bool = False,
-    progress: ProgressHook | None = None,
-    backend: PipelineBackend | None = None,
-) -> BenchResult:
-    """:func:`run_bench`, then :func:`~evolve.consilium.judge_bench`, then the bench report -
-    over one client (the embedded server starts once). What ``evolve bench run`` calls.
-
-    Args:
-        config: Resolved configuration.
-        judge: Judge the generated material (SPEC §2-§3).
-        calibration_run: A calibration run folder whose selected winners guide the judge.
-        report: Write the bench tables with ``evolve.report.write_bench_report`` when that
-            function is available (noted in ``result.notes`` when it is not).
-        client, resume, progress, backend: As for :func:`run_bench`.
-
-    Raises:
-        As :func:`run_bench` and :func:`~evolve.consilium.judge_bench`.
-    """
-    from evolve.calibration import open_client
-    from evolve.consilium._judging import judge_bench
-
-    backend = backend or default_backend()
-    _prepare(config, resume, backend)  # refuse a bad resume before starting a server
-    owns = client is None
-    closer = None
-    if owns:
-        client, closer = open_client(config, journal=Journal(config.run_dir / "journal.jsonl"))
-    finished = False
-    try:
-        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)
-        if judge:
-            result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)
-        result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}
-        finished = True
-    finally:
-        if owns:
-            _release(client, closer, finished=finished)
-    if report:
-        try:
-            from evolve.report import write_bench_report
-        except ImportError:
-            result.notes.append("no bench report: evolve.report.write_bench_report is not available in this version")
-        else:
-            result.report = write_bench_report(config.run_dir)
-    return result

@@ -32,11 +32,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.errors import PackError, RubricError
+from evolve.rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-    from evolve.judge._rubric_models import Rubric
 
 __all__ = [
     "CASES_FILE",
@@ -672,8 +671,6 @@ def _cross_check(
 
 
 def _load_rubric_for(manifest: PackManifest, prompts_root: Path | str | None, problems: _Problems) -> Rubric | None:
-    from evolve.judge._rubric import load_rubric
-
     try:
         return load_rubric(
             manifest.rubric.id,

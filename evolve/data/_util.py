@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from evolve.rubric import load_rubric
+
 TITLE_WIDTH = 80
 """Maximum length of an imported case title, in characters."""
 
@@ -45,6 +47,4 @@ def is_missing(value: Any) -> bool:
 
 def rubric_version(rubric_id: str, prompts_root: Path | str | None) -> str:
     """The version string of a rubric under the prompts root (raises RubricError if absent)."""
-    from evolve.judge._rubric import load_rubric
-
     return load_rubric(rubric_id, root=Path(prompts_root) if prompts_root is not None else None).version

@@ -35,9 +35,7 @@ from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricR
 from evolve.data._pack import RATINGS_COLUMNS, RatingPack, _ratings_csv, validate_pack, write_pack
 from evolve.data._util import is_missing, sha256_file
 from evolve.errors import PackError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from evolve.judge._rubric_models import Criterion, Rubric
+from evolve.rubric import Criterion, Rubric, load_rubric
 
 __all__ = [
     "NOT_EVALUABLE_MARKS",
@@ -470,8 +468,6 @@ def import_workbooks(
         DataError: The case file or the record folder cannot be read.
         RubricError: The consilium rubric cannot be loaded.
     """
-    from evolve.judge._rubric import load_rubric
-
     src = Path(src)
     case_path = case_file(cases)
     rubric = load_rubric(WORKBOOK_RUBRIC_ID, root=Path(prompts_root) if prompts_root is not None else None)
@@ -893,8 +889,6 @@ def write_workbook_template(
     from openpyxl import Workbook
     from openpyxl.styles import Alignment, Font
     from openpyxl.worksheet.datavalidation import DataValidation
-
-    from evolve.judge._rubric import load_rubric
 
     path = Path(path)
     if path.suffix.lower() != ".xlsx":

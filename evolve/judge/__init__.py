@@ -1,8 +1,7 @@
-"""The judge: rubric loading, prompt assembly and typed outcomes of one judge call.
+"""The judge: prompt assembly and typed outcomes of one judge call.
 
-A *rubric* (``judge_prompts/<id>/rubric.json``) lists criteria, each on an integer ordinal
-scale with one anchor per score, the components it applies to and its applicability rule.
-A judge prompt is: fixed protocol + case + target (+ reference for criteria that may see it)
+The judge scores one target on one criterion of a rubric (:mod:`evolve.rubric`, re-exported
+here for convenience). A judge prompt is: fixed protocol + case + target (+ reference for criteria that may see it)
 + criterion definition and anchors + optional *guidance* (<= 800 characters) - the part that
 calibration evolves.
 """
@@ -17,14 +16,15 @@ from evolve.judge._judge import (
     response_format,
     verdict_model,
 )
-from evolve.judge._rubric import (
+from evolve.rubric import (
     MAX_GUIDANCE_CHARS,
+    Criterion,
+    Rubric,
     default_prompts_root,
     load_initial_guidance,
     load_protocol,
     load_rubric,
 )
-from evolve.judge._rubric_models import Criterion, Rubric
 
 __all__ = [
     "NOT_EVALUABLE",

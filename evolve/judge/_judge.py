@@ -10,9 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evolve.data._models import Case, Target
-from evolve.judge._rubric import MAX_GUIDANCE_CHARS
-from evolve.judge._rubric_models import Criterion, Rubric
-from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message
+from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message, parse_json_object, response_format
 
 NOT_EVALUABLE = "not_evaluable"
 
@@ -86,48 +85,6 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
         rationale=(str, Field(max_length=rationale_max_chars)),
         score=(Literal[choices], ...),  # type: ignore[valid-type]
     )
-
-
-def _strict(schema: Any) -> Any:
-    """A JSON schema fit for strict structured outputs: every object property required, no
-    ``default`` values, no model docstrings (``description`` of ``$defs`` objects)."""
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strict(v) for k, v in schema.items() if k != "default"}
-    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
-        out["required"] = list(out["properties"])
-        out.pop("description", None)
-    return out
-
-
-def response_format(model: type[BaseModel], name: str) -> dict:
-    """OpenAI ``response_format`` (strict JSON schema) for a pydantic model.
-
-    Strict-mode safe: every object property is required and defaults are dropped (hosted
-    strict modes refuse optional properties), and a model's docstring - for developers, not
-    for the endpoint - is left out.
-    """
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    schema = _strict(schema)
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-
-
-def parse_json_object(text: str) -> dict:
-    """Parse a JSON object from model output, tolerating a Markdown code fence around it.
-
-    Raises:
-        ValueError: No JSON object could be parsed.
-    """
-    stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", stripped)
-    value = json.loads(stripped)
-    if not isinstance(value, dict):
-        raise ValueError("expected a JSON object")
-    return value
 
 
 class Judge:

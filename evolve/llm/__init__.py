@@ -1,10 +1,12 @@
 """The LLM client layer: every model call in `evolve` goes through here.
 
 A :class:`Client` wraps one *provider* (an OpenAI-compatible endpoint, or the ``fake``
-provider in tests) with bounded concurrency, retries with exponential backoff on transient
+provider that answers from a script, registered like any other, as inspect_ai's ``mockllm``) with bounded concurrency, retries with exponential backoff on transient
 failures (HTTP 429/5xx, timeouts), a persistent SQLite :class:`ResponseCache` keyed on the full
 request (so a repeated run costs no calls and a resumed run pays only for unfinished ones) and
 per-tag token accounting. Failures come back as :class:`CallFailure` values, never as scores.
+Structured requests use :func:`response_format` (a strict JSON schema from a pydantic model)
+and :func:`parse_json_object`.
 """
 
 from evolve.llm._cache import ResponseCache
@@ -16,6 +18,8 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
+from evolve.llm._fake import FakeOutput, FakeProvider
+from evolve.llm._structured import parse_json_object, response_format
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
@@ -23,6 +27,8 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "Client",
+    "FakeOutput",
+    "FakeProvider",
     "Message",
     "OpenAICompatibleProvider",
     "Provider",
@@ -30,6 +36,8 @@ __all__ = [
     "Result",
     "Usage",
     "get_provider",
+    "parse_json_object",
     "register_provider",
+    "response_format",
     "strip_length_limits",
 ]

@@ -55,10 +55,7 @@ def get_provider(name: str, **kwargs: Any) -> Provider:
         ConfigError: Unknown provider name.
     """
     if name not in _REGISTRY:
-        if name == "fake":  # registered on import of the testing package
-            import evolve.testing  # noqa: F401
-        if name not in _REGISTRY:
-            raise ConfigError(f"unknown provider {name!r}; choose one of {sorted(_REGISTRY)}.")
+        raise ConfigError(f"unknown provider {name!r}; choose one of {sorted(_REGISTRY)}.")
     return _REGISTRY[name](**kwargs)
 
 

@@ -6,7 +6,7 @@ finished call twice) without any network. :class:`LoopbackChatServer` is a real 
 127.0.0.1 scripted by a function, for tests of the full HTTP stack and the command line.
 """
 
-from evolve.testing._fake import FakeOutput, FakeProvider
+from evolve.llm import FakeOutput, FakeProvider
 from evolve.testing._loopback import LoopbackChatServer, chat_completion
 
 __all__ = ["FakeOutput", "FakeProvider", "LoopbackChatServer", "chat_completion"]

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.audit import AuditResult, audit_run
-from evolve.calibration import calibrate
+from evolve.workflows import run_calibration as calibrate
 from evolve.cli import app
 from evolve.config import resolve_config
 from evolve.llm import ChatRequest, Client, Message, ResponseCache

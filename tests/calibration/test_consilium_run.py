@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.calibration import calibrate
+from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.data import load_pack, write_pack
 from evolve.errors import RunError

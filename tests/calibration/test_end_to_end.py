@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.calibration import CANDIDATE_COLUMNS, SCORE_COLUMNS, calibrate
+from evolve.calibration import CANDIDATE_COLUMNS, SCORE_COLUMNS
+from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.errors import RunError
 from evolve.llm import Client, ResponseCache

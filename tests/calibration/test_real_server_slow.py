@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from evolve.calibration import calibrate
+from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.local import cache_dir
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def test_quick_calibration_on_the_real_local_model(installed_local_model, tmp_path, tiny_pack_dir, tiny_splits_dir,
                                                    monkeypatch):
     key = "real-server-key-in-memory-only-0123456789"
-    monkeypatch.setattr("evolve.calibration._endpoint.secrets.token_urlsafe", lambda n: key)
+    monkeypatch.setattr("evolve.runs._client.secrets.token_urlsafe", lambda n: key)
     overrides = {
         "pack": tiny_pack_dir,
         "splits": tiny_splits_dir,

@@ -8,7 +8,7 @@ import shutil
 
 from typer.testing import CliRunner
 
-from evolve.calibration import calibrate
+from evolve.workflows import run_calibration as calibrate
 from evolve.cli import app
 from evolve.config import resolve_config
 from tests.conftest import REPO

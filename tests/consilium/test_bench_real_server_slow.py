@@ -14,7 +14,8 @@ import json
 import pandas as pd
 import pytest
 
-from evolve.consilium import load_case_runs, resolve_bench_config, run_and_judge
+from evolve.consilium import load_case_runs, resolve_bench_config
+from evolve.workflows import run_and_judge
 
 pytestmark = pytest.mark.slow
 

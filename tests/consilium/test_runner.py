@@ -220,9 +220,9 @@ def test_ctrl_c_while_a_call_is_in_flight_stops_at_once_and_records_no_failure(t
     endpoint = HangingEndpoint(consilium_endpoint, after=3)  # role assignment, two opinions, then the synthesis hangs
     client = Client(endpoint, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1)
     if owned:  # run_bench opens (and must close) the client itself
-        import evolve.calibration
+        import evolve.runs._client
 
-        monkeypatch.setattr(evolve.calibration, "open_client", lambda config, journal=None: (client, None))
+        monkeypatch.setattr(evolve.runs._client, "open_client", lambda endpoint, cache_path=None, journal=None: (client, None))
     ctrl_c_when(endpoint.hanging)
     with pytest.raises(KeyboardInterrupt):
         run_bench(config, client=None if owned else client)

@@ -147,13 +147,13 @@ def test_build_record_reads_back_mode_and_level(tmp_path: Path, monkeypatch: pyt
 
 def test_client_map_stops_with_the_named_cause_when_the_server_dies(fake_binary: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     tmp_path: Path) -> None:
-    from evolve.calibration import open_client
+    from evolve.runs import open_client
 
     monkeypatch.setenv("FAKE_LLAMA_MODE", "die_after")
     monkeypatch.setenv("FAKE_LLAMA_ANSWERS", "2")
     config = CalibrationConfig.model_validate(
         {"run_id": "r", "pack": tmp_path, "splits": tmp_path, "cache_path": tmp_path / "c.sqlite"})
-    client, closer = open_client(config)
+    client, closer = open_client(config.endpoint, cache_path=config.cache_path)
     try:
         requests = [ChatRequest(model="m", messages=(Message(role="user", content=f"q{i}"),), seed=i) for i in range(6)]
         with pytest.raises(ServerDiedError, match="SIGKILL"):

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from evolve.errors import RubricError
-from evolve.judge._rubric_models import Rubric
+from evolve.rubric._models import Rubric
 
 MAX_GUIDANCE_CHARS = 800
 """Upper bound on a guidance prompt, in characters (SPEC §4; longer candidates are rejected)."""

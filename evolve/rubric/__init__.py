@@ -1,0 +1,31 @@
+"""Rubrics: the criteria a judge scores and physicians rate, and where they are loaded from.
+
+A *rubric* (``judge_prompts/<id>/rubric.json``) lists criteria, each on an integer ordinal
+scale with one anchor per score, the components of a target it applies to, and an
+applicability rule. Next to it live the fixed judge *protocol* (``protocol.md``) and the
+initial *guidance* candidates of each criterion (``guidance/<criterion>/*.md``, at most
+:data:`MAX_GUIDANCE_CHARS` characters each) that calibration starts from.
+
+The rubric sits below everything that reads it: rating packs (``evolve.data``) check their
+ratings against it, the judge (``evolve.judge``) turns it into prompts, archives bound guidance
+length by it. It imports nothing of ``evolve`` but the error tree.
+"""
+
+from evolve.rubric._loading import (
+    MAX_GUIDANCE_CHARS,
+    default_prompts_root,
+    load_initial_guidance,
+    load_protocol,
+    load_rubric,
+)
+from evolve.rubric._models import Criterion, Rubric
+
+__all__ = [
+    "MAX_GUIDANCE_CHARS",
+    "Criterion",
+    "Rubric",
+    "default_prompts_root",
+    "load_initial_guidance",
+    "load_protocol",
+    "load_rubric",
+]

@@ -1,0 +1,47 @@
+"""Run infrastructure: what every long job of `evolve` stands on.
+
+A *run* is a folder under ``archives/`` that a calibration, a drift audit or a benchmark fills.
+This package owns what they share, and imports nothing above the LLM client and the embedded
+server:
+
+* :class:`Journal` - the append-only event log of a run (``journal.jsonl``, one fsynced JSON
+  line per :class:`Event`), in the spirit of optuna's journal storage;
+* :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing);
+* :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
+  embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
+  interrupt);
+* :func:`atomic_write` - every file a run writes appears whole or not at all.
+
+The floors of the package, each importing only its own floor or the ones below it (checked by
+``tests/architecture/test_floors.py``, which walks every import)::
+
+    8  cli                          thin commands: parse, call one workflow, exit code
+    7  workflows, report            calibrate -> audit -> report; bench run -> judge -> report
+    6  calibration, consilium,      engines: never import a reporter or a workflow
+       audit
+    5  config                       calibration settings, presets, layering
+    4  judge, splits                judge prompts and outcomes; case-disjoint splits
+    3  data, archive                rating packs and cases; MAP-Elites archives and emitter
+    2  runs, rubric, testing        run infrastructure; criteria; test helpers
+    1  llm, local, stats            model client; embedded server; statistics
+    0  errors                       one error tree
+"""
+
+from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client
+from evolve.runs._files import atomic_write, holds_interrupt
+from evolve.runs._journal import JOURNAL_VERSION, Event, Journal
+from evolve.runs._progress import NoProgress, ProgressHook
+
+__all__ = [
+    "JOURNAL_VERSION",
+    "EndpointSettings",
+    "Event",
+    "Journal",
+    "NoProgress",
+    "ProgressHook",
+    "atomic_write",
+    "default_cache_path",
+    "holds_interrupt",
+    "open_client",
+    "owned_client",
+]

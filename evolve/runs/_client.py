@@ -1,0 +1,157 @@
+"""Opening the model client of a run: the endpoint settings, the embedded server, the cache."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evolve.errors import ConfigError
+from evolve.llm import Client, OpenAICompatibleProvider, ResponseCache, get_provider
+from evolve.runs._journal import Event, Journal
+
+__all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client"]
+
+
+class EndpointSettings(BaseModel):
+    """Where model calls go.
+
+    Attributes:
+        provider: ``embedded`` (start the local llama-server, the default), ``openai_compatible``
+            (any base URL: OpenAI, OpenRouter, vLLM, a running llama-server) or ``fake`` (tests).
+        base_url: Base URL ending in ``/v1`` for ``openai_compatible``.
+        model: Model id sent with each request (llama-server ignores it).
+        api_key_env: Name of the environment variable holding the API key (the key itself is
+            never stored).
+        local_model: Which embedded model to serve (see ``evolve.local.LOCAL_MODELS``).
+        max_concurrency: Requests in flight at once.
+        max_retries: Retries on 429/5xx/timeouts.
+        timeout_s: Per-request timeout, seconds.
+        schema_limits: Send ``maxLength`` in output JSON schemas (needed by constrained
+            decoders such as llama.cpp; turn off for hosted strict modes that reject it).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
+    base_url: str | None = None
+    model: str = "local"
+    api_key_env: str = "EVOLVE_API_KEY"
+    local_model: str = "qwen2.5-coder-0.5b"
+    max_concurrency: int = Field(default=2, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    timeout_s: float = Field(default=600.0, gt=0)
+    schema_limits: bool = True
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> "EndpointSettings":
+        if self.provider == "openai_compatible" and not self.base_url:
+            raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
+        return self
+
+
+def default_cache_path() -> Path:
+    """``$EVOLVE_CACHE_DIR/responses.sqlite`` (default ``~/.cache/evolve/responses.sqlite``)."""
+    from evolve.local import cache_dir
+
+    return cache_dir() / "responses.sqlite"
+
+
+def _running_llama_servers() -> list[int]:
+    """PIDs of llama-server processes already running on this machine (Linux /proc; else [])."""
+    pids = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "llama-server":
+                pids.append(int(comm.parent.name))
+        except OSError:
+            continue
+    return sorted(pids)
+
+
+def open_client(
+    endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None
+) -> tuple[Client, Callable[[], None] | None]:
+    """Build the client of a run; start the embedded server if the endpoint says so.
+
+    Prefer :func:`owned_client`, which also closes the client and stops the server.
+
+    Args:
+        endpoint: Where calls go.
+        cache_path: SQLite response cache; None = :func:`default_cache_path`.
+        journal: Receives ``embedded_server_started`` and warnings.
+
+    Returns:
+        ``(client, closer)``: call ``closer()`` after ``client.close()`` to stop a server this
+        function started (None when nothing was started).
+
+    Raises:
+        ConfigError: Unknown provider or missing base URL.
+        LocalServerError: The embedded server is not installed or failed to start.
+    """
+    ep = endpoint
+    cache = ResponseCache(cache_path or default_cache_path())
+    api_key = os.environ.get(ep.api_key_env)
+    closer = None
+    if ep.provider == "embedded":
+        from evolve.local import LOCAL_MODELS, LocalServer
+
+        if ep.local_model not in LOCAL_MODELS:
+            raise ConfigError(f"unknown local model {ep.local_model!r}; choose one of {sorted(LOCAL_MODELS)}.")
+        others = _running_llama_servers()
+        if others and journal is not None:
+            journal.append(Event.WARNING, message=f"other llama-server processes are running (pids {others}); "
+                           "they share the 2 CPU cores and can slow every call many times over")
+        # A fresh random key per start: only this process can use the server (a web page
+        # in a local browser cannot). It lives in memory and the server's environment only:
+        # never on a command line, in a log or in a file.
+        key = secrets.token_urlsafe(24)
+        server = LocalServer(ep.local_model, api_key=key)
+        base_url = server.start()
+        spec = LOCAL_MODELS[ep.local_model]
+        provider = OpenAICompatibleProvider(
+            base_url, api_key=key, timeout=ep.timeout_s, endpoint_id=f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}",
+            liveness=server.death,  # a dead server stops the run (resumable) instead of failing every call
+        )
+        closer = server.stop
+        if journal is not None:
+            journal.append(Event.EMBEDDED_SERVER_STARTED, model=spec.name, base_url=base_url, pid=server.pid)
+    elif ep.provider == "openai_compatible":
+        provider = get_provider(
+            "openai_compatible", base_url=ep.base_url, api_key=api_key, timeout=ep.timeout_s,
+            schema_limits=ep.schema_limits,
+        )
+    else:
+        raise ConfigError(
+            f"provider {ep.provider!r} cannot be built from a config file; pass a Client to calibrate() (tests)."
+        )
+    client = Client(provider, cache=cache, max_concurrency=ep.max_concurrency, max_retries=ep.max_retries)
+    return client, closer
+
+
+@contextlib.contextmanager
+def owned_client(
+    endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None
+) -> Iterator[Client]:
+    """The client of a run, released on any exit: closed (its calls in flight cancelled when
+    the block raised, e.g. on Ctrl-C, so the interrupt is not held until they finish), then its
+    embedded server stopped.
+
+    Args, Raises: as :func:`open_client`.
+    """
+    client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
+    finished = False
+    try:
+        yield client
+        finished = True
+    finally:
+        try:
+            client.close(cancel=not finished)
+        finally:
+            if closer is not None:
+                closer()

@@ -1,0 +1,19 @@
+"""Workflows: an engine, then what reads its output, over one model client.
+
+Engines (:mod:`evolve.calibration`, :mod:`evolve.consilium`) write their run folder's tables
+and never call a reporter. A workflow chains the steps a command runs and owns the client they
+share, so the embedded server starts once:
+
+* :func:`run_calibration` - calibrate every criterion, audit the winners for semantic drift
+  (unless ``config.audit`` is off), then write ``report.md``/``report.json``
+  (``evolve calibrate``);
+* :func:`run_and_judge` - generate consilium outputs, judge them (optionally with calibrated
+  guidance), then write the bench tables (``evolve bench run``).
+
+The command line calls these; a library user may call the engines alone.
+"""
+
+from evolve.workflows._bench import run_and_judge
+from evolve.workflows._calibration import run_calibration
+
+__all__ = ["run_and_judge", "run_calibration"]

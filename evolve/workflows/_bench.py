@@ -1,0 +1,62 @@
+"""``evolve bench run``: generate consilium outputs, judge them, report."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from evolve.consilium import (
+    BenchConfig,
+    BenchResult,
+    PipelineBackend,
+    default_backend,
+    judge_bench,
+    prepare_bench,
+    run_bench,
+)
+from evolve.llm import Client
+from evolve.report import write_bench_report
+from evolve.runs import Journal, ProgressHook, owned_client
+
+__all__ = ["run_and_judge"]
+
+
+def run_and_judge(
+    config: BenchConfig,
+    *,
+    judge: bool = True,
+    calibration_run: Path | None = None,
+    report: bool = True,
+    client: Client | None = None,
+    resume: bool = False,
+    progress: ProgressHook | None = None,
+    backend: PipelineBackend | None = None,
+) -> BenchResult:
+    """:func:`~evolve.consilium.run_bench`, then :func:`~evolve.consilium.judge_bench`, then
+    the bench report - over one client (the embedded server starts once).
+
+    Args:
+        config: Resolved configuration.
+        judge: Judge the generated material (SPEC §2-§3).
+        calibration_run: A calibration run folder whose selected winners guide the judge.
+        report: Write the bench tables (:func:`evolve.report.write_bench_report`).
+        client: A ready client; None builds one from ``config.endpoint`` and releases it on any
+            exit (calls in flight cancelled after an interrupt).
+        resume, progress, backend: As for :func:`~evolve.consilium.run_bench`.
+
+    Raises:
+        As :func:`~evolve.consilium.run_bench` and :func:`~evolve.consilium.judge_bench`.
+    """
+    backend = backend or default_backend()
+    if client is None:
+        prepare_bench(config, resume, backend)  # refuse a bad resume before starting a server
+    with owned_client(config.endpoint, cache_path=config.cache_path,
+                      journal=Journal(config.run_dir / "journal.jsonl")) if client is None \
+            else contextlib.nullcontext(client) as client:
+        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)
+        if judge:
+            result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)
+        result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+    if report:
+        result.report = write_bench_report(config.run_dir)
+    return result

@@ -1,0 +1,59 @@
+"""``evolve calibrate``: calibrate, audit, report."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+from evolve.audit import audit_run
+from evolve.calibration import CalibrationResult, calibrate, plan_calibration
+from evolve.config import CalibrationConfig
+from evolve.llm import Client
+from evolve.report import write_report
+from evolve.runs import Event, Journal, ProgressHook, owned_client
+
+__all__ = ["run_calibration"]
+
+
+def run_calibration(
+    config: CalibrationConfig,
+    *,
+    client: Client | None = None,
+    resume: bool = False,
+    progress: ProgressHook | None = None,
+) -> CalibrationResult:
+    """Calibrate every requested criterion, audit the winners, write the report.
+
+    Steps over one client: :func:`evolve.calibration.calibrate` (archives, re-evaluation,
+    tables); :func:`evolve.audit.audit_run` when ``config.audit`` (SPEC §4 semantic review);
+    the journal's ``usage`` (every call of the run, the audit's included); then
+    :func:`evolve.report.write_report` and ``run_finished``. Inputs are checked before the
+    embedded server starts (:func:`evolve.calibration.plan_calibration`).
+
+    Args:
+        config: Resolved configuration.
+        client: A ready client (tests pass one over the fake provider); None builds one from
+            ``config.endpoint`` (starting the embedded server if so configured) and releases it
+            on any exit (calls in flight cancelled after an interrupt).
+        resume: Continue the run in ``config.run_dir`` (finished calls come from the cache).
+        progress: Progress hook.
+
+    Returns:
+        The run folder, the winners and the parsed ``report.json``.
+
+    Raises:
+        As :func:`evolve.calibration.calibrate` and :func:`evolve.audit.audit_run`.
+    """
+    if client is None:
+        plan_calibration(config, resume=resume)  # refuse bad inputs before starting a server
+    journal = Journal(config.run_dir / "journal.jsonl")
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if client is None \
+            else contextlib.nullcontext(client) as client:
+        result = calibrate(config, client=client, resume=resume, progress=progress)
+        if config.audit:
+            audit_run(result.run_dir, client=client)
+        usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+    journal.append(Event.USAGE, usage=usage)
+    report = write_report(result.run_dir)
+    journal.append(Event.RUN_FINISHED, winners=result.winners)
+    return dataclasses.replace(result, report=report)
