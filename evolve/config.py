@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -19,7 +19,7 @@ from evolve.errors import BudgetError, ConfigError
 from evolve.judge import JudgeSettings
 from evolve.runs import EndpointSettings
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 
 
 class _Settings(BaseModel):
@@ -69,7 +69,7 @@ class BudgetSettings(_Settings):
     max_validation_targets: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
-    def _attempts_cover_accepted(self) -> "BudgetSettings":
+    def _attempts_cover_accepted(self) -> BudgetSettings:
         if self.max_attempts < self.accepted:
             raise ValueError(
                 f"max_attempts ({self.max_attempts}) is below accepted ({self.accepted}); raise max_attempts"
@@ -177,7 +177,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, dict):
-            out[key] = _merge(out.get(key) if isinstance(out.get(key), dict) else {}, value)
+            prior = out.get(key)
+            out[key] = _merge(prior if isinstance(prior, dict) else {}, value)
         elif value is not None:
             out[key] = value
     return out

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 from evolve.audit._check import DriftCheckSettings, drift_request, parse_drift
 from evolve.audit._models import (
@@ -74,7 +75,7 @@ def _reference(winner: CandidateRecord, initials: Sequence[CandidateRecord], by_
 
 
 def _similarities(
-    vec: dict[str, Sequence[float]], text: str, crit_text: str, initials: Sequence[CandidateRecord], reference: CandidateRecord
+    vec: Mapping[str, Any], text: str, crit_text: str, initials: Sequence[CandidateRecord], reference: CandidateRecord
 ) -> Similarities:
     to_initials = {r.candidate_id: round(cosine(vec[text], vec[r.text]), 4) for r in initials}
     return Similarities(
@@ -242,7 +243,7 @@ def audit_run(
     closer = None
     try:
         if owns:
-            client, closer = _open(config, endpoint, journal)  # type: ignore[arg-type]
+            client, closer = _open(config, endpoint, journal)
         result = _audit(
             config, rubric, protocol, plan, by_id, client if (use_llm or use_embeddings) else None,
             use_llm=use_llm, use_embeddings=use_embeddings, thresholds=thresholds, check=check,
@@ -326,8 +327,8 @@ def _audit(
             for c, r, _, _ in jobs
         ]
         # a winner that is an initial prompt repeats that prompt's request: ask once
-        unique = list({req.cache_key(client.endpoint_id): req for req in requests}.items())
-        answers = dict(zip([k for k, _ in unique], client.map([req for _, req in unique])))
+        by_key = {req.cache_key(client.endpoint_id): req for req in requests}
+        answers = dict(zip(by_key, client.map(list(by_key.values()))))
         checks = [parse_drift(answers[req.cache_key(client.endpoint_id)]) for req in requests]
         llm_status = "used"
     else:

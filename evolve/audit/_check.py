@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -109,7 +110,7 @@ def parse_drift(result: Result) -> DriftCheck:
     """
     if isinstance(result, CallFailure):
         return DriftCheck(status="model_failure", error=f"endpoint: {result.error}"[:500])
-    tokens = dict(cached=result.cached, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
+    tokens: dict[str, Any] = dict(cached=result.cached, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
     if result.finish_reason != "stop":
         return DriftCheck(status="model_failure", error=f"output cut ({result.finish_reason})", **tokens)
     try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evolve.judge import MAX_GUIDANCE_CHARS
 
-AUDIT_VERSION = 1
+AUDIT_VERSION: Final = 1
 """Format version of ``audit.json``; bumped on any incompatible change of :class:`AuditResult`."""
 
 DRIFT_RATIONALE_MAX_CHARS = 400

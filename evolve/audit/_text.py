@@ -10,7 +10,7 @@ unigrams and bigrams (bigrams formed after stop-word removal); key terms are uni
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer

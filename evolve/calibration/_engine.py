@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -34,8 +35,8 @@ from evolve.judge import (
     parse_json_object,
 )
 from evolve.llm import CallFailure, ChatRequest, Client
-from evolve.splits import Splits, check_splits, load_splits
 from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, owned_client
+from evolve.splits import Splits, check_splits, load_splits
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
@@ -238,7 +239,7 @@ class CriterionRun:
             selectable = ag.mae is not None and ag.coverage >= self.config.min_coverage
             # A failed evaluation is never NaN (pyribs rejects it) nor a silent 0: it gets the
             # worst possible objective and cannot win.
-            cand.objective = -ag.mae if selectable else -float(self.criterion.scale_range)
+            cand.objective = -ag.mae if selectable and ag.mae is not None else -float(self.criterion.scale_range)
             if not selectable:
                 cand.status = "low_coverage"
             self._rows_by_candidate[cand.candidate_id] = frame
@@ -303,7 +304,7 @@ class CriterionRun:
             if isinstance(res, CallFailure):
                 proposals.append(Proposal(attempt=attempt, parent_id=pid, text=None, note=f"endpoint: {res.error}"))
                 continue
-            tokens = dict(prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
+            tokens: dict[str, Any] = dict(prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
             if res.finish_reason != "stop":
                 proposals.append(
                     Proposal(attempt=attempt, parent_id=pid, text=None, note=f"cut ({res.finish_reason})", **tokens)
@@ -424,7 +425,7 @@ class CriterionRun:
                 "items (the judge failed or declined too often). Check the endpoint with a small run, raise "
                 "judge max_tokens, or lower --min-coverage."
             )
-        return min(pool, key=lambda c: (round(c.train_mae, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq))
+        return min(pool, key=lambda c: (round(c.train_mae or 0.0, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq))
 
     def _snapshot(self, iteration: int | None) -> None:
         """Archive snapshot for inspection: ``archive_<criterion>.csv`` (overwritten)."""
@@ -650,7 +651,7 @@ def calibrate(
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
             else contextlib.nullcontext(client) as client:
-        winners = _run_criteria(config, client, plan, journal, progress, owns=owns)
+        winners = _run_criteria(config, cast(Client, client), plan, journal, progress, owns=owns)
     return CalibrationResult(run_dir=run_dir, winners=winners)
 
 

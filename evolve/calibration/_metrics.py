@@ -79,7 +79,7 @@ def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
     coverage = float((scores["outcome"] == "score").mean()) if n_calls else 0.0
     pairs = judge_pairs(scores, ratings)
     per_repeat = {
-        int(rep): float(g["error"].abs().mean()) for rep, g in pairs.groupby("repeat", sort=True)
+        int(rep): float(g["error"].abs().mean()) for rep, g in pairs.groupby("repeat", sort=True)  # type: ignore[arg-type]
     }
     sd = float(np.std(list(per_repeat.values()), ddof=1)) if len(per_repeat) > 1 else 0.0
     return Agreement(

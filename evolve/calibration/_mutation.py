@@ -6,9 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evolve.data._models import Case, Rating, Target
 from evolve.llm import response_format
+from evolve.llm._types import Message
 from evolve.rubric._loading import MAX_GUIDANCE_CHARS
 from evolve.rubric._models import Criterion
-from evolve.llm._types import Message
 
 MUTATION_SYSTEM = (
     "You maintain short guidance notes that are appended to an LLM judge's prompt for one rubric "

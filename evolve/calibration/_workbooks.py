@@ -80,7 +80,7 @@ def prepare_workbook_inputs(
     universe = CaseList.from_cases(load_cases(cases, mapping=case_columns), path=Path(cases))
     if frame_manifest is not None:
         frame: Path | list[str] = Path(frame_manifest)
-        n_frame = len(read_manifest(frame).ids)
+        n_frame = len(read_manifest(Path(frame_manifest)).ids)
     else:
         frame = [c.case_id for c in pack.cases]
         n_frame = len(frame)

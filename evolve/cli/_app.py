@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from evolve.errors import EvolveError, ServerDiedError
 
@@ -64,7 +63,7 @@ class _RichProgress:
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.tasks: dict[str, object] = {}
+        self.tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()
 
     def phase(self, description: str, total: int, key: str = "") -> None:
@@ -167,13 +166,15 @@ def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder.")) -> 
 @ratings_app.command("import-workbooks")
 def ratings_import_workbooks(
     src: Path = typer.Argument(..., help="Folder of physician workbooks (.xlsx/.csv, one per specialty), or one workbook."),
-    cases: Path = typer.Option(..., "--cases", help="Case file (.jsonl/.csv/.parquet) the workbooks' case ids refer to, or a bench run / rating-pack folder (its cases.jsonl)."),
+    cases: Path = typer.Option(..., "--cases",
+        help="Case file (.jsonl/.csv/.parquet) the workbooks' case ids refer to, or a bench run / rating-pack folder (its cases.jsonl)."),
     outputs: Path = typer.Option(..., "--outputs", help="Folder of consilium records (*.json) the physicians rated."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write."),
     condition: Optional[str] = typer.Option(None, "--condition", help="Record condition to use when a case has several."),
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="CSV with columns specialty,role for specialties named unlike their panel role."),
     name: Optional[str] = typer.Option(None, "--name", help="Pack name (default: the --out folder's name, so splits go to splits/<name>)."),
-    columns: Optional[list[str]] = typer.Option(None, "--column", help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
+    columns: Optional[list[str]] = typer.Option(None, "--column",
+        help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
 ) -> None:
     """Import physician rating workbooks of consilium records (SPEC §6) into a rating pack."""
@@ -332,7 +333,8 @@ def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, fram
 @app.command()
 def calibrate(
     pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume or --workbooks)."),
-    workbooks: Optional[Path] = typer.Option(None, "--workbooks", help="Physician workbooks folder (SPEC §6): import them, split, then calibrate, all into the run folder."),
+    workbooks: Optional[Path] = typer.Option(None, "--workbooks",
+        help="Physician workbooks folder (SPEC §6): import them, split, then calibrate, all into the run folder."),
     cases: Optional[Path] = typer.Option(None, "--cases", help="With --workbooks: the case file (.jsonl/.csv/.parquet), or a bench run / rating-pack folder."),
     outputs: Optional[Path] = typer.Option(None, "--outputs", help="With --workbooks: folder of the consilium records the workbooks rate."),
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="With --workbooks: CSV specialty,role for specialties that do not name a panel role."),
@@ -366,10 +368,10 @@ def calibrate(
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
-    from evolve.workflows import run_calibration as _calibrate
     from evolve.calibration import load_run_config
     from evolve.config import resolve_config
     from evolve.data import load_pack
+    from evolve.workflows import run_calibration as _calibrate
 
     config = None
     try:
@@ -415,8 +417,8 @@ def calibrate(
     except EvolveError as exc:
         _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
-        err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir}")
-        raise typer.Exit(code=130)
+        err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir if config else '<run folder>'}")
+        raise typer.Exit(code=130) from None
     typer.echo((result.run_dir / "report.md").read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
 
@@ -508,7 +510,7 @@ def audit(
         _fail(exc, resume=f"evolve audit {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
-        raise typer.Exit(code=130)
+        raise typer.Exit(code=130) from None
     typer.echo((run_dir / AUDIT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     if rebuild_report and (run_dir / "report.json").is_file():
         from evolve.report import write_report
@@ -534,7 +536,8 @@ def bench_run(
     cases: Optional[Path] = typer.Option(
         None, "--cases", help="Case file (.jsonl/.csv/.parquet; doi, title, case_text, answer) or a rating-pack "
         "folder whose cases.jsonl is read (e.g. ratings/savage). Required unless --resume."),
-    case_column: Optional[list[str]] = typer.Option(None, "--column", help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
+    case_column: Optional[list[str]] = typer.Option(None, "--column",
+        help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
     preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (SPEC §5.6 limits, 5 rounds)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with benchmark config fields."),
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
@@ -551,7 +554,8 @@ def bench_run(
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model id (default: the endpoint's model)."),
     judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", min=1, help="Judge calls per target and criterion (default 1)."),
-    parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1, help="(case, model) units generated at once over the shared client (default 1)."),
+    parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1,
+        help="(case, model) units generated at once over the shared client (default 1)."),
     base_url: BaseUrlOption = None,
     api_key_env: ApiKeyEnvOption = None,
     max_concurrency: MaxConcurrencyOption = None,
@@ -604,7 +608,7 @@ def bench_run(
     except KeyboardInterrupt:
         where = config.run_dir if config is not None else "<run folder>"
         err.print(f"interrupted; continue with: evolve bench run --resume {where}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=130)
+        raise typer.Exit(code=130) from None
     for s in [r for r in result.runs if not r.ok][:10]:
         err.print(f"warning: {s.case_id} {s.model} {s.condition} {s.topology} failed: {s.error}",
                   highlight=False, soft_wrap=True)
@@ -647,7 +651,7 @@ def bench_judge(
         _fail(exc, resume=f"evolve bench judge {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; judge_scores.csv was not written (finished calls are cached: run it again)")
-        raise typer.Exit(code=130)
+        raise typer.Exit(code=130) from None
     for warning in result.warnings:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
@@ -680,4 +684,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -85,6 +85,7 @@ from evolve.consilium._prompts import (
     split_free_form,
     strip_identifiers,
 )
+from evolve.consilium._roles import harmonise_role
 from evolve.consilium._runner import (
     BenchResult,
     CaseRunSummary,
@@ -148,6 +149,7 @@ __all__ = [
     "RoleFile",
     "case_artifact_path",
     "default_backend",
+    "harmonise_role",
     "judge_bench",
     "load_bench_cases",
     "load_bench_config",

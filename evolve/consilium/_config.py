@@ -19,7 +19,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -52,7 +52,7 @@ __all__ = [
     "sha256_text",
 ]
 
-BENCH_CONFIG_VERSION = 1
+BENCH_CONFIG_VERSION: Final = 1
 """Version of :class:`BenchConfig` as stored in ``manifest.json``."""
 
 MANIFEST_FILE = "manifest.json"

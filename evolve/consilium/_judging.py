@@ -263,7 +263,7 @@ def judge_bench(
                 chosen.append((target, run.condition, run.topology))
             elif target.component == "case" and (run.case_id, run.model) not in panels_done:
                 panels_done.add((run.case_id, run.model))
-                chosen.insert(0, (target, "", ""))
+                chosen.insert(0, (target, "", ""))  # type: ignore[arg-type]  # the panel belongs to no condition
         batch = []
         for target, condition, topology in chosen:
             for crit in criteria:

@@ -8,7 +8,7 @@ structured outputs of the generating model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -20,7 +20,7 @@ from evolve.data import (
     role_slug,
 )
 
-ARTIFACT_VERSION = 1
+ARTIFACT_VERSION: Final = 1
 """Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""
 
 MAX_ROUNDS = 5

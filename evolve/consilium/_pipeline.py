@@ -391,7 +391,7 @@ class ConsiliumPipeline:
         )
 
     def _where(self, ask: _Ask) -> str:
-        parts = [ask.stage]
+        parts: list[str] = [ask.stage]
         if ask.role:
             parts.append(f"role {ask.role!r}")
         if ask.round is not None:
@@ -413,7 +413,7 @@ class ConsiliumPipeline:
             retry: dict[int, tuple[tuple[Message, ...], int]] = {}
             for i, request, answer in zip(order, requests, answers):
                 ask, (messages, attempt) = asks[i], pending[i]
-                record = dict(
+                record: dict[str, Any] = dict(
                     stage=ask.stage, role=ask.role, round=ask.round, model=ask.model,
                     prompt_hash=prompt_hash(request), attempt=attempt,
                 )
@@ -725,7 +725,7 @@ class ConsiliumPipeline:
             votes = tuple(
                 Vote(role=o.role, round=number, vote=v.value.vote, critique=v.value.critique.strip(),
                      proposed_revision=v.value.proposed_revision.strip())
-                for o, v in zip(seen.roles, outcomes)
+                for o, v in zip(seen.roles, outcomes) if isinstance(v, _Parsed)  # none failed (checked above)
             )
             if all(v.vote == "yes" for v in votes):
                 rounds.append(RoundRecord(number=number, report=report, votes=votes, consensus=True, revised_report=report))

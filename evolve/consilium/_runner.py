@@ -29,10 +29,11 @@ import contextlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -463,11 +464,11 @@ class _Unit:
                 if self.stop.is_set():  # the run is ending (an error elsewhere): no new pipeline run
                     break
                 out.append(self._one(ra, condition, topology, path))
-        order = {(c, t): i for i, (c, t) in enumerate(
+        order: dict[tuple[str, str], int] = {(c, t): i for i, (c, t) in enumerate(
             (c, t) for c in self.config.conditions for t in self.config.topologies)}
         return sorted(out, key=lambda s: order[(s.condition, s.topology)])
 
-    def _one(self, ra: RoleAssignment, condition: str, topology: str, path: Path) -> CaseRunSummary:
+    def _one(self, ra: RoleAssignment, condition: Any, topology: Any, path: Path) -> CaseRunSummary:
         ids = {**self.ids, "condition": condition, "topology": topology}
         self.journal.append(Event.CASE_STARTED, **ids)
         try:  # a failed role assignment gives a failed run (the pipeline records why)
@@ -596,7 +597,7 @@ def run_bench(
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
             else contextlib.nullcontext(client) as client:
-        return _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume)
+        return _generate(config, cast("Client", client), cases, manifest, journal, progress, backend, owns=owns, resume=resume)
 
 
 def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: BenchManifest, journal: Journal,

@@ -190,7 +190,7 @@ def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]
         first = 1
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
-    return columns, [(f"row {i + first}", rec) for i, rec in enumerate(frame.to_dict("records"))]
+    return columns, [(f"row {i + first}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))]
 
 
 def _text(value: Any) -> str:

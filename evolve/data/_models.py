@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-PACK_FORMAT_VERSION = 1
+PACK_FORMAT_VERSION: Final = 1
 """Version of the on-disk rating-pack format written by this toolkit (``pack.json: version``)."""
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/\-]*$"
@@ -85,7 +85,7 @@ class Rating(_Record):
     comment: str = ""
 
     @model_validator(mode="after")
-    def _score_xor_not_evaluable(self) -> "Rating":
+    def _score_xor_not_evaluable(self) -> Rating:
         if self.not_evaluable and self.score is not None:
             raise ValueError("set either score or not_evaluable, not both")
         if not self.not_evaluable and self.score is None:

@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openpyxl.utils import get_column_letter
 from pydantic import BaseModel, ConfigDict, ValidationError

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evolve.data._models import Case, Target
-from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message, parse_json_object, response_format
+from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 
 NOT_EVALUABLE = "not_evaluable"
 
@@ -83,7 +83,7 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
         "JudgeVerdict",
         __config__=ConfigDict(extra="forbid"),
         rationale=(str, Field(max_length=rationale_max_chars)),
-        score=(Literal[choices], ...),  # type: ignore[valid-type]
+        score=(Literal[choices], ...),
     )
 
 
@@ -186,7 +186,7 @@ class Judge:
         phash = prompt_hash(request)
         if isinstance(result, CallFailure):
             return JudgeOutcome(outcome="model_failure", rationale=f"endpoint: {result.error}", prompt_hash=phash)
-        common = dict(
+        common: dict[str, Any] = dict(
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             cached=result.cached,
@@ -205,7 +205,7 @@ class Judge:
             # not a model_failure
             if isinstance(data.get("rationale"), str):
                 data["rationale"] = data["rationale"][: self.settings.rationale_max_chars]
-            verdict = model.model_validate(data)
+            verdict: Any = model.model_validate(data)
         except (ValueError, ValidationError) as exc:
             return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {str(exc)[:200]}", **common)
         if verdict.score == NOT_EVALUABLE:

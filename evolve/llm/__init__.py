@@ -1,7 +1,8 @@
 """The LLM client layer: every model call in `evolve` goes through here.
 
 A :class:`Client` wraps one *provider* (an OpenAI-compatible endpoint, or the ``fake``
-provider that answers from a script, registered like any other, as inspect_ai's ``mockllm``) with bounded concurrency, retries with exponential backoff on transient
+provider that answers from a script, registered like any other, as inspect_ai's
+``mockllm``) with bounded concurrency, retries with exponential backoff on transient
 failures (HTTP 429/5xx, timeouts), a persistent SQLite :class:`ResponseCache` keyed on the full
 request (so a repeated run costs no calls and a resumed run pays only for unfinished ones) and
 per-tag token accounting. Failures come back as :class:`CallFailure` values, never as scores.
@@ -11,6 +12,7 @@ and :func:`parse_json_object`.
 
 from evolve.llm._cache import ResponseCache
 from evolve.llm._client import Client, Result
+from evolve.llm._fake import FakeOutput, FakeProvider
 from evolve.llm._providers import (
     OpenAICompatibleProvider,
     Provider,
@@ -18,7 +20,6 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
-from evolve.llm._fake import FakeOutput, FakeProvider
 from evolve.llm._structured import parse_json_object, response_format
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
 

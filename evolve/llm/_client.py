@@ -6,7 +6,8 @@ import hashlib
 import json
 import threading
 from collections import defaultdict
-from typing import Awaitable, Callable, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import anyio
 from anyio.from_thread import start_blocking_portal
@@ -57,7 +58,7 @@ class Client:
         self.backoff_max = backoff_max
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._usage_lock = threading.Lock()
-        self._portal_cm = start_blocking_portal()
+        self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._limiter = self._portal.call(self._make_limiter)
 
@@ -267,7 +268,7 @@ class Client:
             if not _ended_loop(exc):
                 raise
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -280,4 +281,4 @@ def _ended_loop(exc: BaseException) -> bool:
     if isinstance(exc, (KeyboardInterrupt, anyio.get_cancelled_exc_class())):
         return True
     inner = getattr(exc, "exceptions", None)
-    return bool(inner) and all(_ended_loop(e) for e in inner)
+    return bool(inner) and all(_ended_loop(e) for e in inner or ())

@@ -178,11 +178,11 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         crit_ratings = ratings[ratings["criterion"] == criterion]
         split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
 
-        def ag(cid: str, split: str) -> Agreement:
+        def ag(cid: str, split: str, reeval: pd.DataFrame = reeval, split_ratings: dict = split_ratings) -> Agreement:
             frame = reeval[(reeval["candidate_id"] == cid) & (reeval["split"] == split)]
             return agreement(frame, split_ratings[split])
 
-        def cost(cid: str) -> tuple[int, int, int]:
+        def cost(cid: str, reeval: pd.DataFrame = reeval) -> tuple[int, int, int]:
             frame = reeval[reeval["candidate_id"] == cid]
             return len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
 
@@ -243,6 +243,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
             "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
             "completion_tokens": int(crit_scores["completion_tokens"].sum()),
         }
+        criterion = str(criterion)
         crit = rubric.criterion(criterion)
         labels = list(crit.scores)
         entry = report["criteria"][criterion]
@@ -280,8 +281,9 @@ def _table5_record(criterion: str, entry: dict) -> dict:
         return None if row is None else row[split]["mae"]
 
     delta = None
-    if mae(win, "validation") is not None and mae(best, "validation") is not None:
-        delta = mae(win, "validation") - mae(best, "validation")
+    win_mae, best_mae = mae(win, "validation"), mae(best, "validation")
+    if win_mae is not None and best_mae is not None:
+        delta = win_mae - best_mae
     audit = entry.get("audit") or {}
     return {
         "number": entry.get("number"),

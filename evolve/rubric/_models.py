@@ -52,7 +52,7 @@ class Criterion(_Record):
     allow_not_evaluable: bool = True
 
     @model_validator(mode="after")
-    def _anchors_cover_scale(self) -> "Criterion":
+    def _anchors_cover_scale(self) -> Criterion:
         if self.evolve and not self.judged:
             raise ValueError("a criterion the judge never scores (judged: false) cannot be evolved; set evolve: false")
         if self.scale_max <= self.scale_min:
@@ -93,7 +93,7 @@ class Rubric(_Record):
     criteria: tuple[Criterion, ...]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Rubric":
+    def _consistent(self) -> Rubric:
         ids = [c.criterion_id for c in self.criteria]
         if len(ids) != len(set(ids)):
             raise ValueError("criterion ids must be unique")

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evolve.errors import ConfigError
-from evolve.llm import Client, OpenAICompatibleProvider, ResponseCache, get_provider
+from evolve.llm import Client, OpenAICompatibleProvider, Provider, ResponseCache, get_provider
 from evolve.runs._journal import Event, Journal
 
 __all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client"]
@@ -49,7 +49,7 @@ class EndpointSettings(BaseModel):
     schema_limits: bool = True
 
     @model_validator(mode="after")
-    def _needs_url(self) -> "EndpointSettings":
+    def _needs_url(self) -> EndpointSettings:
         if self.provider == "openai_compatible" and not self.base_url:
             raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
         return self
@@ -98,6 +98,7 @@ def open_client(
     cache = ResponseCache(cache_path or default_cache_path())
     api_key = os.environ.get(ep.api_key_env)
     closer = None
+    provider: Provider
     if ep.provider == "embedded":
         from evolve.local import LOCAL_MODELS, LocalServer
 

@@ -279,7 +279,7 @@ def check_manifest(
 
 
 def _is_count(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
+    return bool(not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1)
 
 
 def make_frame_splits(
@@ -383,7 +383,8 @@ def make_frame_splits(
             bad.append("give either exact sizes (n_train / n_validation) or validation_fraction, not both.")
         if train is not None or validation is not None:
             bad.append("validation_fraction does not apply to supplied train/validation manifests; drop it.")
-    if frame_size is not None and _is_count(n_train) and _is_count(n_validation) and n_train + n_validation != frame_size:
+    if frame_size is not None and n_train is not None and n_validation is not None and _is_count(n_train) \
+            and _is_count(n_validation) and n_train + n_validation != frame_size:
         bad.append(f"n_train + n_validation = {n_train} + {n_validation} = {n_train + n_validation} must equal "
                    f"frame_size {frame_size}.")
     raise_problems(bad, "make_frame_splits: inconsistent options")

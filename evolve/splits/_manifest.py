@@ -314,7 +314,7 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
             columns = [c.strip() for c in (reader.fieldnames or [])]
             records = (({(k or "").strip(): v for k, v in row.items()}, rowno) for rowno, row in enumerate(reader, start=2))
         else:
-            records, columns = _parquet_records(path)
+            records, columns = _parquet_records(path)  # type: ignore[assignment]
         key = next((k for k in id_keys if k in columns), None)
         if key is None:
             raise SplitError(

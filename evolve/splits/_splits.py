@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import RatingPack
 
 
-SPLIT_FORMAT_VERSION = 1
+SPLIT_FORMAT_VERSION: Final = 1
 SPLIT_META_FILE = "split.json"
 MANIFEST_FILES: dict[str, str] = {
     "frame": "frame.txt",
@@ -79,7 +79,7 @@ class Splits(BaseModel):
         # Plain scans: caching on the model would leak into pydantic's equality.
         for side in ("holdout", "validation", "train"):
             if case_id in getattr(self, side):
-                return side  # type: ignore[return-value]
+                return side
         raise KeyError(f"case {case_id!r} is not in the splits of pack {self.pack!r}")
 
     def ids(self, name: Literal["frame", "holdout", "train", "validation"]) -> tuple[str, ...]:
@@ -562,7 +562,7 @@ def load_splits(directory: Path | str) -> Splits:
     if meta.get("frame_origin") is not None:  # absent in fraction splits and in folders written before it existed
         fields["frame_origin"] = meta["frame_origin"]
     try:
-        splits = Splits(**fields, **{name: tuple(ids) for name, ids in lists.items()})
+        splits = Splits(**fields, **{name: tuple(ids) for name, ids in lists.items()})  # type: ignore[arg-type]
     except ValidationError as exc:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])

@@ -229,9 +229,9 @@ def agreement_table(
     estimates = {
         "mae": mae(judge, rater),
         "signed_error": signed_error(judge, rater),
-        "class_balanced_mae": class_balanced_mae(judge, rater, scale),
-        "qwk": qwk(judge, rater, scale),
-        "krippendorff_alpha": krippendorff_alpha_ordinal(judge, rater, scale),
+        "class_balanced_mae": class_balanced_mae(judge, rater, list(scale)),
+        "qwk": qwk(judge, rater, list(scale)),
+        "krippendorff_alpha": krippendorff_alpha_ordinal(judge, rater, list(scale)),
         "spearman": spearman(judge, rater),
     }
     replicates = {name: np.full(n_boot, np.nan) for name in STATISTICS}

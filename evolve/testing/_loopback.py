@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Union
+from typing import Union
 
 Reply = Union[str, tuple[int, dict]]
 
@@ -86,7 +87,7 @@ class LoopbackChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "LoopbackChatServer":
+    def __enter__(self) -> LoopbackChatServer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,11 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.audit import AuditResult, audit_run
-from evolve.workflows import run_calibration as calibrate
 from evolve.cli import app
 from evolve.config import resolve_config
 from evolve.llm import ChatRequest, Client, Message, ResponseCache
 from evolve.testing import FakeProvider, LoopbackChatServer
+from evolve.workflows import run_calibration as calibrate
 from tests.audit.conftest import bag_of_words, fake_auditor
 
 runner = CliRunner()

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.data import load_pack, write_pack
 from evolve.errors import RunError
@@ -16,6 +15,7 @@ from evolve.judge import load_rubric
 from evolve.llm import Client, ResponseCache
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
+from evolve.workflows import run_calibration as calibrate
 from tests.conftest import fake_consilium_endpoint, make_consilium_pack
 
 NINE = [

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from evolve.calibration import CANDIDATE_COLUMNS, SCORE_COLUMNS
-from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.errors import RunError
 from evolve.llm import Client, ResponseCache
 from evolve.testing import FakeProvider
+from evolve.workflows import run_calibration as calibrate
 from tests.conftest import HangingEndpoint, fake_endpoint
 
 
@@ -134,7 +134,7 @@ def test_resume_after_interruption_repeats_no_finished_call(tmp_path, tiny_pack_
     dying.count = 0
     first = FakeProvider(dying)
     with Client(first, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=1) as client:
-        with pytest.raises(BaseException):
+        with pytest.raises(BaseException):  # noqa: B017 - the crash may arrive inside an exception group
             calibrate(config, client=client)
     assert not (config.run_dir / "report.json").exists()
     answered = {r.cache_key(first.endpoint_id) for r in first.requests[:40]}

@@ -11,9 +11,9 @@ import json
 import pandas as pd
 import pytest
 
-from evolve.workflows import run_calibration as calibrate
 from evolve.config import resolve_config
 from evolve.local import cache_dir
+from evolve.workflows import run_calibration as calibrate
 
 pytestmark = pytest.mark.slow
 

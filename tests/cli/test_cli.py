@@ -8,9 +8,9 @@ import shutil
 
 from typer.testing import CliRunner
 
-from evolve.workflows import run_calibration as calibrate
 from evolve.cli import app
 from evolve.config import resolve_config
+from evolve.workflows import run_calibration as calibrate
 from tests.conftest import REPO
 
 runner = CliRunner()

