@@ -20,6 +20,7 @@ __all__ = [
     "LocalServerError",
     "ServerDiedError",
     "RunError",
+    "Problems",
 ]
 
 
@@ -77,3 +78,57 @@ class ServerDiedError(LocalServerError):
 
 class RunError(EvolveError):
     """A run directory is missing, incomplete or was made by a different configuration."""
+
+
+class Problems:
+    """Collects located problems and raises them together as one error.
+
+    Readers of user files report every defect at once, not the first one: each problem is one
+    line ``<where>: <what>. <fix>``, listed under a heading, at most ``limit`` of them shown.
+
+    Args:
+        heading: First line of the message, e.g. ``"rating pack ratings/kqa is invalid"``.
+        error: The :class:`EvolveError` subclass to raise.
+        limit: Problems shown; the rest are counted.
+    """
+
+    def __init__(self, heading: str, error: type[EvolveError] = EvolveError, limit: int = 20) -> None:
+        self.heading = heading
+        self.error = error
+        self.limit = limit
+        self.cause: BaseException | None = None
+        self._items: list[tuple[tuple, int, str]] = []
+
+    def add(self, where: str, message: str = "", fix: str = "", *, order: tuple = ()) -> None:
+        """Record one problem.
+
+        Args:
+            where: File, row, field - whatever locates it (or the whole line, without ``message``).
+            message: What is wrong.
+            fix: How to fix it.
+            order: Sort key; problems are shown by it, then in the order they were added.
+        """
+        text = f"{where}: {message.rstrip('.')}. {fix}".rstrip() if message else where
+        self._items.append((order, len(self._items), text))
+
+    @property
+    def items(self) -> list[str]:
+        """The problem lines, in report order."""
+        return [text for _, _, text in sorted(self._items, key=lambda item: item[:2])]
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def raise_if_any(self) -> None:
+        """Raise one ``error`` listing the problems (chained to :attr:`cause`); return if none."""
+        if not self._items:
+            return
+        items, n = self.items, len(self._items)
+        lines = [f"{self.heading} ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  - {item}" for item in items[: self.limit]]
+        if n > self.limit:
+            lines.append(f"  ... and {n - self.limit} more problem(s) not shown; fix the ones above and re-run.")
+        raise self.error("\n".join(lines)) from self.cause

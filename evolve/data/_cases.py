@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
 from evolve.data._util import is_missing
-from evolve.errors import DataError
+from evolve.errors import DataError, Problems
 
 __all__ = [
     "CASE_FILE_SUFFIXES",
@@ -40,40 +40,6 @@ CASE_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 """File name endings :func:`load_cases` can read."""
 
 _ID_RE = re.compile(_ID_PATTERN)
-
-
-class _Issues:
-    """Collects located problems and raises them as one error (shared by the case, consilium
-    record and workbook readers).
-
-    Problems keep the order in which they were found (readers walk files, sheets and rows in
-    order). Each problem is one line ``<where>: <what>. <fix>``.
-    """
-
-    def __init__(self, heading: str, error: type[DataError] = DataError, limit: int = MAX_REPORTED_PROBLEMS) -> None:
-        self.heading = heading
-        self.error = error
-        self.limit = limit
-        self.items: list[str] = []
-
-    def add(self, where: str, message: str, fix: str) -> None:
-        self.items.append(f"{where}: {message.rstrip('.')}. {fix}".rstrip())
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def raise_if_any(self) -> None:
-        if not self.items:
-            return
-        n = len(self.items)
-        lines = [f"{self.heading} ({n} problem{'s' if n != 1 else ''}):"]
-        lines += [f"  - {item}" for item in self.items[: self.limit]]
-        if n > self.limit:
-            lines.append(f"  ... and {n - self.limit} more problem(s) not shown; fix the ones above and re-run.")
-        raise self.error("\n".join(lines))
 
 
 class CaseColumns(BaseModel):
@@ -154,7 +120,7 @@ def parse_column_overrides(items: Sequence[str], base: CaseColumns | None = None
     return base.model_copy(update=update)
 
 
-def _read_jsonl(path: Path, issues: _Issues) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+def _read_jsonl(path: Path, issues: Problems) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
     """Rows of a JSONL file as ``(location, record)`` pairs and the keys seen (first-seen order)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     columns: dict[str, None] = {}
@@ -248,7 +214,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             f"{path}: unsupported case file type {suffix or '(none)'!r}. Save the cases as one of "
             f"{list(CASE_FILE_SUFFIXES)}."
         )
-    issues = _Issues(f"cannot load cases from {path}")
+    issues = Problems(f"cannot load cases from {path}", DataError, MAX_REPORTED_PROBLEMS)
     try:
         if suffix == ".jsonl":
             columns, rows = _read_jsonl(path, issues)

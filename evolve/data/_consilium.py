@@ -27,9 +27,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evolve.data._cases import _Issues
 from evolve.data._models import _ID_PATTERN, Target
-from evolve.errors import DataError
+from evolve.data._pack import MAX_REPORTED_PROBLEMS
+from evolve.errors import DataError, Problems
 
 __all__ = [
     "MAX_PANEL_ROLES",
@@ -302,7 +302,7 @@ def load_consilium_records(directory: Path | str) -> dict[str, list[ConsiliumRec
     files = sorted(p for p in directory.glob("*.json") if p.is_file() and not p.name.startswith("."))
     if not files:
         raise DataError(f"{directory}: no *.json consilium records found. Pass the folder the benchmark runner wrote.")
-    issues = _Issues(f"cannot load consilium records from {directory}")
+    issues = Problems(f"cannot load consilium records from {directory}", DataError, MAX_REPORTED_PROBLEMS)
     out: dict[str, list[ConsiliumRecord]] = {}
     first_file: dict[tuple[str, str], str] = {}
     for path in files:

@@ -48,7 +48,7 @@ def _read_references(path: Path, problems: _Problems) -> dict[str, str]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.add(path.name, f"line {lineno}", None, f"malformed JSON ({exc.msg})", "Use the original file.")
+            problems.add_at(path.name, f"line {lineno}", None, f"malformed JSON ({exc.msg})", "Use the original file.")
             continue
         question, answer = row.get("Question"), row.get("Free_form_answer")
         if isinstance(question, str) and isinstance(answer, str) and answer.strip():
@@ -96,7 +96,7 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
     frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
     missing = [c for c in _REQUIRED if c not in frame.columns]
     if missing:
-        problems.add(
+        problems.add_at(
             csv_path.name, "row 1", "header", f"missing column(s) {missing}; found {list(frame.columns)}",
             "Use the original NLI_medical_annotator.csv from the K-QA repository.",
         )
@@ -116,7 +116,7 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
         rowno = i + 2  # spreadsheet row: header is row 1
         raw_index = str(row[index_col]).strip()
         if not raw_index.isdigit():
-            problems.add(
+            problems.add_at(
                 csv_path.name, f"row {rowno}", index_col or "(first column)",
                 f"row index {raw_index!r} is not a non-negative integer",
                 "Use the original file; the first column numbers the rows.",
@@ -124,7 +124,7 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
             continue
         target_id = f"kqa-r{int(raw_index):03d}"
         if target_id in seen_targets:
-            problems.add(
+            problems.add_at(
                 csv_path.name, f"row {rowno}", index_col or "(first column)",
                 f"row index {raw_index} repeats row {seen_targets[target_id]}",
                 "Use the original file; the first column must be unique.",
@@ -134,12 +134,12 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
 
         question = row["Question"]
         if is_missing(question):
-            problems.add(csv_path.name, f"row {rowno}", "Question", "empty question", "Use the original file.")
+            problems.add_at(csv_path.name, f"row {rowno}", "Question", "empty question", "Use the original file.")
             continue
         case_id = kqa_case_id(question)
         previous = question_of_id.get(case_id)
         if previous is not None and previous != question:  # pragma: no cover - 40-bit hash collision
-            problems.add(
+            problems.add_at(
                 csv_path.name, f"row {rowno}", "Question",
                 f"two different questions hash to {case_id}", "Report this; the case id scheme needs more digits.",
             )
@@ -170,13 +170,13 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
         except ValidationError as exc:
             for err in exc.errors():
                 field = {"text": "answer", "statement": "claim"}.get(str(err["loc"][0]), str(err["loc"][0]))
-                problems.add(csv_path.name, f"row {rowno}", field, err["msg"], "Use the original file.")
+                problems.add_at(csv_path.name, f"row {rowno}", field, err["msg"], "Use the original file.")
             continue
 
         for k, column in enumerate(_LABEL_COLUMNS, start=1):
             label = str(row[column]).strip()
             if label not in KQA_LABEL_SCORES:
-                problems.add(
+                problems.add_at(
                     csv_path.name, f"row {rowno}", column,
                     f"unknown label {label!r}; expected one of {list(KQA_LABEL_SCORES)}",
                     "Correct the label in the source file (labels are case-sensitive).",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
-from evolve.errors import PackError, RubricError
+from evolve.errors import PackError, Problems, RubricError
 from evolve.rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,42 +248,18 @@ class RatingPack:
 _FILE_RANK = {name: rank for rank, name in enumerate(PACK_FILES)}
 
 
-class _Problems:
-    """Accumulates validation problems; :meth:`raise_if_any` turns them into one PackError."""
+class _Problems(Problems):
+    """Problems of a rating pack, located by file, line/row and field, reported in file order,
+    then line order (one :class:`PackError`)."""
 
     def __init__(self, where: str, *, heading: str = "rating pack {where} is invalid") -> None:
-        self.where = where
-        self.heading = heading
-        self.items: list[str] = []
-        self._keys: list[tuple[int, int]] = []
-        self.cause: BaseException | None = None
+        super().__init__(heading.format(where=where), PackError, MAX_REPORTED_PROBLEMS)
 
-    def add(self, file: str, loc: str | None, field_name: str | None, message: str, fix: str) -> None:
-        parts = [file]
-        if loc:
-            parts.append(loc)
-        if field_name:
-            parts.append(f"field '{field_name}'")
-        self.items.append(f"{', '.join(parts)}: {message.rstrip('.')}. {fix}".rstrip())
+    def add_at(self, file: str, loc: str | None, field_name: str | None, message: str, fix: str) -> None:
+        """Record a problem at ``file``, ``loc`` (e.g. ``line 3``) and ``field_name``."""
+        where = ", ".join([file, *([loc] if loc else []), *([f"field '{field_name}'"] if field_name else [])])
         number = re.search(r"\d+", loc or "")
-        self._keys.append((_FILE_RANK.get(file, len(_FILE_RANK)), int(number.group()) if number else 0))
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def raise_if_any(self) -> None:
-        if not self.items:
-            return
-        n = len(self.items)
-        # Report in file order, then line/row order (stable for problems of the same line).
-        ordered = [item for _, item in sorted(zip(self._keys, self.items), key=lambda pair: pair[0])]
-        shown = ordered[:MAX_REPORTED_PROBLEMS]
-        head = self.heading.format(where=self.where)
-        lines = [f"{head} ({n} problem{'s' if n != 1 else ''}):"]
-        lines += [f"  - {p}" for p in shown]
-        if n > len(shown):
-            lines.append(f"  ... and {n - len(shown)} more problem(s) not shown; fix the ones above and re-run.")
-        raise PackError("\n".join(lines)) from self.cause
+        self.add(where, message, fix, order=(_FILE_RANK.get(file, len(_FILE_RANK)), int(number.group()) if number else 0))
 
 
 def _fix_for(error_type: str, schema: str) -> str:
@@ -304,7 +280,7 @@ def _add_validation_errors(
             msg = msg[len("Value error, ") :]
         if field_name is None and schema == "rating.schema.json":
             field_name = "score/not_evaluable"
-        problems.add(file, loc, field_name, msg, _fix_for(err["type"], schema))
+        problems.add_at(file, loc, field_name, msg, _fix_for(err["type"], schema))
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,17 +292,17 @@ def _read_manifest(path: Path, problems: _Problems) -> PackManifest | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        problems.add(MANIFEST_FILE, f"line {exc.lineno}", None, f"invalid JSON ({exc.msg})", "Fix the JSON syntax.")
+        problems.add_at(MANIFEST_FILE, f"line {exc.lineno}", None, f"invalid JSON ({exc.msg})", "Fix the JSON syntax.")
         return None
     except UnicodeDecodeError as exc:
-        problems.add(MANIFEST_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        problems.add_at(MANIFEST_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
         return None
     if not isinstance(raw, dict):
-        problems.add(MANIFEST_FILE, "line 1", None, "expected a JSON object", "Write the manifest as one JSON object.")
+        problems.add_at(MANIFEST_FILE, "line 1", None, "expected a JSON object", "Write the manifest as one JSON object.")
         return None
     version = raw.get("version", PACK_FORMAT_VERSION)
     if version != PACK_FORMAT_VERSION:
-        problems.add(
+        problems.add_at(
             MANIFEST_FILE,
             None,
             "version",
@@ -347,7 +323,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Prob
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        problems.add(path.name, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        problems.add_at(path.name, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
         return out
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -355,7 +331,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Prob
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.add(
+            problems.add_at(
                 path.name,
                 f"line {lineno}",
                 None,
@@ -364,7 +340,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Prob
             )
             continue
         if not isinstance(raw, dict):
-            problems.add(
+            problems.add_at(
                 path.name, f"line {lineno}", None, f"expected a JSON object, got {type(raw).__name__}",
                 "Write exactly one JSON object per line.",
             )
@@ -393,18 +369,18 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        problems.add(RATINGS_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
+        problems.add_at(RATINGS_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
         return None
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None:
-        problems.add(
+        problems.add_at(
             RATINGS_FILE, "row 1", None, "the file is empty",
             f"Write the header line: {','.join(RATINGS_COLUMNS)}",
         )
         return None
     if tuple(header) != RATINGS_COLUMNS:
-        problems.add(
+        problems.add_at(
             RATINGS_FILE,
             "row 1",
             "header",
@@ -417,7 +393,7 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) != len(RATINGS_COLUMNS):
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE,
                 f"row {rowno}",
                 None,
@@ -429,7 +405,7 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
         ok = True
         not_evaluable = _parse_bool(cells["not_evaluable"])
         if not_evaluable is None:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "not_evaluable",
                 f"{cells['not_evaluable']!r} is not a boolean", "Write true or false.",
             )
@@ -440,7 +416,7 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
             if _INT_RE.match(score_text):
                 score = int(score_text)
             else:
-                problems.add(
+                problems.add_at(
                     RATINGS_FILE, f"row {rowno}", "score", f"{score_text!r} is not an integer",
                     "Write a whole number on the criterion's scale, or leave it empty and set not_evaluable=true.",
                 )
@@ -494,14 +470,14 @@ def load_pack(
     root = _resolve_pack_dir(path)
     problems = _Problems(str(root))
     if not root.is_dir():
-        problems.add(
+        problems.add_at(
             str(root), None, None, "no such pack directory",
             "Pass the folder that holds pack.json, cases.jsonl, targets.jsonl and ratings.csv.",
         )
         problems.raise_if_any()
     missing = [name for name in PACK_FILES if not (root / name).is_file()]
     for name in missing:
-        problems.add(name, None, None, "file is missing", "Every pack needs pack.json, cases.jsonl, targets.jsonl and ratings.csv; re-write the pack.")
+        problems.add_at(name, None, None, "file is missing", "Every pack needs pack.json, cases.jsonl, targets.jsonl and ratings.csv; re-write the pack.")
     problems.raise_if_any()
 
     manifest = _read_manifest(root / MANIFEST_FILE, problems)
@@ -564,7 +540,7 @@ def _cross_check(
     case_line: dict[str, int] = {}
     for lineno, case in cases:
         if case.case_id in case_line:
-            problems.add(
+            problems.add_at(
                 CASES_FILE, f"line {lineno}", "case_id",
                 f"duplicate case_id {case.case_id!r} (first on line {case_line[case.case_id]})",
                 "Give every case a unique case_id or remove the repeated line.",
@@ -576,7 +552,7 @@ def _cross_check(
     target_by_id: dict[str, tuple[int, Target]] = {}
     for lineno, target in targets:
         if target.target_id in target_by_id:
-            problems.add(
+            problems.add_at(
                 TARGETS_FILE, f"line {lineno}", "target_id",
                 f"duplicate target_id {target.target_id!r} (first on line {target_by_id[target.target_id][0]})",
                 "Give every target a unique target_id or remove the repeated line.",
@@ -584,7 +560,7 @@ def _cross_check(
         else:
             target_by_id[target.target_id] = (lineno, target)
         if target.case_id not in case_line:
-            problems.add(
+            problems.add_at(
                 TARGETS_FILE, f"line {lineno}", "case_id",
                 f"unknown case_id {target.case_id!r} (not in {CASES_FILE})",
                 f"Add the case to {CASES_FILE} or correct the id.",
@@ -595,7 +571,7 @@ def _cross_check(
     for rowno, rating in ratings:
         key = (rating.target_id, rating.rater_id, rating.criterion)
         if key in rating_row:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "rater_id",
                 f"duplicate rating of target {rating.target_id!r} by rater {rating.rater_id!r} on criterion "
                 f"{rating.criterion!r} (first in row {rating_row[key]})",
@@ -605,13 +581,13 @@ def _cross_check(
             rating_row[key] = rowno
         hit = target_by_id.get(rating.target_id)
         if hit is None:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "target_id",
                 f"unknown target_id {rating.target_id!r} (not in {TARGETS_FILE})",
                 f"Add the target to {TARGETS_FILE} or correct the id.",
             )
         elif hit[1].case_id != rating.case_id:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "case_id",
                 f"case_id {rating.case_id!r} differs from the case of target {rating.target_id!r} "
                 f"({hit[1].case_id!r}, {TARGETS_FILE} line {hit[0]})",
@@ -631,7 +607,7 @@ def _cross_check(
     for lineno, target in targets:
         if target.component not in known_components:
             unknown_component_targets.add(target.target_id)
-            problems.add(
+            problems.add_at(
                 TARGETS_FILE, f"line {lineno}", "component",
                 f"component {target.component!r} is not a component of rubric {rubric.id!r} "
                 f"(known: {sorted(known_components)})",
@@ -642,7 +618,7 @@ def _cross_check(
     for rowno, rating in ratings:
         crit = criteria.get(rating.criterion)
         if crit is None:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "criterion",
                 f"criterion {rating.criterion!r} is not in rubric {rubric.id!r} version {rubric.version!r} "
                 f"(known: {sorted(criteria)})",
@@ -650,7 +626,7 @@ def _cross_check(
             )
             continue
         if rating.score is not None and not crit.scale_min <= rating.score <= crit.scale_max:
-            problems.add(
+            problems.add_at(
                 RATINGS_FILE, f"row {rowno}", "score",
                 f"score {rating.score} is outside the scale {crit.scale_min}..{crit.scale_max} of criterion "
                 f"{crit.criterion_id!r}",
@@ -661,7 +637,7 @@ def _cross_check(
         if hit is not None and rating.target_id not in unknown_component_targets:
             component = hit[1].component
             if component not in crit.components:
-                problems.add(
+                problems.add_at(
                     RATINGS_FILE, f"row {rowno}", "criterion",
                     f"criterion {crit.criterion_id!r} does not apply to component {component!r} of target "
                     f"{rating.target_id!r} (it applies to {list(crit.components)}); the pair is "
@@ -679,7 +655,7 @@ def _load_rubric_for(manifest: PackManifest, prompts_root: Path | str | None, pr
         )
     except RubricError as exc:
         problems.cause = exc
-        problems.add(
+        problems.add_at(
             MANIFEST_FILE, None, "rubric",
             f"cannot use rubric {manifest.rubric.id!r} version {manifest.rubric.version!r}: {exc}",
             "Criteria, scales and components were not checked. Fix pack.json 'rubric', pass the right "

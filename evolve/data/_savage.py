@@ -129,7 +129,7 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
             by_role[role] = column
     missing = [key for key, role in _COLUMNS.items() if role not in by_role]
     if missing:
-        problems.add(
+        problems.add_at(
             path.name, "row 1", "header",
             f"missing column(s) {missing} (compared ignoring case and whitespace); found {list(frame.columns)}",
             "Use the original Supplementary Data 5 spreadsheet.",
@@ -148,13 +148,13 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
             continue  # the summary block below the data
         index = _count(raw_index)
         if index is None:
-            problems.add(
+            problems.add_at(
                 path.name, f"row {rowno}", by_role["index"], f"index {raw_index!r} is not a whole number",
                 "Use the original spreadsheet.",
             )
             continue
         if index in seen:
-            problems.add(
+            problems.add_at(
                 path.name, f"row {rowno}", by_role["index"], f"index {index} repeats row {seen[index]}",
                 "Use the original spreadsheet; each vignette appears once.",
             )
@@ -194,7 +194,7 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
             )
         except ValidationError as exc:
             for err in exc.errors():
-                problems.add(
+                problems.add_at(
                     path.name, f"row {rowno}", by_role["question"] if err["loc"][0] == "text" else str(err["loc"][0]),
                     err["msg"], "Use the original spreadsheet.",
                 )
@@ -204,7 +204,7 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
             column = by_role[f"count_{k}"]
             count = _count(row[column])
             if count is None:
-                problems.add(
+                problems.add_at(
                     path.name, f"row {rowno}", column,
                     f"error count {row[column]!r} is not a non-negative whole number",
                     "Correct the count in the spreadsheet (0, 1, 2, ...).",

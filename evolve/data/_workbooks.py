@@ -29,12 +29,12 @@ from typing import Any
 from openpyxl.utils import get_column_letter
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evolve.data._cases import CaseColumns, _Issues, case_file, load_cases
+from evolve.data._cases import CaseColumns, case_file, load_cases
 from evolve.data._consilium import ConsiliumRecord, consilium_targets, load_consilium_records, record_file_stem
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef
 from evolve.data._pack import RATINGS_COLUMNS, RatingPack, _ratings_csv, validate_pack, write_pack
 from evolve.data._util import is_missing, sha256_file
-from evolve.errors import PackError
+from evolve.errors import PackError, Problems
 from evolve.rubric import Criterion, Rubric, load_rubric
 
 __all__ = [
@@ -211,7 +211,7 @@ class _Sheet:
         return ", ".join(parts)
 
 
-def _read_csv_sheet(path: Path, issues: _Issues) -> list[_Sheet]:
+def _read_csv_sheet(path: Path, issues: Problems) -> list[_Sheet]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -226,7 +226,7 @@ def _read_csv_sheet(path: Path, issues: _Issues) -> list[_Sheet]:
     return [_Sheet(path.name, path.stem, grid)]
 
 
-def _read_xlsx_sheets(path: Path, issues: _Issues) -> list[_Sheet]:
+def _read_xlsx_sheets(path: Path, issues: Problems) -> list[_Sheet]:
     from openpyxl import load_workbook
     from openpyxl.utils.exceptions import InvalidFileException
 
@@ -244,7 +244,7 @@ def _read_xlsx_sheets(path: Path, issues: _Issues) -> list[_Sheet]:
     return sheets
 
 
-def _workbook_files(src: Path, exclude: Iterable[Path], issues: _Issues) -> list[Path]:
+def _workbook_files(src: Path, exclude: Iterable[Path], issues: Problems) -> list[Path]:
     if src.is_file():
         return [src]
     if not src.is_dir():
@@ -292,7 +292,7 @@ def read_role_map(path: Path | str) -> dict[str, tuple[str, ...]]:
         raise PackError(f"{path}: role map not found. Pass a CSV with the columns specialty,role.")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     columns = {_norm(c): c for c in frame.columns}
-    issues = _Issues(f"cannot read the role map {path}", PackError)
+    issues = Problems(f"cannot read the role map {path}", PackError)
     for need in ("specialty", "role"):
         if need not in columns:
             issues.add(f"{path.name}, row 1", f"no {need!r} column (columns: {list(frame.columns)})",
@@ -490,7 +490,7 @@ def import_workbooks(
     case_by_id = {c.case_id: c for c in all_cases}
     lookup = _case_lookup(all_cases)
 
-    issues = _Issues(f"cannot import physician workbooks from {src}", PackError, limit=_MAX_REPORTED)
+    issues = Problems(f"cannot import physician workbooks from {src}", PackError, limit=_MAX_REPORTED)
     warnings: list[str] = []
     files = _workbook_files(src, [p for p in (case_path, role_map_path) if p is not None], issues)
 
@@ -582,7 +582,7 @@ def import_workbooks(
     return WorkbookImport(pack=pack, structural_exclusions=tuple(excluded), summary=summary)
 
 
-def _parse_sheet(sheet: _Sheet, path: Path, issues: _Issues, warnings: list[str]) -> tuple[str, str, str, int] | None:
+def _parse_sheet(sheet: _Sheet, path: Path, issues: Problems, warnings: list[str]) -> tuple[str, str, str, int] | None:
     """Find labels and the header row of one sheet: ``(specialty, where it came from, rater, header row)``.
 
     Returns ``None`` for an empty sheet (warned) or a sheet without a valid header (errors added).
@@ -672,7 +672,7 @@ def _import_row(
     by_number: Mapping[int, Criterion],
     chosen: dict[str, ConsiliumRecord],
     seen_rows: dict[tuple[str, str], str],
-    issues: _Issues,
+    issues: Problems,
     warnings: list[str],
     outputs: Path,
     case_file: Path,
@@ -761,7 +761,7 @@ def _choose_record(
     records: Mapping[str, list[ConsiliumRecord]],
     condition: str | None,
     chosen: dict[str, ConsiliumRecord],
-    issues: _Issues,
+    issues: Problems,
     outputs: Path,
 ) -> ConsiliumRecord | None:
     id_col = _COLUMNS[0]
@@ -824,7 +824,7 @@ def load_structural_exclusions(pack_dir: Path | str) -> tuple[Rating, ...]:
     path = Path(pack_dir) / STRUCTURAL_EXCLUSIONS_FILE
     if not path.is_file():
         return ()
-    issues = _Issues(f"cannot read {path}", PackError)
+    issues = Problems(f"cannot read {path}", PackError)
     rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"), newline="")))
     if not rows or tuple(rows[0]) != RATINGS_COLUMNS:
         raise PackError(f"{path}, row 1: header must be exactly {','.join(RATINGS_COLUMNS)}. Re-import the workbooks.")

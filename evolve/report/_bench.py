@@ -55,7 +55,7 @@ from pydantic import ValidationError
 from evolve.consilium import CaseRun, harmonise_role
 from evolve.errors import DataError, RunError
 from evolve.report._report import format_interval
-from evolve.stats import Interval
+from evolve.stats import ClusterMeans, Interval
 
 __all__ = [
     "BENCH_REPORT_VERSION",
@@ -251,59 +251,11 @@ def _read_scores(path: Path) -> pd.DataFrame:
 # -- case-clustered bootstrap ---------------------------------------------------------------------
 
 
-class _Resampler:
-    """Bootstrap draws of one table row's cases; every statistic of the row reuses them.
-
-    ``weights[b, g]`` is how often case ``g`` (cases sorted by id) was drawn in replicate ``b``;
-    a mean over observations is then ``weights @ sums / weights @ counts`` per replicate.
-    """
-
-    def __init__(self, case_ids: Iterable[str], n_boot: int, seed: int) -> None:
-        self.cases = sorted(set(case_ids))
-        self.index = pd.Index(self.cases, dtype=object)
-        g = len(self.cases)
-        self.n_boot = n_boot
-        if g:
-            draws = np.random.default_rng(seed).integers(0, g, size=(n_boot, g))
-            flat = (draws + (np.arange(n_boot) * g)[:, None]).ravel()
-            self.weights = np.bincount(flat, minlength=n_boot * g).reshape(n_boot, g).astype(np.float64)
-        else:
-            self.weights = np.zeros((n_boot, 0))
-
-    def mean(self, case_ids: Sequence[str] | np.ndarray, values: Sequence[float] | np.ndarray) -> tuple[float, np.ndarray, int]:
-        """Estimate, replicates and observation count of the mean of finite ``values``."""
-        v = np.asarray(values, dtype=np.float64)
-        ids = np.asarray(case_ids, dtype=object)
-        keep = np.isfinite(v)
-        v, ids = v[keep], ids[keep]
-        if not v.size:
-            return math.nan, np.full(self.n_boot, math.nan), 0
-        codes = self.index.get_indexer(ids)
-        if (codes < 0).any():
-            raise ValueError("an observation's case is not among the resampled cases")
-        sums = np.bincount(codes, weights=v, minlength=len(self.cases))
-        counts = np.bincount(codes, minlength=len(self.cases)).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps = (self.weights @ sums) / (self.weights @ counts)
-        return float(v.mean()), reps, int(v.size)
-
-    def interval(self, estimate: float, reps: np.ndarray, n_obs: int) -> Interval:
-        """Percentile interval of the defined replicates (the :class:`~evolve.stats.Interval` record)."""
-        valid = reps[np.isfinite(reps)]
-        if valid.size and math.isfinite(estimate):
-            tail = (1.0 - CONFIDENCE) / 2.0
-            low, high = (float(q) for q in np.quantile(valid, [tail, 1.0 - tail]))
-        else:
-            low = high = math.nan
-        return Interval(estimate=float(estimate), low=low, high=high, n_boot=int(reps.size), n_valid=int(valid.size),
-                        confidence=CONFIDENCE, n_clusters=len(self.cases), n_pairs=n_obs)
-
-
 def _put(row: dict, name: str, iv: Interval) -> None:
     row[name], row[f"{name}_low"], row[f"{name}_high"] = iv.estimate, iv.low, iv.high
 
 
-def _mean_into(row: dict, name: str, rs: _Resampler, frame: pd.DataFrame, column: str) -> tuple[float, np.ndarray]:
+def _mean_into(row: dict, name: str, rs: ClusterMeans, frame: pd.DataFrame, column: str) -> tuple[float, np.ndarray]:
     est, reps, n = rs.mean(frame["case_id"].to_numpy(dtype=object), frame[column].to_numpy(dtype=np.float64))
     _put(row, name, rs.interval(est, reps, n))
     return est, reps
@@ -400,7 +352,7 @@ def _table3(pipes: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
     """
     out = []
     for key, sub in _groups(pipes, pooled=True):
-        rs = _Resampler(sub["case_id"], n_boot, seed)
+        rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         done = sub[~sub["failed"]]
         row = {**key, "n_pipelines": len(sub), "n_cases": sub["case_id"].nunique(), "n_completed": len(done)}
         done = done.assign(first=done["first_round_consensus"].astype(float), eventual=done["consensus"].astype(float),
@@ -420,7 +372,7 @@ def _table3(pipes: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
 _KINDS = ("yes_yes", "yes_no", "no_yes", "no_no")
 
 
-def _transition_row(key: dict, role: str, rounds: str, t: pd.DataFrame, rs: _Resampler) -> dict:
+def _transition_row(key: dict, role: str, rounds: str, t: pd.DataFrame, rs: ClusterMeans) -> dict:
     cases = t["case_id"].to_numpy(dtype=object)
     kinds = t["kind"].to_numpy(dtype=object)
     row = {**key, "role": role, "rounds": rounds,
@@ -447,7 +399,7 @@ def _table4(pipes: pd.DataFrame, trans: pd.DataFrame, n_boot: int, seed: int) ->
     """
     out = []
     for key, sub in _groups(pipes, pooled=True):
-        rs = _Resampler(sub["case_id"], n_boot, seed)
+        rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         t = trans[_in_group(trans, key)]
         if t.empty:
             continue
@@ -475,7 +427,7 @@ def _table6(scores: pd.DataFrame, units: pd.DataFrame, n_boot: int, seed: int) -
              ("final", "final", _QUALITY_CRITERIA), ("case", "case", (_PANEL,)), ("case", "case", (_COMPLEXITY,))]
     out = []
     for key, sub in _groups(scores, pooled=True):
-        rs = _Resampler(sub["case_id"], n_boot, seed)
+        rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         u_sub = units[_in_group(units, key)]
         for component, comp, numbers in parts:
             calls = sub[(sub["component"] == comp) & sub["number"].isin(numbers)]
@@ -507,7 +459,7 @@ def _table7(pipes: pd.DataFrame, quality: pd.DataFrame | None, n_boot: int, seed
     out = []
     merged = pipes if quality is None else pipes.merge(quality, on=_OUTPUT_KEY, how="left")
     for key, sub in _groups(merged, pooled=True):
-        rs = _Resampler(sub["case_id"], n_boot, seed)
+        rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         row = {**key, "n_pipelines": len(sub)}
         t_est, t_reps = _mean_into(row, "mean_tokens", rs, sub, "tokens")
         row["mean_prompt_tokens"] = float(sub["prompt_tokens"].mean())
@@ -539,7 +491,7 @@ def _table8(units: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
     out = []
     comps = ("final", "reasoning", "opinion")
     for key, sub in _groups(units[units["component"].isin(comps)], pooled=True):
-        rs = _Resampler(sub["case_id"], n_boot, seed)
+        rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         for number in _QUALITY_CRITERIA:
             row = {**key, "number": number, "criterion": names.get(number, "")}
             est, reps = {}, {}
@@ -578,7 +530,7 @@ def _table9(pipes: pd.DataFrame, quality: pd.DataFrame, n_boot: int, seed: int) 
     for condition, scope in scopes:
         for rounds in ("1", "2", "3+"):
             sub = scope[scope["rounds"] == rounds]
-            rs = _Resampler(sub["case_id"], n_boot, seed)
+            rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
             row = {"condition": condition, "rounds": rounds, "n_outputs": len(sub)}
             _mean_into(row, "mean", rs, sub, "quality")
             row["sd"] = float(sub["quality"].std(ddof=0)) if len(sub) else math.nan

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evolve.errors import SplitError
+from evolve.errors import Problems, SplitError
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import Case, RatingPack
@@ -29,14 +29,10 @@ class SplitWarning(UserWarning):
 
 def raise_problems(problems: list[str], heading: str) -> None:
     """Raise one :class:`SplitError` listing every problem (at most 20 shown), or return if none."""
-    if not problems:
-        return
-    n = len(problems)
-    lines = [f"{heading} ({n} problem{'s' if n != 1 else ''}):"]
-    lines += [f"  - {p}" for p in problems[:_MAX_REPORTED]]
-    if n > _MAX_REPORTED:
-        lines.append(f"  ... and {n - _MAX_REPORTED} more problem(s) not shown.")
-    raise SplitError("\n".join(lines))
+    collected = Problems(heading, SplitError, _MAX_REPORTED)
+    for problem in problems:
+        collected.add(problem)
+    collected.raise_if_any()
 
 
 def sha256_bytes(data: bytes) -> str:

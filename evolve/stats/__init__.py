@@ -54,10 +54,12 @@ Example::
 """
 
 from evolve.stats._bootstrap import (
+    ClusterMeans,
     Interval,
     Statistic,
     agreement_table,
     cluster_bootstrap,
+    percentile_interval,
 )
 from evolve.stats._pairs import rater_pairs
 from evolve.stats._statistics import (
@@ -73,11 +75,13 @@ from evolve.stats._tables import STATISTICS
 
 __all__ = [
     "STATISTICS",
+    "ClusterMeans",
     "Interval",
     "Statistic",
     "agreement_table",
     "class_balanced_mae",
     "cluster_bootstrap",
+    "percentile_interval",
     "krippendorff_alpha_ordinal",
     "macro_mean",
     "mae",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -101,7 +101,18 @@ class _Clusters:
         return offsets + np.arange(total)
 
 
-def _interval(estimate: float, replicates: np.ndarray, confidence: float, clusters: _Clusters) -> Interval:
+def percentile_interval(
+    estimate: float, replicates: np.ndarray, *, confidence: float, n_clusters: int, n_pairs: int
+) -> Interval:
+    """The percentile interval of the defined (finite) bootstrap ``replicates``.
+
+    Args:
+        estimate: The statistic on the full sample.
+        replicates: One value per bootstrap replicate (``nan`` where undefined).
+        confidence: Interval level in (0, 1).
+        n_clusters: Clusters (cases) resampled.
+        n_pairs: Observations behind the estimate.
+    """
     valid = replicates[np.isfinite(replicates)]
     if valid.size:
         tail = (1.0 - confidence) / 2.0
@@ -109,15 +120,68 @@ def _interval(estimate: float, replicates: np.ndarray, confidence: float, cluste
     else:
         low = high = math.nan
     return Interval(
-        estimate=float(estimate),
-        low=low,
-        high=high,
-        n_boot=int(replicates.size),
-        n_valid=int(valid.size),
-        confidence=float(confidence),
-        n_clusters=clusters.n_clusters,
-        n_pairs=clusters.n_pairs,
+        estimate=float(estimate), low=low, high=high, n_boot=int(replicates.size), n_valid=int(valid.size),
+        confidence=float(confidence), n_clusters=int(n_clusters), n_pairs=int(n_pairs),
     )
+
+
+def _interval(estimate: float, replicates: np.ndarray, confidence: float, clusters: _Clusters) -> Interval:
+    return percentile_interval(estimate, replicates, confidence=confidence, n_clusters=clusters.n_clusters,
+                               n_pairs=clusters.n_pairs)
+
+
+class ClusterMeans:
+    """Case-clustered bootstrap of means: one set of case draws shared by every mean of a table row.
+
+    ``weights[b, g]`` is how often case ``g`` (cases sorted by id) was drawn in replicate ``b``;
+    a mean over observations is then ``weights @ sums / weights @ counts`` per replicate - every
+    statistic of the row reuses the same draws, so their intervals are comparable.
+
+    Args:
+        case_ids: The row's cases (duplicates ignored).
+        n_boot: Bootstrap replicates.
+        seed: Seed of the draws.
+        confidence: Interval level in (0, 1).
+    """
+
+    def __init__(self, case_ids: Iterable[str], n_boot: int, seed: int, confidence: float = 0.95) -> None:
+        self.cases = sorted(set(case_ids))
+        self.index = pd.Index(self.cases, dtype=object)
+        self.n_boot = n_boot
+        self.confidence = confidence
+        g = len(self.cases)
+        if g:
+            draws = np.random.default_rng(seed).integers(0, g, size=(n_boot, g))
+            flat = (draws + (np.arange(n_boot) * g)[:, None]).ravel()
+            self.weights = np.bincount(flat, minlength=n_boot * g).reshape(n_boot, g).astype(np.float64)
+        else:
+            self.weights = np.zeros((n_boot, 0))
+
+    def mean(self, case_ids: Sequence[str] | np.ndarray, values: Sequence[float] | np.ndarray) -> tuple[float, np.ndarray, int]:
+        """Estimate, replicates and observation count of the mean of the finite ``values``.
+
+        Raises:
+            ValueError: An observation's case is not among the resampled cases.
+        """
+        v = np.asarray(values, dtype=np.float64)
+        ids = np.asarray(case_ids, dtype=object)
+        keep = np.isfinite(v)
+        v, ids = v[keep], ids[keep]
+        if not v.size:
+            return math.nan, np.full(self.n_boot, math.nan), 0
+        codes = self.index.get_indexer(ids)
+        if (codes < 0).any():
+            raise ValueError("an observation's case is not among the resampled cases")
+        sums = np.bincount(codes, weights=v, minlength=len(self.cases))
+        counts = np.bincount(codes, minlength=len(self.cases)).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = (self.weights @ sums) / (self.weights @ counts)
+        return float(v.mean()), reps, int(v.size)
+
+    def interval(self, estimate: float, reps: np.ndarray, n_obs: int) -> Interval:
+        """Percentile interval of the defined replicates (no bounds around an undefined estimate)."""
+        iv = percentile_interval(estimate, reps, confidence=self.confidence, n_clusters=len(self.cases), n_pairs=n_obs)
+        return iv if math.isfinite(estimate) else iv.model_copy(update={"low": math.nan, "high": math.nan})
 
 
 def cluster_bootstrap(
