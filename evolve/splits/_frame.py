@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from evolve.errors import SplitError
 from evolve.splits._manifest import (
@@ -352,81 +352,178 @@ def make_frame_splits(
     seed = _check_seed(seed)
     universe = _as_universe(case_ids)
     groups = {**universe.group_of, **(group_of or {})}
-    preset = _as_preset(preset)
-    n = len(universe.ids)
-
-    # -- options ---------------------------------------------------------------------------
-    bad: list[str] = []
-    for label, value in (("n_train", n_train), ("n_validation", n_validation)):
-        if value is not None and not _is_count(value):
-            bad.append(f"{label}={value!r} must be a positive integer.")
-    if preset is not None:
-        for label, value, wanted in (("frame_size", frame_size, preset.frame_size), ("n_train", n_train, preset.n_train),
-                                     ("n_validation", n_validation, preset.n_validation)):
-            if value is not None and value != wanted:
-                bad.append(f"{label}={value} conflicts with preset {preset.name!r} ({label} {wanted}); drop one of them.")
-        if validation_fraction is not None:
-            bad.append(f"validation_fraction conflicts with preset {preset.name!r}, which fixes "
-                       f"{preset.n_train} train / {preset.n_validation} validation cases; drop it.")
-        n_train = preset.n_train if n_train is None else n_train
-        n_validation = preset.n_validation if n_validation is None else n_validation
-        if frame is None and frame_size is None:
-            frame_size = preset.frame_size
-    if frame is not None and frame_size is not None:
-        bad.append("give either a frame manifest or a frame size to draw, not both.")
-    if frame is None and frame_size is None:
-        bad.append("no frame: pass a frame manifest (frame=...) or a frame size to draw (frame_size=...).")
-    if validation_fraction is not None:
-        if not 0.0 < validation_fraction < 1.0:
-            bad.append(f"validation_fraction={validation_fraction} must be in (0, 1).")
-        if n_train is not None or n_validation is not None:
-            bad.append("give either exact sizes (n_train / n_validation) or validation_fraction, not both.")
-        if train is not None or validation is not None:
-            bad.append("validation_fraction does not apply to supplied train/validation manifests; drop it.")
-    if frame_size is not None and n_train is not None and n_validation is not None and _is_count(n_train) \
-            and _is_count(n_validation) and n_train + n_validation != frame_size:
-        bad.append(f"n_train + n_validation = {n_train} + {n_validation} = {n_train + n_validation} must equal "
-                   f"frame_size {frame_size}.")
-    raise_problems(bad, "make_frame_splits: inconsistent options")
-
+    opts = FrameOptions(frame=frame, frame_size=frame_size, n_train=n_train, n_validation=n_validation,
+                        validation_fraction=validation_fraction, train=train, validation=validation,
+                        preset=_as_preset(preset))
     problems: list[str] = []
     warnings: list[str] = []
-    if preset is not None and n != preset.n_cases:
+    if opts.preset is not None and len(universe.ids) != opts.preset.n_cases:
+        p = opts.preset
         problems.append(
-            f"{universe.label} has {n} cases but preset {preset.name!r} expects {preset.n_cases} "
-            f"({preset.frame_size} in the frame, {preset.n_cases - preset.frame_size} held out). Use the full case "
+            f"{universe.label} has {len(universe.ids)} cases but preset {p.name!r} expects {p.n_cases} "
+            f"({p.frame_size} in the frame, {p.n_cases - p.frame_size} held out). Use the full case "
             "file (--cases), or give the sizes yourself instead of the preset."
         )
-
-    # -- frame -----------------------------------------------------------------------------
-    frame_manifest: Manifest | None = None
-    if frame_size is not None:
-        # With a universe of the wrong size for the preset, report that instead of drawing.
-        frame_ids = () if problems else draw_frame(universe, frame_size, seed=seed, group_of=groups)
-    else:
-        frame_manifest = _as_manifest(frame, "frame")  # type: ignore[arg-type]
-        if preset is not None:
-            expected, why = preset.frame_size, f" (preset {preset.name!r})"
-        elif n_train is not None and n_validation is not None:
-            expected, why = n_train + n_validation, f" (n_train + n_validation = {n_train} + {n_validation})"
-        else:
-            expected, why = None, ""
-        frame_ids, found, warned = _manifest_problems(frame_manifest, universe, expected, why)
-        problems += found
-        warnings += warned
-        problems += _whole_groups_problems(frame_manifest, frame_ids, universe.ids, groups, "held out (not in the frame)")
-        if frame_manifest.ids and len(frame_ids) < 2 and not found:
-            problems.append(f"{frame_manifest.label}: the frame needs at least 2 cases (one train, one validation).")
+    frame_manifest, frame_ids = _frame_ids(opts, universe, groups, seed, problems, warnings)
+    supplied = {name: _as_manifest(value, name)  # type: ignore[arg-type]
+                for name, value in (("train", opts.train), ("validation", opts.validation)) if value is not None}
+    train_ids, validation_ids = _supplied_partition(opts, supplied, universe, frame_ids, groups, problems, warnings)
+    raise_problems(problems, f"cannot make a frame split of {universe.label}")
+    if not supplied:
+        train_ids, validation_ids = _drawn_partition(opts, frame_ids, groups, seed)
+    for message in warnings:
+        _warnings.warn(message, SplitWarning, stacklevel=2)
     in_frame = set(frame_ids)
+    holdout_ids = tuple(cid for cid in universe.ids if cid not in in_frame)
+    if supplied or opts.validation_fraction is None:
+        shown_fraction = len(validation_ids) / len(frame_ids)
+    else:
+        shown_fraction = opts.validation_fraction
+    return Splits(
+        pack=pack_name,
+        seed=seed,
+        holdout_fraction=len(holdout_ids) / len(universe.ids),
+        validation_fraction=shown_fraction,
+        frame=frame_ids,
+        holdout=holdout_ids,
+        train=train_ids,
+        validation=validation_ids,
+        frame_origin=_origin(opts, universe, frame_manifest, supplied, groups, seed),
+    )
 
-    # -- partition -------------------------------------------------------------------------
-    supplied = {name: _as_manifest(value, name) for name, value in (("train", train), ("validation", validation))
-                if value is not None}
+
+class FrameOptions(BaseModel):
+    """The options of :func:`make_frame_splits`, checked together: every conflict is reported in
+    one :class:`SplitError`. A preset's sizes fill in the ones not given (after the conflicts
+    with it are checked).
+
+    Attributes: as the arguments of :func:`make_frame_splits` (``preset`` resolved).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    # passed through as given (manifests, paths, id lists; sizes checked below with their own messages)
+    frame: object = None
+    frame_size: object = None
+    n_train: object = None
+    n_validation: object = None
+    validation_fraction: float | None = None
+    train: object = None
+    validation: object = None
+    preset: FramePreset | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FrameOptions:
+        bad: list[str] = []
+        for label, value in (("n_train", self.n_train), ("n_validation", self.n_validation)):
+            if value is not None and not _is_count(value):
+                bad.append(f"{label}={value!r} must be a positive integer.")
+        if self.preset is not None:
+            bad += self._fill_from_preset(self.preset)
+        if self.frame is not None and self.frame_size is not None:
+            bad.append("give either a frame manifest or a frame size to draw, not both.")
+        if self.frame is None and self.frame_size is None:
+            bad.append("no frame: pass a frame manifest (frame=...) or a frame size to draw (frame_size=...).")
+        if self.validation_fraction is not None:
+            if not 0.0 < self.validation_fraction < 1.0:
+                bad.append(f"validation_fraction={self.validation_fraction} must be in (0, 1).")
+            if self.n_train is not None or self.n_validation is not None:
+                bad.append("give either exact sizes (n_train / n_validation) or validation_fraction, not both.")
+            if self.train is not None or self.validation is not None:
+                bad.append("validation_fraction does not apply to supplied train/validation manifests; drop it.")
+        nt, nv = self.n_train, self.n_validation
+        if self.frame_size is not None and isinstance(nt, int) and isinstance(nv, int) and _is_count(nt) \
+                and _is_count(nv) and nt + nv != self.frame_size:
+            bad.append(f"n_train + n_validation = {nt} + {nv} = {nt + nv} must equal frame_size {self.frame_size}.")
+        raise_problems(bad, "make_frame_splits: inconsistent options")
+        return self
+
+    def _fill_from_preset(self, preset: FramePreset) -> list[str]:
+        """Conflicts with ``preset``; then its sizes fill in the ones not given."""
+        bad = []
+        for label, value, wanted in (("frame_size", self.frame_size, preset.frame_size),
+                                     ("n_train", self.n_train, preset.n_train),
+                                     ("n_validation", self.n_validation, preset.n_validation)):
+            if value is not None and value != wanted:
+                bad.append(f"{label}={value} conflicts with preset {preset.name!r} ({label} {wanted}); drop one of them.")
+        if self.validation_fraction is not None:
+            bad.append(f"validation_fraction conflicts with preset {preset.name!r}, which fixes "
+                       f"{preset.n_train} train / {preset.n_validation} validation cases; drop it.")
+        self.n_train = preset.n_train if self.n_train is None else self.n_train
+        self.n_validation = preset.n_validation if self.n_validation is None else self.n_validation
+        if self.frame is None and self.frame_size is None:
+            self.frame_size = preset.frame_size
+        return bad
+
+    def size(self, side: str) -> int | None:
+        """The exact size asked for ``"train"`` or ``"validation"``, or ``None``."""
+        value = self.n_train if side == "train" else self.n_validation
+        return value if isinstance(value, int) else None
+
+
+def _frame_ids(opts: FrameOptions, universe: CaseList, groups: Mapping[str, str], seed: int,
+               problems: list[str], warnings: list[str]) -> tuple[Manifest | None, tuple[str, ...]]:
+    """The frame: drawn (``frame_size``) or a supplied manifest, verified (problems appended)."""
+    if opts.frame_size is not None:
+        # With a universe of the wrong size for the preset, report that instead of drawing.
+        return None, () if problems else draw_frame(universe, opts.frame_size, seed=seed, group_of=groups)  # type: ignore[arg-type]
+    frame_manifest = _as_manifest(opts.frame, "frame")  # type: ignore[arg-type]
+    n_train, n_validation = opts.size("train"), opts.size("validation")
+    if opts.preset is not None:
+        expected, why = opts.preset.frame_size, f" (preset {opts.preset.name!r})"
+    elif n_train is not None and n_validation is not None:
+        expected, why = n_train + n_validation, f" (n_train + n_validation = {n_train} + {n_validation})"
+    else:
+        expected, why = None, ""
+    frame_ids, found, warned = _manifest_problems(frame_manifest, universe, expected, why)
+    problems += found
+    warnings += warned
+    problems += _whole_groups_problems(frame_manifest, frame_ids, universe.ids, groups, "held out (not in the frame)")
+    if frame_manifest.ids and len(frame_ids) < 2 and not found:
+        problems.append(f"{frame_manifest.label}: the frame needs at least 2 cases (one train, one validation).")
+    return frame_manifest, frame_ids
+
+
+def _supplied_partition(opts: FrameOptions, supplied: dict[str, Manifest], universe: CaseList,
+                        frame_ids: tuple[str, ...], groups: Mapping[str, str], problems: list[str],
+                        warnings: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Train and validation from supplied manifests, verified (problems appended); ``((), ())``
+    when none is supplied."""
+    if not supplied:
+        n_frame = len(frame_ids)
+        n_train, n_validation = opts.size("train"), opts.size("validation")
+        if n_train is not None and n_validation is None and n_train >= n_frame >= 2:
+            problems.append(f"n_train={n_train} leaves no validation case in a frame of {n_frame}; lower it.")
+        if n_validation is not None and n_train is None and n_validation >= n_frame >= 2:
+            problems.append(f"n_validation={n_validation} leaves no training case in a frame of {n_frame}; lower it.")
+        return (), ()
+    chosen = _chosen_sides(opts, supplied, universe, set(frame_ids), problems, warnings)
+    if len(supplied) == 2:
+        train_ids, validation_ids = _both_sides(supplied, chosen, frame_ids, problems)
+    else:
+        train_ids, validation_ids = _one_side(opts, supplied, chosen, frame_ids, problems)
+    train_set, validation_set = set(train_ids), set(validation_ids)
+    for group in _groups(frame_ids, groups) if groups else []:
+        t = [cid for cid in group if cid in train_set]
+        v = [cid for cid in group if cid in validation_set]
+        if t and v:
+            problems.append(f"DOI group {groups.get(group[0], group[0])!r} is split across sides: train "
+                            f"{_short(t, 5)}, validation {_short(v, 5)}. Move all its cases to one side.")
+    if not train_ids and "train" in supplied and not problems:
+        problems.append(f"{supplied['train'].label}: no training case left in the frame.")
+    if not validation_ids and "validation" in supplied and not problems:
+        problems.append(f"{supplied['validation'].label}: no validation case left in the frame.")
+    return train_ids, validation_ids
+
+
+def _chosen_sides(opts: FrameOptions, supplied: dict[str, Manifest], universe: CaseList, in_frame: set[str],
+                  problems: list[str], warnings: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each supplied manifest's ids that are in the frame (its other problems appended)."""
     chosen: dict[str, tuple[str, ...]] = {}
     known = set(universe.ids)
     for name, m in supplied.items():
-        want = n_train if name == "train" else n_validation
-        why = f" (preset {preset.name!r})" if preset is not None else f" (n_{name} = {want})"
+        want = opts.size(name)
+        why = f" (preset {opts.preset.name!r})" if opts.preset is not None else f" (n_{name} = {want})"
         ids, found, warned = _manifest_problems(m, universe, want, why)
         problems += found
         warnings += warned
@@ -437,102 +534,79 @@ def make_frame_splits(
                 problems.append(f"{m.where(i)}: case id {cid!r} is not in the frame (it is held out). "
                                 f"{name.capitalize()} cases must come from the frame; delete it or add it to the frame.")
         chosen[name] = tuple(cid for cid in ids if cid in in_frame)
-    if len(supplied) == 2:
-        tm, vm = supplied["train"], supplied["validation"]
-        vline = {cid: i for i, cid in reversed(list(enumerate(vm.ids)))}
-        seen: set[str] = set()
-        for i, cid in enumerate(tm.ids):
-            if cid in vline and cid not in seen:
-                seen.add(cid)
-                problems.append(f"case id {cid!r} is on both sides: {tm.where(i)} and {vm.where(vline[cid])}. "
-                                "Keep it in one manifest only.")
-        listed = set(tm.ids) | set(vm.ids)
-        neither = [cid for cid in frame_ids if cid not in listed]
-        if neither:
-            problems.append(
-                f"{len(neither)} frame case(s) are in neither {tm.label} nor {vm.label}: {_short(neither)}. "
-                "Train and validation must partition the frame: add each to one of them."
-            )
-        both = set(chosen["validation"])
-        train_ids = tuple(cid for cid in chosen["train"] if cid not in both)
-        validation_ids = chosen["validation"]
-    elif supplied:
-        (name, ids), = chosen.items()
-        taken = set(ids)
-        rest = tuple(cid for cid in frame_ids if cid not in taken)
-        other = "validation" if name == "train" else "train"
-        want = n_validation if other == "validation" else n_train
-        if want is not None and len(rest) != want:
-            problems.append(f"the rest of the frame (the {other} side) has {len(rest)} case(s) but {want} are expected; "
-                            f"fix {supplied[name].label} or the expected size.")
-        if not rest:
-            problems.append(f"{supplied[name].label} takes the whole frame; leave at least one case for {other}.")
-        train_ids, validation_ids = (ids, rest) if name == "train" else (rest, ids)
-    if supplied:
-        train_set, validation_set = set(train_ids), set(validation_ids)
-        for group in _groups(frame_ids, groups) if groups else []:
-            t = [cid for cid in group if cid in train_set]
-            v = [cid for cid in group if cid in validation_set]
-            if t and v:
-                problems.append(f"DOI group {groups.get(group[0], group[0])!r} is split across sides: train "
-                                f"{_short(t, 5)}, validation {_short(v, 5)}. Move all its cases to one side.")
-        if not train_ids and "train" in supplied and not problems:
-            problems.append(f"{supplied['train'].label}: no training case left in the frame.")
-        if not validation_ids and "validation" in supplied and not problems:
-            problems.append(f"{supplied['validation'].label}: no validation case left in the frame.")
-    else:
-        n_frame = len(frame_ids)
-        if n_train is not None and n_validation is None and n_train >= n_frame >= 2:
-            problems.append(f"n_train={n_train} leaves no validation case in a frame of {n_frame}; lower it.")
-        if n_validation is not None and n_train is None and n_validation >= n_frame >= 2:
-            problems.append(f"n_validation={n_validation} leaves no training case in a frame of {n_frame}; lower it.")
-    label = universe.label
-    raise_problems(problems, f"cannot make a frame split of {label}")
+    return chosen
 
-    if not supplied:
-        n_frame = len(frame_ids)
-        _, partition_rng = _streams(seed)
-        if n_train is None and n_validation is None:
-            fraction = DEFAULT_VALIDATION_FRACTION if validation_fraction is None else validation_fraction
-            size = min(max(_round_half_up(Decimal(repr(fraction)) * n_frame), 1), n_frame - 1)
-            picked = _draw(frame_ids, size, partition_rng, groups, what="validation", exact=False)
-        else:
-            size = n_validation if n_validation is not None else n_frame - n_train  # type: ignore[operator]
-            picked = _draw(frame_ids, size, partition_rng, groups, what="validation", exact=True)
-        validation_ids = tuple(cid for cid in frame_ids if cid in picked)
-        train_ids = tuple(cid for cid in frame_ids if cid not in picked)
 
-    for message in warnings:
-        _warnings.warn(message, SplitWarning, stacklevel=2)
-    holdout_ids = tuple(cid for cid in universe.ids if cid not in in_frame)
-    if supplied or validation_fraction is None:
-        shown_fraction = len(validation_ids) / len(frame_ids)
+def _both_sides(supplied: dict[str, Manifest], chosen: dict[str, tuple[str, ...]], frame_ids: tuple[str, ...],
+                problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Train and validation both supplied: they must partition the frame."""
+    tm, vm = supplied["train"], supplied["validation"]
+    vline = {cid: i for i, cid in reversed(list(enumerate(vm.ids)))}
+    seen: set[str] = set()
+    for i, cid in enumerate(tm.ids):
+        if cid in vline and cid not in seen:
+            seen.add(cid)
+            problems.append(f"case id {cid!r} is on both sides: {tm.where(i)} and {vm.where(vline[cid])}. "
+                            "Keep it in one manifest only.")
+    listed = set(tm.ids) | set(vm.ids)
+    neither = [cid for cid in frame_ids if cid not in listed]
+    if neither:
+        problems.append(
+            f"{len(neither)} frame case(s) are in neither {tm.label} nor {vm.label}: {_short(neither)}. "
+            "Train and validation must partition the frame: add each to one of them."
+        )
+    both = set(chosen["validation"])
+    return tuple(cid for cid in chosen["train"] if cid not in both), chosen["validation"]
+
+
+def _one_side(opts: FrameOptions, supplied: dict[str, Manifest], chosen: dict[str, tuple[str, ...]],
+              frame_ids: tuple[str, ...], problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """One side supplied: the other is the rest of the frame."""
+    (name, ids), = chosen.items()
+    taken = set(ids)
+    rest = tuple(cid for cid in frame_ids if cid not in taken)
+    other = "validation" if name == "train" else "train"
+    want = opts.size(other)
+    if want is not None and len(rest) != want:
+        problems.append(f"the rest of the frame (the {other} side) has {len(rest)} case(s) but {want} are expected; "
+                        f"fix {supplied[name].label} or the expected size.")
+    if not rest:
+        problems.append(f"{supplied[name].label} takes the whole frame; leave at least one case for {other}.")
+    return (ids, rest) if name == "train" else (rest, ids)
+
+
+def _drawn_partition(opts: FrameOptions, frame_ids: tuple[str, ...], groups: Mapping[str, str],
+                     seed: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Train and validation drawn from the seed's second stream (whole DOI groups)."""
+    n_frame = len(frame_ids)
+    _, partition_rng = _streams(seed)
+    n_train, n_validation = opts.size("train"), opts.size("validation")
+    if n_train is None and n_validation is None:
+        fraction = DEFAULT_VALIDATION_FRACTION if opts.validation_fraction is None else opts.validation_fraction
+        size = min(max(_round_half_up(Decimal(repr(fraction)) * n_frame), 1), n_frame - 1)
+        picked = _draw(frame_ids, size, partition_rng, groups, what="validation", exact=False)
     else:
-        shown_fraction = validation_fraction
-    origin = FrameOrigin(
+        size = n_validation if n_validation is not None else n_frame - (n_train or 0)
+        picked = _draw(frame_ids, size, partition_rng, groups, what="validation", exact=True)
+    return tuple(cid for cid in frame_ids if cid not in picked), tuple(cid for cid in frame_ids if cid in picked)
+
+
+def _origin(opts: FrameOptions, universe: CaseList, frame_manifest: Manifest | None, supplied: dict[str, Manifest],
+            groups: Mapping[str, str], seed: int) -> FrameOrigin:
+    """How the frame and its partition were obtained (``split.json: frame_origin``)."""
+    return FrameOrigin(
         frame="drawn" if frame_manifest is None else ("manifest" if frame_manifest.source else "list"),
         frame_manifest=frame_manifest.source if frame_manifest is not None else None,
         frame_label=frame_manifest.label if frame_manifest is not None and not frame_manifest.source else None,
         frame_seed=seed if frame_manifest is None else None,
         universe=universe.kind,
         cases=universe.source if universe.kind == "file" else None,
-        n_cases=n,
+        n_cases=len(universe.ids),
         partition="manifest" if supplied else "drawn",
         train_manifest=supplied["train"].source if "train" in supplied else None,
         validation_manifest=supplied["validation"].source if "validation" in supplied else None,
         grouped=bool(groups),
-        preset=preset.name if preset is not None else None,
-    )
-    return Splits(
-        pack=pack_name,
-        seed=seed,
-        holdout_fraction=len(holdout_ids) / n,
-        validation_fraction=shown_fraction,
-        frame=frame_ids,
-        holdout=holdout_ids,
-        train=train_ids,
-        validation=validation_ids,
-        frame_origin=origin,
+        preset=opts.preset.name if opts.preset is not None else None,
     )
 
 
