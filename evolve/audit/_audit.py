@@ -40,10 +40,10 @@ from evolve.judge import (
     load_rubric,
 )
 from evolve.llm import CallFailure, Client
-from evolve.runs import EndpointSettings, Event, Journal, open_client
+from evolve.runs import CalibrationFolder, EndpointSettings, Event, Journal, open_client
 
-AUDIT_JSON = "audit.json"
-AUDIT_MD = "audit.md"
+AUDIT_JSON = CalibrationFolder.AUDIT_JSON
+AUDIT_MD = CalibrationFolder.AUDIT_MD
 
 
 def _run_rubric(config: CalibrationConfig) -> Rubric:
@@ -235,7 +235,7 @@ def audit_run(
         plan.append((c, initials, winners[0] if winners else None))
 
     endpoint_model = (endpoint or config.endpoint).model
-    journal = Journal(run_dir / "journal.jsonl") if write else None
+    journal = CalibrationFolder(run_dir).journal() if write else None
     if journal is not None:
         journal.append(Event.AUDIT_STARTED, run_id=config.run_id, llm=use_llm, embeddings=use_embeddings)
 
@@ -261,8 +261,9 @@ def audit_run(
             if closer is not None:
                 closer()
     if write:
-        (run_dir / AUDIT_JSON).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        (run_dir / AUDIT_MD).write_text(render_markdown(result), encoding="utf-8")
+        folder = CalibrationFolder(run_dir)
+        folder.write(AUDIT_JSON, result.model_dump_json(indent=2) + "\n")
+        folder.write(AUDIT_MD, render_markdown(result))
         assert journal is not None
         journal.append(
             Event.AUDIT_FINISHED,

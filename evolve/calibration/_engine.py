@@ -35,7 +35,7 @@ from evolve.judge import (
     parse_json_object,
 )
 from evolve.llm import CallFailure, ChatRequest, Client
-from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, owned_client
+from evolve.runs import CalibrationFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, owned_client
 from evolve.splits import Splits, check_splits, load_splits
 
 SCORE_COLUMNS = [
@@ -484,13 +484,13 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     """``candidates.csv`` and ``scores.csv`` of all criteria, in criterion order."""
     cand_frame = pd.DataFrame([c.row() for run in runs for c in run.candidates.values()], columns=CANDIDATE_COLUMNS)
     cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
-    atomic_write(run_dir / "candidates.csv", cand_frame.to_csv(index=False))
+    atomic_write(run_dir / CalibrationFolder.CANDIDATES, cand_frame.to_csv(index=False))
     scores = pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS)
-    atomic_write(run_dir / "scores.csv", scores.to_csv(index=False))
+    atomic_write(run_dir / CalibrationFolder.SCORES, scores.to_csv(index=False))
 
 
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
-    path = config.run_dir / "config.json"
+    path = config.run_dir / CalibrationFolder.CONFIG
     if path.exists():
         if not resume:
             raise RunError(
@@ -524,7 +524,7 @@ def load_run_config(run_dir: Path) -> CalibrationConfig:
     Raises:
         RunError: Missing or invalid file.
     """
-    path = Path(run_dir) / "config.json"
+    path = Path(run_dir) / CalibrationFolder.CONFIG
     try:
         return CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
@@ -583,7 +583,7 @@ def read_candidates(
     Raises:
         RunError: Missing file (the run did not finish) or a required column missing.
     """
-    path = Path(run_dir) / "candidates.csv"
+    path = Path(run_dir) / CalibrationFolder.CANDIDATES
     if not path.is_file():
         raise RunError(
             f"{path}: not found. It is written when a calibration run finishes; pass a finished run folder, "
@@ -641,11 +641,11 @@ def calibrate(
     plan = plan_calibration(config, resume=resume)
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    journal = Journal(run_dir / "journal.jsonl")
+    journal = CalibrationFolder(run_dir).journal()
     if not resume:
-        atomic_write(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
+        atomic_write(run_dir / CalibrationFolder.CONFIG, config.model_dump_json(indent=2) + "\n")
     exclusions = structural_exclusions(plan.pack, plan.splits, plan.rubric, plan.criteria, config.conditions)
-    atomic_write(run_dir / "exclusions.csv", exclusions.to_csv(index=False))
+    atomic_write(run_dir / CalibrationFolder.EXCLUSIONS, exclusions.to_csv(index=False))
     journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
                    criteria=[c.criterion_id for c in plan.criteria])
     owns = client is None

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from evolve.errors import EvolveError, ServerDiedError
+from evolve.runs import BenchFolder, CalibrationFolder
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
 ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
@@ -419,7 +420,7 @@ def calibrate(
     except KeyboardInterrupt:
         err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir if config else '<run folder>'}")
         raise typer.Exit(code=130) from None
-    typer.echo((result.run_dir / "report.md").read_text(encoding="utf-8"))  # unwrapped: tables stay intact
+    typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
 
 
@@ -512,7 +513,7 @@ def audit(
         err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
         raise typer.Exit(code=130) from None
     typer.echo((run_dir / AUDIT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
-    if rebuild_report and (run_dir / "report.json").is_file():
+    if rebuild_report and (run_dir / CalibrationFolder.REPORT_JSON).is_file():
         from evolve.report import write_report
 
         try:
@@ -526,7 +527,7 @@ def audit(
 
 
 def _print_bench_report(run_dir: Path) -> None:
-    report_md = run_dir / "bench_report.md"
+    report_md = run_dir / BenchFolder.REPORT_MD
     if report_md.is_file():
         typer.echo(report_md.read_text(encoding="utf-8"))  # unwrapped: tables stay intact
 

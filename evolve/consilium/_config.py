@@ -35,6 +35,7 @@ from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import ConfigError, RunError
 from evolve.judge import JudgeSettings
+from evolve.runs import BenchFolder
 
 __all__ = [
     "BENCH_CONFIG_VERSION",
@@ -55,7 +56,7 @@ __all__ = [
 BENCH_CONFIG_VERSION: Final = 1
 """Version of :class:`BenchConfig` as stored in ``manifest.json``."""
 
-MANIFEST_FILE = "manifest.json"
+MANIFEST_FILE = BenchFolder.MANIFEST
 """The run manifest inside a benchmark run folder."""
 
 

@@ -38,7 +38,7 @@ from evolve.consilium._runner import (
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import MAX_GUIDANCE_CHARS, Judge, Rubric, load_protocol, load_rubric
-from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
+from evolve.runs import BenchFolder, CalibrationFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -54,8 +54,8 @@ __all__ = [
     "load_calibrated_guidance",
 ]
 
-JUDGE_SCORES_FILE = "judge_scores.csv"
-JUDGE_FILE = "judge.json"
+JUDGE_SCORES_FILE = BenchFolder.JUDGE_SCORES
+JUDGE_FILE = BenchFolder.JUDGE
 NO_GUIDANCE = "none"
 """``guidance_id`` of a call made without guidance."""
 
@@ -138,7 +138,7 @@ def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dic
             on another rubric) or a winner over 800 characters.
     """
     run = Path(calibration_run)
-    path = run / "candidates.csv"
+    path = run / CalibrationFolder.CANDIDATES
     rows = read_candidates(run, required=("candidate_id", "criterion", "text", "selected"))
     selected = [row for row in rows if row.selected]
     if not selected:
@@ -167,7 +167,7 @@ def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dic
 
 def _calibration_judge_model(calibration_run: Path) -> str | None:
     try:
-        return json.loads((Path(calibration_run) / "config.json").read_text(encoding="utf-8"))["judge"]["model"]
+        return json.loads((Path(calibration_run) / CalibrationFolder.CONFIG).read_text(encoding="utf-8"))["judge"]["model"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -281,7 +281,7 @@ def judge_bench(
                     batch.append((row, case, target, crit, (g.text or None) if g is not None else None, seed))
         batches.append(batch)
 
-    journal = Journal(run_dir / "journal.jsonl")
+    journal = BenchFolder(run_dir).journal()
     total = sum(len(b) for b in batches)
     journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
                    calibration_run=str(calibration_run) if calibration_run is not None else None,

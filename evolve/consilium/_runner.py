@@ -64,7 +64,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, ServerDiedError
-from evolve.runs import Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
+from evolve.runs import BenchFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -89,7 +89,7 @@ __all__ = [
 BENCH_RUBRIC_ID = "consilium"
 """Rubric of the run's rating pack and of judging (SPEC §2)."""
 
-RUN_CASES_FILE = "cases.jsonl"
+RUN_CASES_FILE = BenchFolder.CASES
 PROGRESS_KEY = "generate"
 
 
@@ -592,7 +592,7 @@ def run_bench(
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
         atomic_write(run_dir / MANIFEST_FILE, _dump(manifest))
-    journal = Journal(run_dir / "journal.jsonl")
+    journal = BenchFolder(run_dir).journal()
 
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \

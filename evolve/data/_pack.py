@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.errors import PackError, Problems, RubricError
 from evolve.rubric import Rubric, load_rubric
+from evolve.runs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -693,10 +694,7 @@ def _ratings_csv(ratings: Iterable[Rating]) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    atomic_write(path, text)  # inside the pack's temporary folder, swapped in whole
 
 
 def write_pack(

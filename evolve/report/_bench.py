@@ -55,6 +55,7 @@ from pydantic import ValidationError
 from evolve.consilium import CaseRun, harmonise_role
 from evolve.errors import DataError, RunError
 from evolve.report._report import format_interval
+from evolve.runs import BenchFolder
 from evolve.stats import ClusterMeans, Interval
 
 __all__ = [
@@ -209,7 +210,7 @@ def load_bench_run(run_dir: Path) -> tuple[list[CaseRun], pd.DataFrame | None]:
             )
         seen[key] = path
         runs.append(run)
-    scores_path = run_dir / "judge_scores.csv"
+    scores_path = run_dir / BenchFolder.JUDGE_SCORES
     scores = _read_scores(scores_path) if scores_path.is_file() else None
     return runs, scores
 
@@ -841,11 +842,12 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     """
     run_dir = Path(run_dir)
     report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
-    (run_dir / "bench_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (run_dir / "bench_report.md").write_text(render_bench_markdown(report), encoding="utf-8")
+    folder = BenchFolder(run_dir)
+    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    folder.write(folder.REPORT_MD, render_bench_markdown(report))
     columns = {"table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS, "table7": TABLE7_COLUMNS,
                "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS}
     for name, cols in columns.items():
-        pd.DataFrame(report["tables"][name], columns=cols).to_csv(run_dir / f"{name}.csv", index=False)
-    pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(run_dir / "roles.csv", index=False)
+        folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
+    folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))
     return report

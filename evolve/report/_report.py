@@ -22,6 +22,7 @@ from evolve.calibration._metrics import (
     numeric_ratings,
     rater_ceiling,
 )
+from evolve.runs import CalibrationFolder
 from evolve.stats import (
     STATISTICS,
     agreement_table,
@@ -113,7 +114,7 @@ def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed
 
 def _read_audit(run_dir: Path) -> dict[str, dict]:
     """Per-criterion drift verdicts from ``audit.json`` (``evolve audit``), if it exists."""
-    path = run_dir / "audit.json"
+    path = run_dir / CalibrationFolder.AUDIT_JSON
     if not path.is_file():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -151,13 +152,13 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
-    scores = pd.read_csv(run_dir / "scores.csv", dtype={"target_id": str, "case_id": str})
-    cands = pd.read_csv(run_dir / "candidates.csv", keep_default_na=False, dtype=str)
+    scores = pd.read_csv(run_dir / CalibrationFolder.SCORES, dtype={"target_id": str, "case_id": str})
+    cands = pd.read_csv(run_dir / CalibrationFolder.CANDIDATES, keep_default_na=False, dtype=str)
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     ratings = pack.ratings_frame()
     rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
     audit = _read_audit(run_dir)
-    exclusions_path = run_dir / "exclusions.csv"
+    exclusions_path = run_dir / CalibrationFolder.EXCLUSIONS
     exclusions = pd.read_csv(exclusions_path) if exclusions_path.is_file() else pd.DataFrame()
     report: dict = {
         "version": REPORT_VERSION,
@@ -529,11 +530,12 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """
     run_dir = Path(run_dir)
     report = build_report(run_dir, n_boot=n_boot, seed=seed)
-    (run_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (run_dir / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    folder = CalibrationFolder(run_dir)
+    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+    folder.write(folder.REPORT_MD, render_markdown(report))
     table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
     macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
     macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
-    pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(run_dir / "table5.csv", index=False)
-    pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(run_dir / "agreement.csv", index=False)
+    folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
+    folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))
     return report

@@ -10,7 +10,9 @@ server:
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
   interrupt);
-* :func:`atomic_write` - every file a run writes appears whole or not at all.
+* :class:`CalibrationFolder`, :class:`BenchFolder` - where each file of a run lives (never a
+  file name written out elsewhere); :func:`atomic_write` - every file a run writes appears
+  whole or not at all.
 
 The floors of the package, each importing only its own floor or the ones below it (checked by
 ``tests/architecture/test_floors.py``, which walks every import)::
@@ -29,16 +31,20 @@ The floors of the package, each importing only its own floor or the ones below i
 
 from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client
 from evolve.runs._files import atomic_write, holds_interrupt
+from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
 from evolve.runs._journal import JOURNAL_VERSION, Event, Journal
 from evolve.runs._progress import NoProgress, ProgressHook
 
 __all__ = [
     "JOURNAL_VERSION",
+    "BenchFolder",
+    "CalibrationFolder",
     "EndpointSettings",
     "Event",
     "Journal",
     "NoProgress",
     "ProgressHook",
+    "RunFolder",
     "atomic_write",
     "default_cache_path",
     "holds_interrupt",

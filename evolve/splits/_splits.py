@@ -7,8 +7,6 @@ on-disk format. Frame splits (SPEC §4) are made in ``_frame.py``.
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
@@ -20,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.errors import SplitError
+from evolve.runs import atomic_write
 from evolve.splits._manifest import CaseList, FrameOrigin, raise_problems
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -482,9 +481,7 @@ def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = Fal
     # Id lists first, split.json last: a crash leaves either the old split.json (whose counts
     # then disagree with the lists, which load_splits reports) or a complete new set.
     for name in [*MANIFEST_FILES.values(), SPLIT_META_FILE]:
-        tmp = directory / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
-        tmp.write_text(files[name], encoding="utf-8")
-        os.replace(tmp, directory / name)
+        atomic_write(directory / name, files[name])
     return directory
 
 

@@ -16,7 +16,7 @@ from evolve.consilium import (
 )
 from evolve.llm import Client
 from evolve.report import write_bench_report
-from evolve.runs import Journal, ProgressHook, owned_client
+from evolve.runs import BenchFolder, ProgressHook, owned_client
 
 __all__ = ["run_and_judge"]
 
@@ -51,7 +51,7 @@ def run_and_judge(
     if client is None:
         prepare_bench(config, resume, backend)  # refuse a bad resume before starting a server
     with owned_client(config.endpoint, cache_path=config.cache_path,
-                      journal=Journal(config.run_dir / "journal.jsonl")) if client is None \
+                      journal=BenchFolder(config.run_dir).journal()) if client is None \
             else contextlib.nullcontext(client) as client:
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)
         if judge:

@@ -10,7 +10,7 @@ from evolve.calibration import CalibrationResult, calibrate, plan_calibration
 from evolve.config import CalibrationConfig
 from evolve.llm import Client
 from evolve.report import write_report
-from evolve.runs import Event, Journal, ProgressHook, owned_client
+from evolve.runs import CalibrationFolder, Event, ProgressHook, owned_client
 
 __all__ = ["run_calibration"]
 
@@ -46,7 +46,7 @@ def run_calibration(
     """
     if client is None:
         plan_calibration(config, resume=resume)  # refuse bad inputs before starting a server
-    journal = Journal(config.run_dir / "journal.jsonl")
+    journal = CalibrationFolder(config.run_dir).journal()
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if client is None \
             else contextlib.nullcontext(client) as client:
         result = calibrate(config, client=client, resume=resume, progress=progress)

@@ -1,0 +1,100 @@
+"""Run folders: where each file of a run lives, and how it is written (whole or not at all)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evolve.runs._files import atomic_write
+from evolve.runs._journal import Journal
+
+__all__ = ["BenchFolder", "CalibrationFolder", "RunFolder"]
+
+
+class RunFolder:
+    """A run's folder under ``archives/``: its files by name, its journal, atomic writes.
+
+    Every file a run writes is named by an attribute of a subclass (never a string elsewhere),
+    and written with :meth:`write` (temporary file, fsync, rename).
+
+    Args:
+        path: The run folder (it need not exist yet).
+    """
+
+    JOURNAL = "journal.jsonl"
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def journal_path(self) -> Path:
+        """``journal.jsonl``: the append-only event log."""
+        return self.path / self.JOURNAL
+
+    def journal(self) -> Journal:
+        """The run's :class:`Journal` (creates the folder)."""
+        return Journal(self.journal_path)
+
+    def write(self, name: str, data: str | bytes) -> Path:
+        """Write the file ``name`` of this run atomically; returns its path."""
+        path = self.path / name
+        atomic_write(path, data)
+        return path
+
+
+class CalibrationFolder(RunFolder):
+    """The files of a calibration run (``evolve calibrate``), by name.
+
+    Attributes:
+        CONFIG: The resolved configuration (no API key).
+        CANDIDATES: Every candidate: origin, parent, text, training MAE, status, selection.
+        SCORES: Every judge call: candidate, target, repeat, split, outcome, score, tokens.
+        EXCLUSIONS: (criterion, component) pairs the rubric does not apply, never judged.
+        REPORT_MD, REPORT_JSON: The report (Table 5 and agreement per criterion).
+        TABLE5, AGREEMENT: The report's tables as CSV.
+        AUDIT_JSON, AUDIT_MD: The semantic-drift audit of the winners.
+    """
+
+    CONFIG = "config.json"
+    CANDIDATES = "candidates.csv"
+    SCORES = "scores.csv"
+    EXCLUSIONS = "exclusions.csv"
+    REPORT_MD = "report.md"
+    REPORT_JSON = "report.json"
+    TABLE5 = "table5.csv"
+    AGREEMENT = "agreement.csv"
+    AUDIT_JSON = "audit.json"
+    AUDIT_MD = "audit.md"
+
+    def archive_csv(self, criterion: str) -> Path:
+        """``archive_<criterion>.csv``: the criterion's final pyribs archive."""
+        return self.path / f"archive_{criterion}.csv"
+
+
+class BenchFolder(RunFolder):
+    """The files of a benchmark run (``evolve bench run``), by name.
+
+    Attributes:
+        MANIFEST: Models, endpoint (no key), prompt templates and hashes, limits, versions.
+        CASES: The cases generated on (``cases.jsonl``, evolve's case records).
+        JUDGE_SCORES: One row per judge call on the generated material.
+        JUDGE: How the material was judged (rubric, judge settings, seeds, guidance).
+        REPORT_MD, REPORT_JSON: The bench tables (3-9 and the role table); each table is also
+            ``table<N>.csv``, the role table ``roles.csv``.
+    """
+
+    MANIFEST = "manifest.json"
+    CASES = "cases.jsonl"
+    JUDGE_SCORES = "judge_scores.csv"
+    JUDGE = "judge.json"
+    REPORT_MD = "bench_report.md"
+    REPORT_JSON = "bench_report.json"
+    ROLES = "roles.csv"
