@@ -35,7 +35,17 @@ from evolve.judge import (
     parse_json_object,
 )
 from evolve.llm import CallFailure, ChatRequest, Client
-from evolve.runs import CalibrationFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, owned_client
+from evolve.runs import (
+    CalibrationFolder,
+    Event,
+    Journal,
+    NoProgress,
+    ProgressHook,
+    atomic_write,
+    check_resumable,
+    check_same_settings,
+    owned_client,
+)
 from evolve.splits import Splits, check_splits, load_splits
 
 SCORE_COLUMNS = [
@@ -490,32 +500,18 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
 
 
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
+    if not check_resumable(config.run_dir, CalibrationFolder.CONFIG, resume):
+        return
     path = config.run_dir / CalibrationFolder.CONFIG
-    if path.exists():
-        if not resume:
-            raise RunError(
-                f"{config.run_dir} already holds a run. Pass --resume to continue it (finished calls are "
-                "free from the cache), or choose another --run-id."
-            )
-        try:
-            # validated, so fields added since the run started compare at their defaults
-            stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
-        except (OSError, ValidationError) as exc:
-            raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
-        current = json.loads(config.model_dump_json())
-        # where the run folder sits, its name and how many archives run at once do not change
-        # what the run computes
-        for key in ("archives_dir", "run_id", "parallel_criteria"):
-            stored.pop(key, None)
-            current.pop(key, None)
-        diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
-        if diff:
-            raise RunError(
-                f"{path}: the stored configuration differs from this one in {diff}. Resume with the same "
-                "settings (omit options to reuse the stored ones), or start a new --run-id."
-            )
-    elif resume:
-        raise RunError(f"{config.run_dir}: nothing to resume (no config.json). Start the run without --resume.")
+    try:
+        # validated, so fields added since the run started compare at their defaults
+        stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
+    except (OSError, ValidationError) as exc:
+        raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
+    # where the run folder sits, its name and how many archives run at once do not change what
+    # the run computes
+    check_same_settings(path, stored, json.loads(config.model_dump_json()),
+                        ignore=("archives_dir", "run_id", "parallel_criteria"))
 
 
 def load_run_config(run_dir: Path) -> CalibrationConfig:

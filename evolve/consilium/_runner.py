@@ -64,7 +64,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, ServerDiedError
-from evolve.runs import BenchFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
+from evolve.runs import BenchFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, check_resumable, check_same_settings, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -292,27 +292,16 @@ def _check_resume(config: BenchConfig, resume: bool, fresh: BenchManifest) -> No
         RunError: The folder holds a run and ``resume`` is false; nothing to resume; the stored
             configuration, case file, pipeline version or a prompt template differs.
     """
-    path = config.run_dir / MANIFEST_FILE
-    if not path.exists():
-        if resume:
-            raise RunError(f"{config.run_dir}: nothing to resume (no {MANIFEST_FILE}). Start the run without --resume.")
+    if not check_resumable(config.run_dir, MANIFEST_FILE, resume, what="a benchmark run",
+                           resume_flag=f"--resume {config.run_dir}"):
         return
-    if not resume:
-        raise RunError(
-            f"{config.run_dir} already holds a benchmark run. Pass --resume {config.run_dir} to continue it "
-            "(finished calls are free from the cache), or choose another --run-id."
-        )
+    path = config.run_dir / MANIFEST_FILE
     try:
         stored = BenchManifest.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
         raise RunError(f"{path}: cannot read the stored manifest ({exc}); start a new --run-id.") from exc
-    old, new = _comparable(stored.config), _comparable(config)
-    diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    if diff:
-        raise RunError(
-            f"{path}: the stored configuration differs from this one in {diff}. Resume with the same settings "
-            f"(`evolve bench run --resume {config.run_dir}` reuses the stored ones), or start a new --run-id."
-        )
+    check_same_settings(path, _comparable(stored.config), _comparable(config),
+                        hint=f"`evolve bench run --resume {config.run_dir}` reuses the stored ones")
     if stored.cases_sha256 != fresh.cases_sha256:
         raise RunError(
             f"{path}: the case file {fresh.cases_file} changed since the run started (SHA-256 differs). Restore it, "

@@ -7,6 +7,7 @@ server:
 * :class:`Journal` - the append-only event log of a run (``journal.jsonl``, one fsynced JSON
   line per :class:`Event`), in the spirit of optuna's journal storage;
 * :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing);
+* :func:`check_resumable`, :func:`check_same_settings` - the one resume check;
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
   interrupt);
@@ -34,6 +35,7 @@ from evolve.runs._files import atomic_write, holds_interrupt
 from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
 from evolve.runs._journal import JOURNAL_VERSION, Event, Journal
 from evolve.runs._progress import NoProgress, ProgressHook
+from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
     "JOURNAL_VERSION",
@@ -46,6 +48,8 @@ __all__ = [
     "ProgressHook",
     "RunFolder",
     "atomic_write",
+    "check_resumable",
+    "check_same_settings",
     "default_cache_path",
     "holds_interrupt",
     "open_client",

@@ -1,0 +1,62 @@
+"""The one resume check: a run folder either starts empty or resumes with the same settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evolve.errors import RunError
+
+__all__ = ["check_resumable", "check_same_settings"]
+
+
+def check_resumable(run_dir: Path, marker: str, resume: bool, *, what: str = "a run", resume_flag: str = "--resume") -> bool:
+    """Whether there is a run to resume in ``run_dir``, after refusing the two mistakes.
+
+    Args:
+        run_dir: The run folder.
+        marker: The file every started run has (``config.json``, ``manifest.json``).
+        resume: Whether the user asked to resume.
+        what: How to name the run in messages (``"a benchmark run"``).
+        resume_flag: The option to suggest for continuing it.
+
+    Returns:
+        True when the folder holds a run (and ``resume`` is set); False for a fresh start.
+
+    Raises:
+        RunError: The folder holds a run and ``resume`` is false, or ``resume`` is set and there
+            is nothing to resume.
+    """
+    if (Path(run_dir) / marker).exists():
+        if not resume:
+            raise RunError(
+                f"{run_dir} already holds {what}. Pass {resume_flag} to continue it (finished calls are "
+                "free from the cache), or choose another --run-id."
+            )
+        return True
+    if resume:
+        raise RunError(f"{run_dir}: nothing to resume (no {marker}). Start the run without --resume.")
+    return False
+
+
+def check_same_settings(path: Path, stored: Mapping[str, Any], current: Mapping[str, Any], *, ignore: tuple[str, ...] = (),
+                        hint: str = "omit options to reuse the stored ones") -> None:
+    """Refuse to resume with settings that change what the run computes.
+
+    Args:
+        path: The file the stored settings come from (named in the message).
+        stored: The run's settings, as JSON-like data.
+        current: This invocation's settings, same shape.
+        ignore: Top-level keys that do not change the result (folder, run id, parallelism).
+        hint: How to resume with the stored settings.
+
+    Raises:
+        RunError: Naming every top-level key that differs.
+    """
+    diff = sorted(k for k in (set(stored) | set(current)) - set(ignore) if stored.get(k) != current.get(k))
+    if diff:
+        raise RunError(
+            f"{path}: the stored configuration differs from this one in {diff}. Resume with the same "
+            f"settings ({hint}), or start a new --run-id."
+        )
