@@ -22,7 +22,7 @@ import math
 import re
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -471,87 +471,44 @@ def import_workbooks(
     src = Path(src)
     case_path = case_file(cases)
     rubric = load_rubric(WORKBOOK_RUBRIC_ID, root=Path(prompts_root) if prompts_root is not None else None)
-    by_number = _rubric_by_number(rubric)
     pack_name = name if name is not None else (src.stem if src.is_file() else src.resolve().name)
     if not _ID_RE.match(pack_name):
         raise PackError(
             f"pack name {pack_name!r} is not a valid id (letters, digits and . _ : / -, starting with a letter or "
             "digit). Pass --name NAME."
         )
-
-    role_map_path: Path | None = None
-    if isinstance(role_map, (str, Path)):
-        role_map_path = Path(role_map)
-        role_map = read_role_map(role_map_path)
-    role_map = {_norm(k): tuple(v) for k, v in (role_map or {}).items()}
-
+    role_map_path = Path(role_map) if isinstance(role_map, (str, Path)) else None
+    mapping = read_role_map(role_map_path) if role_map_path is not None else role_map
     all_cases = load_cases(case_path, mapping=case_columns)
-    records = load_consilium_records(outputs)
-    case_by_id = {c.case_id: c for c in all_cases}
-    lookup = _case_lookup(all_cases)
-
-    issues = Problems(f"cannot import physician workbooks from {src}", PackError, limit=_MAX_REPORTED)
-    warnings: list[str] = []
-    files = _workbook_files(src, [p for p in (case_path, role_map_path) if p is not None], issues)
-
-    chosen: dict[str, ConsiliumRecord] = {}
-    seen_rows: dict[tuple[str, str], str] = {}
-    specialties: dict[str, set[tuple[str, str]]] = {}
-    ratings: list[Rating] = []
-    excluded: list[Rating] = []
-    n_sheets = n_rows = 0
-
+    run = _Import(
+        lookup=_case_lookup(all_cases),
+        records=load_consilium_records(outputs), condition=condition,
+        role_map={_norm(k): tuple(v) for k, v in (mapping or {}).items()},  # type: ignore[union-attr]
+        by_number=_rubric_by_number(rubric), outputs=Path(outputs), case_file=case_path,
+        issues=Problems(f"cannot import physician workbooks from {src}", PackError, limit=_MAX_REPORTED),
+    )
+    files = _workbook_files(src, [p for p in (case_path, role_map_path) if p is not None], run.issues)
     for path in files:
-        sheets = _read_csv_sheet(path, issues) if path.suffix.lower() == ".csv" else _read_xlsx_sheets(path, issues)
-        found_header = False
-        for sheet in sheets:
-            parsed = _parse_sheet(sheet, path, issues, warnings)
-            if parsed is None:
-                continue
-            found_header = True
-            n_sheets += 1
-            specialty, specialty_from, rater, header_row = parsed
-            for rowno, cells in _data_rows(sheet, header_row):
-                n_rows += 1
-                row_ratings = _import_row(
-                    sheet, rowno, cells, specialty=specialty, specialty_from=specialty_from, rater=rater,
-                    case_by_id=case_by_id, lookup=lookup, records=records, condition=condition,
-                    role_map=role_map, by_number=by_number, chosen=chosen, seen_rows=seen_rows,
-                    issues=issues, warnings=warnings, outputs=Path(outputs), case_file=case_path,
-                )
-                if row_ratings is None:
-                    continue
-                case_id, kept, dropped = row_ratings
-                specialties.setdefault(case_id, set()).add((specialty.casefold(), rater))
-                ratings += kept
-                excluded += dropped
-        if sheets and not found_header and not any(i.startswith(path.name) for i in issues.items):
-            issues.add(
-                f"{path.name}, sheet {sheets[0].name!r}, row 1, column A",
-                "no header row: no row has 'case_id' in column A (every sheet is empty)",
-                f"Add the header row {', '.join(WORKBOOK_HEADERS[:3])}, ..., {WORKBOOK_HEADERS[-1]} (columns A-AC), "
-                "or create the workbook with 'evolve ratings workbook-template'.",
-            )
-    issues.raise_if_any()
-    if not ratings and not excluded:
+        _read_workbook(path, run)
+    run.issues.raise_if_any()
+    if not run.ratings and not run.excluded:
         raise PackError(f"{src}: the workbooks hold no rated rows. Fill in at least one row under the header.")
 
-    rated = [c for c in all_cases if c.case_id in chosen]
-    targets = [t for c in rated for t in consilium_targets(chosen[c.case_id])]
+    rated = [c for c in all_cases if c.case_id in run.chosen]
+    targets = [t for c in rated for t in consilium_targets(run.chosen[c.case_id])]
     checksums = {p.name: sha256_file(p) for p in files}
     checksums.setdefault(case_path.name, sha256_file(case_path))
     if role_map_path is not None:
         checksums.setdefault(role_map_path.name, sha256_file(role_map_path))
-    raters = tuple(sorted({r.rater_id for r in ratings}))
-    conditions = sorted({r.condition for r in chosen.values()})
+    n_raters = len({r.rater_id for r in run.ratings})
     manifest = PackManifest(
         name=pack_name,
         description=(
             f"Physician workbook ratings (SPEC §6) of consilium records: {len(rated)} cases, {len(targets)} targets "
-            f"(reasoning, opinion, final, case), {len(ratings)} ratings by {len(raters)} raters from {n_sheets} "
-            f"specialty sheets; condition(s) {conditions}. {len(excluded)} further cells rate structurally "
-            f"inapplicable (criterion, component) pairs and are kept in {STRUCTURAL_EXCLUSIONS_FILE}, not in "
-            "ratings.csv."
+            f"(reasoning, opinion, final, case), {len(run.ratings)} ratings by {n_raters} raters from {run.n_sheets} "
+            f"specialty sheets; condition(s) {sorted({r.condition for r in run.chosen.values()})}. {len(run.excluded)} "
+            f"further cells rate structurally inapplicable (criterion, component) pairs and are kept in "
+            f"{STRUCTURAL_EXCLUSIONS_FILE}, not in ratings.csv."
         ),
         rubric=RubricRef(id=rubric.id, version=rubric.version),
         source=(
@@ -561,25 +518,75 @@ def import_workbooks(
         importer=WORKBOOK_IMPORTER,
         source_sha256=checksums,
     )
-    pack = RatingPack(path=None, manifest=manifest, cases=tuple(rated), targets=tuple(targets), ratings=tuple(ratings))
+    pack = RatingPack(path=None, manifest=manifest, cases=tuple(rated), targets=tuple(targets), ratings=tuple(run.ratings))
     validate_pack(pack, prompts_root=prompts_root)
-    summary = WorkbookImportSummary(
-        name=pack_name,
-        condition=condition,
-        n_workbooks=len(files),
-        n_sheets=n_sheets,
-        n_rows=n_rows,
-        n_cases=len(rated),
-        n_targets=len(targets),
-        n_ratings=len(ratings),
-        n_structural_exclusions=len(excluded),
-        n_not_evaluable=sum(r.not_evaluable for r in ratings),
-        n_warnings=len(warnings),
-        raters=raters,
-        specialties_per_case={c.case_id: len({s for s, _ in specialties[c.case_id]}) for c in rated},
-        warnings=tuple(warnings),
-    )
-    return WorkbookImport(pack=pack, structural_exclusions=tuple(excluded), summary=summary)
+    return WorkbookImport(pack=pack, structural_exclusions=tuple(run.excluded),
+                          summary=run.summary(pack_name, condition, len(files), rated, len(targets)))
+
+
+@dataclass
+class _Import:
+    """One workbook import: what it reads against (cases, records, rubric, role map) and what
+    it gathers (chosen records, ratings, structural exclusions, problems, warnings, counts)."""
+
+    lookup: Mapping[str, str]
+    records: Mapping[str, list[ConsiliumRecord]]
+    condition: str | None
+    role_map: Mapping[str, Sequence[str]]
+    by_number: Mapping[int, Criterion]
+    outputs: Path
+    case_file: Path
+    issues: Problems
+    warnings: list[str] = field(default_factory=list)
+    chosen: dict[str, ConsiliumRecord] = field(default_factory=dict)
+    seen_rows: dict[tuple[str, str], str] = field(default_factory=dict)
+    specialties: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    ratings: list[Rating] = field(default_factory=list)
+    excluded: list[Rating] = field(default_factory=list)
+    n_sheets: int = 0
+    n_rows: int = 0
+
+    def summary(self, name: str, condition: str | None, n_workbooks: int, rated: list[Case],
+                n_targets: int) -> WorkbookImportSummary:
+        """The import's counts and warnings."""
+        return WorkbookImportSummary(
+            name=name, condition=condition, n_workbooks=n_workbooks, n_sheets=self.n_sheets, n_rows=self.n_rows,
+            n_cases=len(rated), n_targets=n_targets, n_ratings=len(self.ratings),
+            n_structural_exclusions=len(self.excluded), n_not_evaluable=sum(r.not_evaluable for r in self.ratings),
+            n_warnings=len(self.warnings), raters=tuple(sorted({r.rater_id for r in self.ratings})),
+            specialties_per_case={c.case_id: len({s for s, _ in self.specialties[c.case_id]}) for c in rated},
+            warnings=tuple(self.warnings),
+        )
+
+
+def _read_workbook(path: Path, run: _Import) -> None:
+    """Read every sheet of one workbook into ``run`` (problems go to ``run.issues``)."""
+    sheets = _read_csv_sheet(path, run.issues) if path.suffix.lower() == ".csv" else _read_xlsx_sheets(path, run.issues)
+    found_header = False
+    for sheet in sheets:
+        parsed = _parse_sheet(sheet, path, run.issues, run.warnings)
+        if parsed is None:
+            continue
+        found_header = True
+        run.n_sheets += 1
+        specialty, specialty_from, rater, header_row = parsed
+        for rowno, cells in _data_rows(sheet, header_row):
+            run.n_rows += 1
+            row_ratings = _import_row(sheet, rowno, cells, specialty=specialty, specialty_from=specialty_from,
+                                      rater=rater, run=run)
+            if row_ratings is None:
+                continue
+            case_id, kept, dropped = row_ratings
+            run.specialties.setdefault(case_id, set()).add((specialty.casefold(), rater))
+            run.ratings += kept
+            run.excluded += dropped
+    if sheets and not found_header and not any(i.startswith(path.name) for i in run.issues.items):
+        run.issues.add(
+            f"{path.name}, sheet {sheets[0].name!r}, row 1, column A",
+            "no header row: no row has 'case_id' in column A (every sheet is empty)",
+            f"Add the header row {', '.join(WORKBOOK_HEADERS[:3])}, ..., {WORKBOOK_HEADERS[-1]} (columns A-AC), "
+            "or create the workbook with 'evolve ratings workbook-template'.",
+        )
 
 
 def _parse_sheet(sheet: _Sheet, path: Path, issues: Problems, warnings: list[str]) -> tuple[str, str, str, int] | None:
@@ -664,23 +671,15 @@ def _import_row(
     specialty: str,
     specialty_from: str,
     rater: str,
-    case_by_id: Mapping[str, Case],
-    lookup: Mapping[str, str],
-    records: Mapping[str, list[ConsiliumRecord]],
-    condition: str | None,
-    role_map: Mapping[str, Sequence[str]],
-    by_number: Mapping[int, Criterion],
-    chosen: dict[str, ConsiliumRecord],
-    seen_rows: dict[tuple[str, str], str],
-    issues: Problems,
-    warnings: list[str],
-    outputs: Path,
-    case_file: Path,
+    run: _Import,
 ) -> tuple[str, list[Rating], list[Rating]] | None:
     """Check one workbook row and turn it into ratings: ``(case_id, ratings, structural exclusions)``.
 
-    Adds every problem of the row to ``issues`` and returns ``None`` if there was any.
+    Adds every problem of the row to ``run.issues`` and returns ``None`` if there was any.
     """
+    lookup, records, condition = run.lookup, run.records, run.condition
+    role_map, by_number, chosen, seen_rows = run.role_map, run.by_number, run.chosen, run.seen_rows
+    issues, warnings, outputs, case_file = run.issues, run.warnings, run.outputs, run.case_file
     id_col = _COLUMNS[0]
     n_before = len(issues)
     raw_id = _cell_text(cells[0])
