@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -645,9 +644,8 @@ def calibrate(
     journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
                    criteria=[c.criterion_id for c in plan.criteria])
     owns = client is None
-    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
-            else contextlib.nullcontext(client) as client:
-        winners = _run_criteria(config, cast(Client, client), plan, journal, progress, owns=owns)
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
+        winners = _run_criteria(config, client, plan, journal, progress, owns=owns)
     return CalibrationResult(run_dir=run_dir, winners=winners)
 
 

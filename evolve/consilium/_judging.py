@@ -18,7 +18,6 @@ replays every finished call from the response cache.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from evolve.calibration import read_candidates
-from evolve.consilium._config import BenchConfig, load_bench_config
+from evolve.consilium._config import load_bench_config
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
     load_case_runs,
@@ -38,7 +37,7 @@ from evolve.consilium._runner import (
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import MAX_GUIDANCE_CHARS, Judge, Rubric, load_protocol, load_rubric
-from evolve.runs import BenchFolder, CalibrationFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
+from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -172,13 +171,6 @@ def _calibration_judge_model(calibration_run: Path) -> str | None:
         return None
 
 
-def _client_for(config: BenchConfig, client: Client | None, journal: Journal) -> contextlib.AbstractContextManager:
-    """The borrowed ``client``, or one owned for the block (released on any exit)."""
-    if client is not None:
-        return contextlib.nullcontext(client)
-    return owned_client(config.endpoint, cache_path=config.cache_path, journal=journal)
-
-
 def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHook) -> list[dict]:
     """Judge one batch of ``(row, case, target, criterion, text, seed)`` in one concurrent map."""
     requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
@@ -289,7 +281,7 @@ def judge_bench(
     for warning in result.warnings:
         journal.append(Event.WARNING, message=warning)
     rows: list[dict] = []
-    with _client_for(config, client, journal) as client:
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         try:
             progress.phase("judging", total, key=PROGRESS_KEY)
             for batch in batches:

@@ -25,7 +25,6 @@ cache and is never paid twice.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
@@ -33,7 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -584,9 +583,8 @@ def run_bench(
     journal = BenchFolder(run_dir).journal()
 
     owns = client is None
-    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if owns \
-            else contextlib.nullcontext(client) as client:
-        return _generate(config, cast("Client", client), cases, manifest, journal, progress, backend, owns=owns, resume=resume)
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
+        return _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume)
 
 
 def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: BenchManifest, journal: Journal,

@@ -137,14 +137,24 @@ def open_client(
 
 @contextlib.contextmanager
 def owned_client(
-    endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None
+    endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None,
+    client: Client | None = None,
 ) -> Iterator[Client]:
     """The client of a run, released on any exit: closed (its calls in flight cancelled when
     the block raised, e.g. on Ctrl-C, so the interrupt is not held until they finish), then its
     embedded server stopped.
 
-    Args, Raises: as :func:`open_client`.
+    Args:
+        endpoint, cache_path, journal: As for :func:`open_client`.
+        client: A client the caller owns (tests, a workflow sharing one client between steps):
+            yielded as it is and left open - its owner releases it.
+
+    Raises:
+        As :func:`open_client`.
     """
+    if client is not None:
+        yield client
+        return
     client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
     finished = False
     try:

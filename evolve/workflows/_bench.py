@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from evolve.consilium import (
@@ -50,9 +49,8 @@ def run_and_judge(
     backend = backend or default_backend()
     if client is None:
         prepare_bench(config, resume, backend)  # refuse a bad resume before starting a server
-    with owned_client(config.endpoint, cache_path=config.cache_path,
-                      journal=BenchFolder(config.run_dir).journal()) if client is None \
-            else contextlib.nullcontext(client) as client:
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=BenchFolder(config.run_dir).journal(),
+                      client=client) as client:
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)
         if judge:
             result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)

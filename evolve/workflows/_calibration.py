@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 from evolve.audit import audit_run
@@ -47,8 +46,7 @@ def run_calibration(
     if client is None:
         plan_calibration(config, resume=resume)  # refuse bad inputs before starting a server
     journal = CalibrationFolder(config.run_dir).journal()
-    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal) if client is None \
-            else contextlib.nullcontext(client) as client:
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         result = calibrate(config, client=client, resume=resume, progress=progress)
         if config.audit:
             audit_run(result.run_dir, client=client)
