@@ -14,9 +14,9 @@ import pytest
 
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack
 from evolve.errors import LocalServerError
-from evolve.judge import load_rubric
 from evolve.llm import ChatRequest, ChatResponse, Client, ResponseCache
 from evolve.local import DEFAULT_LOCAL_MODEL, InstallInfo, install, model_path, server_binary
+from evolve.rubric import load_rubric
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 

@@ -32,14 +32,8 @@ from evolve.calibration import (
 from evolve.config import CalibrationConfig
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
-from evolve.judge import (
-    MAX_GUIDANCE_CHARS,
-    Criterion,
-    Rubric,
-    load_protocol,
-    load_rubric,
-)
 from evolve.llm import CallFailure, Client
+from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric, load_protocol, load_rubric
 from evolve.runs import CalibrationFolder, EndpointSettings, Event, Journal, open_client
 
 AUDIT_JSON = CalibrationFolder.AUDIT_JSON

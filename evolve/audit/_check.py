@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS, DriftCheck, DriftVerdict
-from evolve.judge import Criterion, parse_json_object, response_format
-from evolve.llm import CallFailure, ChatRequest, Message, Result
+from evolve.llm import CallFailure, ChatRequest, Message, Result, parse_json_object, response_format
+from evolve.rubric import Criterion
 
 DRIFT_FORMAT = response_format(DriftVerdict, "drift_verdict")
 """``response_format`` of the LLM check (strict JSON schema of :class:`DriftVerdict`)."""

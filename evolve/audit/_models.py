@@ -6,7 +6,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evolve.judge import MAX_GUIDANCE_CHARS
+from evolve.rubric import MAX_GUIDANCE_CHARS
 
 AUDIT_VERSION: Final = 1
 """Format version of ``audit.json``; bumped on any incompatible change of :class:`AuditResult`."""

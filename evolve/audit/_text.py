@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
-from evolve.judge import Criterion, Rubric
+from evolve.rubric import Criterion, Rubric
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 

@@ -24,16 +24,9 @@ from evolve.calibration._mutation import (
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import RunError
-from evolve.judge import (
-    Criterion,
-    Judge,
-    Rubric,
-    load_initial_guidance,
-    load_protocol,
-    load_rubric,
-    parse_json_object,
-)
-from evolve.llm import CallFailure, ChatRequest, Client
+from evolve.judge import Judge
+from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
+from evolve.rubric import Criterion, Rubric, load_initial_guidance, load_protocol, load_rubric
 from evolve.runs import (
     CalibrationFolder,
     Event,

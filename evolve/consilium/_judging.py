@@ -36,7 +36,8 @@ from evolve.consilium._runner import (
 )
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
-from evolve.judge import MAX_GUIDANCE_CHARS, Judge, Rubric, load_protocol, load_rubric
+from evolve.judge import Judge
+from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric
 from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover

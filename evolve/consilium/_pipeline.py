@@ -64,13 +64,15 @@ from evolve.consilium._prompts import (
 )
 from evolve.data import Case, PanelRole
 from evolve.errors import ConfigError
-from evolve.judge import parse_json_object, prompt_hash, response_format
+from evolve.judge import prompt_hash
 from evolve.llm import (
     CallFailure,
     ChatRequest,
     ChatResponse,
     Client,
     Message,
+    parse_json_object,
+    response_format,
     strip_length_limits,
 )
 
@@ -189,7 +191,7 @@ def _text_format(max_chars: int) -> dict:
 def reply_format(model: type[BaseModel], name: str, *, schema_limits: bool = True) -> dict:
     """The ``response_format`` of a structured stage (strict JSON schema of ``model``).
 
-    :func:`evolve.judge.response_format` (strict-mode safe); without ``schema_limits`` the
+    :func:`evolve.llm.response_format` (strict-mode safe); without ``schema_limits`` the
     length limits are stripped (:func:`evolve.llm.strip_length_limits`).
     """
     fmt = response_format(model, name)

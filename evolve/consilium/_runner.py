@@ -505,7 +505,7 @@ def _pack_name(run_id: str, key: str) -> str:
 
 def _write_packs(config: BenchConfig, cases: list[Case], runs: list[CaseRunSummary], journal: Journal) -> dict[str, Path]:
     """One rating pack per records folder: the run's cases, the targets of every record, no ratings."""
-    from evolve.judge import load_rubric
+    from evolve.rubric import load_rubric
 
     rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
     by_key: dict[str, list[ConsiliumRecord]] = {}

@@ -148,7 +148,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """
     from evolve.calibration._engine import load_run_config
     from evolve.data import load_pack
-    from evolve.judge import load_rubric
+    from evolve.rubric import load_rubric
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)

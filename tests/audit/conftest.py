@@ -13,8 +13,8 @@ import pytest
 from evolve.audit import content_words
 from evolve.calibration import CANDIDATE_COLUMNS
 from evolve.config import CalibrationConfig
-from evolve.judge import load_initial_guidance, load_rubric
 from evolve.llm import ChatRequest
+from evolve.rubric import load_initial_guidance, load_rubric
 
 RUBRIC = "consilium"
 

@@ -22,8 +22,8 @@ from evolve.audit import (
     parse_drift,
 )
 from evolve.errors import EndpointError, RunError, TransientEndpointError
-from evolve.judge import load_rubric
 from evolve.llm import ChatResponse, Client, ResponseCache
+from evolve.rubric import load_rubric
 from evolve.testing import FakeProvider
 from tests.audit.conftest import DRIFTED, bag_of_words, fake_auditor, guidance_of
 

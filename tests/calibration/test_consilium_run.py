@@ -11,8 +11,8 @@ import pytest
 from evolve.config import resolve_config
 from evolve.data import load_pack, write_pack
 from evolve.errors import RunError
-from evolve.judge import load_rubric
 from evolve.llm import Client, ResponseCache
+from evolve.rubric import load_rubric
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration as calibrate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from evolve.archive import MutationEmitter, Proposal, make_archive, measures_of
-from evolve.judge import load_rubric
+from evolve.rubric import load_rubric
 
 
 def _archive():

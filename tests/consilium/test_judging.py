@@ -17,8 +17,8 @@ from evolve.consilium import (
     run_bench,
 )
 from evolve.errors import ConfigError, EndpointError, RunError
-from evolve.judge import load_rubric
 from evolve.llm import ChatRequest
+from evolve.rubric import load_rubric
 from tests.consilium.bench_support import (
     consilium_endpoint,
     make_client,

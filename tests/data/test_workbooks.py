@@ -28,7 +28,7 @@ from evolve.data import (
     write_workbook_template,
 )
 from evolve.errors import PackError
-from evolve.judge import load_rubric
+from evolve.rubric import load_rubric
 from tests.data.conftest import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "ratings" / "example-workbooks"

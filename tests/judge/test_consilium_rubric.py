@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evolve.data import Case, Target
-from evolve.judge import Judge, load_initial_guidance, load_protocol, load_rubric, verdict_model
+from evolve.judge import Judge, verdict_model
+from evolve.rubric import load_initial_guidance, load_protocol, load_rubric
 
 # SPEC §2: criterion number -> components it is judged on
 SPEC_MATRIX = {

@@ -39,7 +39,7 @@ def doi_universe(n: int = 300) -> list[str]:
 
 def rated_pack(case_ids: list[str], name: str = "nejm") -> RatingPack:
     """A pack rating exactly ``case_ids`` (in that order): one target, two raters each."""
-    from evolve.judge import load_rubric
+    from evolve.rubric import load_rubric
 
     rubric = load_rubric("kqa-entailment")
     cases, targets, ratings = [], [], []
