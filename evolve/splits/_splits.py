@@ -315,7 +315,6 @@ def check_splits(
     """
     problems = _internal_problems(splits)
     warnings: list[str] = []
-    origin = splits.frame_origin
     if splits.pack != pack.manifest.name:
         problems.append(
             f"splits were made for pack {splits.pack!r} but the pack is {pack.manifest.name!r}; "
@@ -333,27 +332,49 @@ def check_splits(
             f"{len(missing)} pack case(s) are in neither frame nor holdout: {_short(missing)}. The holdout must be "
             "the exact complement of the frame; regenerate the splits."
         )
-    external = origin is not None and origin.universe != "pack"
     if universe is not None:
-        uorder = {cid: i for i, cid in enumerate(universe.ids)}
-        outside = [cid for cid in order if cid not in uorder]
-        if outside:
-            problems.append(
-                f"{len(outside)} pack case(s) are not in {universe.label}: {_short(outside)}. Use the case file the "
-                "pack's cases come from."
-            )
-        uncovered = [cid for cid in universe.ids if cid not in covered]
-        if uncovered:
-            problems.append(
-                f"{len(uncovered)} case(s) of {universe.label} are in neither frame nor holdout: {_short(uncovered)}. "
-                "The holdout must be the exact complement of the frame; regenerate the splits from this case file."
-            )
-        if origin is not None and origin.cases is not None and universe.source is not None \
-                and universe.source.sha256 != origin.cases.sha256:
-            warnings.append(
-                f"{universe.label} has changed since the split was made (sha256 {universe.source.sha256[:12]}... vs "
-                f"{origin.cases.sha256[:12]}... recorded for {origin.cases.path}); the ids still fit."
-            )
+        _universe_problems(splits, universe, order, covered, problems, warnings)
+    _list_problems(splits, pack, universe, order, problems)
+    _unrated_warnings(splits, pack, universe, order, covered, warnings)
+    problems += _side_problems(pack, splits)
+    problems.extend(_group_problems(splits, groups))
+    _raise(problems, f"splits of pack {splits.pack!r} (seed {splits.seed}) do not fit pack {pack.manifest.name!r}")
+    return SplitCheck(warnings=tuple(warnings))
+
+
+def _external(splits: Splits) -> bool:
+    """Whether the split was drawn from a case universe larger than its pack."""
+    return splits.frame_origin is not None and splits.frame_origin.universe != "pack"
+
+
+def _universe_problems(splits: Splits, universe: CaseList, order: dict[str, int], covered: set[str],
+                       problems: list[str], warnings: list[str]) -> None:
+    """The pack and the split against the case universe they were drawn from."""
+    outside = [cid for cid in order if cid not in set(universe.ids)]
+    if outside:
+        problems.append(
+            f"{len(outside)} pack case(s) are not in {universe.label}: {_short(outside)}. Use the case file the "
+            "pack's cases come from."
+        )
+    uncovered = [cid for cid in universe.ids if cid not in covered]
+    if uncovered:
+        problems.append(
+            f"{len(uncovered)} case(s) of {universe.label} are in neither frame nor holdout: {_short(uncovered)}. "
+            "The holdout must be the exact complement of the frame; regenerate the splits from this case file."
+        )
+    origin = splits.frame_origin
+    if origin is not None and origin.cases is not None and universe.source is not None \
+            and universe.source.sha256 != origin.cases.sha256:
+        warnings.append(
+            f"{universe.label} has changed since the split was made (sha256 {universe.source.sha256[:12]}... vs "
+            f"{origin.cases.sha256[:12]}... recorded for {origin.cases.path}); the ids still fit."
+        )
+
+
+def _list_problems(splits: Splits, pack: RatingPack, universe: CaseList | None, order: dict[str, int],
+                   problems: list[str]) -> None:
+    """Every id list: known ids (of the universe, or of the pack) in source order."""
+    uorder = {cid: i for i, cid in enumerate(universe.ids)} if universe is not None else {}
     for name in MANIFEST_FILES:
         ids = getattr(splits, name)
         if universe is not None:
@@ -364,37 +385,46 @@ def check_splits(
                     "regenerate the splits from this case file."
                 )
             problems.extend(_order_problem(name, ids, uorder, f"source order of {universe.label}"))
-        elif not external:
+        elif not _external(splits):
             extra = [cid for cid in ids if cid not in order]
             if extra:
                 problems.append(
                     f"{name}: {len(extra)} case id(s) not in pack {pack.manifest.name!r}: {_short(extra)}. Remove them "
                     "or regenerate the splits for this pack."
                 )
-        if universe is None and not external:
             problems.extend(_order_problem(name, ids, order, "pack source order"))
-    if origin is not None:
+
+
+def _unrated_warnings(splits: Splits, pack: RatingPack, universe: CaseList | None, order: dict[str, int],
+                      covered: set[str], warnings: list[str]) -> None:
+    """Accepted oddities of a frame split: unrated frame cases, rated held-out cases, unverified ids."""
+    if splits.frame_origin is not None:
         unrated = [cid for cid in splits.frame if cid not in order]
         if unrated:
             warnings.append(
                 f"{len(unrated)} frame case(s) are not in pack {pack.manifest.name!r} and so carry no ratings: "
                 f"{_short(unrated)}. Calibration uses only rated cases."
             )
-    if external:
-        held = [cid for cid in splits.holdout if cid in order]
-        if held:
+    if not _external(splits):
+        return
+    held = [cid for cid in splits.holdout if cid in order]
+    if held:
+        warnings.append(
+            f"{len(held)} rated pack case(s) are in the holdout: {_short(held)}. Allowed: their ratings serve the "
+            "final evaluation only and never reach calibration."
+        )
+    if universe is None:
+        foreign = sum(1 for cid in covered if cid not in order)
+        if foreign:
             warnings.append(
-                f"{len(held)} rated pack case(s) are in the holdout: {_short(held)}. Allowed: their ratings serve the "
-                "final evaluation only and never reach calibration."
+                f"{foreign} listed case id(s) are not in the pack and were not verified; pass the case file "
+                "(cases=..., or --cases) to check them and the source order."
             )
-        if universe is None:
-            foreign = sum(1 for cid in covered if cid not in order)
-            if foreign:
-                warnings.append(
-                    f"{foreign} listed case id(s) are not in the pack and were not verified; pass the case file "
-                    "(cases=..., or --cases) to check them and the source order."
-                )
 
+
+def _side_problems(pack: RatingPack, splits: Splits) -> list[str]:
+    """Every target's case on some side; every rating's case on its target's side."""
+    problems = []
     side: dict[str, str] = {}
     for name in ("holdout", "train", "validation"):
         for cid in getattr(splits, name):
@@ -415,9 +445,7 @@ def check_splits(
             f"{len(crossing)} rating(s) have a case_id on a different side than their target's case: "
             f"{_short(crossing)}. Fix the ratings' case_id in the pack (load_pack reports it)."
         )
-    problems.extend(_group_problems(splits, groups))
-    _raise(problems, f"splits of pack {splits.pack!r} (seed {splits.seed}) do not fit pack {pack.manifest.name!r}")
-    return SplitCheck(warnings=tuple(warnings))
+    return problems
 
 
 def _order_problem(name: str, ids: Sequence[str], order: dict[str, int], what: str) -> list[str]:
