@@ -22,6 +22,7 @@ from evolve.calibration._metrics import (
     numeric_ratings,
     rater_ceiling,
 )
+from evolve.rubric import Rubric, load_rubric
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
     STATISTICS,
@@ -146,9 +147,8 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     Raises:
         RunError: Missing artifacts.
     """
-    from evolve.calibration._engine import load_run_config
+    from evolve.calibration import load_run_config
     from evolve.data import load_pack
-    from evolve.rubric import load_rubric
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
@@ -170,106 +170,114 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         "exclusions": exclusions.to_dict(orient="records"),
     }
     for criterion, crit_scores in scores.groupby("criterion", sort=False):
-        ccands = cands[cands["criterion"] == criterion]
-        reeval = crit_scores[crit_scores["phase"] == "reeval"]
-        evo = crit_scores[crit_scores["phase"] == "evolution"]
-        targets = {
-            split: set(reeval.loc[reeval["split"] == split, "target_id"]) for split in ("train", "validation")
-        }
-        crit_ratings = ratings[ratings["criterion"] == criterion]
-        split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
-
-        def ag(cid: str, split: str, reeval: pd.DataFrame = reeval, split_ratings: dict = split_ratings) -> Agreement:
-            frame = reeval[(reeval["candidate_id"] == cid) & (reeval["split"] == split)]
-            return agreement(frame, split_ratings[split])
-
-        def cost(cid: str, reeval: pd.DataFrame = reeval) -> tuple[int, int, int]:
-            frame = reeval[reeval["candidate_id"] == cid]
-            return len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
-
-        rows = []
-        none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
-        rows.append(_row("no guidance", "no-guidance", none_id, ag(none_id, "train"), ag(none_id, "validation"), *cost(none_id)))
-        inits = ccands[ccands["origin"] == "initial"]["candidate_id"].tolist()
-        evo_mae = {
-            cid: agreement(evo[(evo["candidate_id"] == cid) & (evo["split"] == "train")], split_ratings["train"]).mae
-            for cid in inits
-        }
-        ranked = [cid for cid in inits if evo_mae[cid] is not None]
-        best_init = min(ranked, key=lambda c: (evo_mae[c], c)) if ranked else None
-        for cid in inits:
-            row = _row(f"initial {cid.split(':', 1)[1]}", "initial", cid, ag(cid, "train"), ag(cid, "validation"), *cost(cid))
-            row["best_initial"] = cid == best_init
-            rows.append(row)
-        med = median_baseline(split_ratings["train"])
-        rows.append(
-            _row(
-                f"training median ({med:g})", "training-median", "", constant_agreement(med, split_ratings["train"]),
-                constant_agreement(med, split_ratings["validation"]), 0, 0, 0,
-            )
-        )
-        win = ccands[ccands["selected"] == "True"].iloc[0]
-        rows.append(_row(f"evolved winner {win['candidate_id'].split(':', 1)[1]}", "winner", win["candidate_id"],
-                         ag(win["candidate_id"], "train"), ag(win["candidate_id"], "validation"), *cost(win["candidate_id"])))
-        ceiling = {}
-        for split in ("train", "validation"):
-            mae, n = rater_ceiling(split_ratings[split])
-            ceiling[split] = {"mae": mae, "n_pairs": n}
-        mutations = ccands[ccands["origin"] == "mutation"]
-        status_counts = mutations["status"].value_counts().to_dict()
-        report["criteria"][criterion] = {
-            "rows": rows,
-            "ceiling": ceiling,
-            "n_targets": {s: len(t) for s, t in targets.items()},
-            "n_raters": int(crit_ratings["rater_id"].nunique()),
-            "evolution": {
-                "attempts": int(len(mutations)),
-                "accepted": int(status_counts.get("accepted", 0) + status_counts.get("low_coverage", 0)),
-                "status_counts": {k: int(v) for k, v in status_counts.items()},
-                "elites": int((ccands["elite"] == "True").sum()),
-                "archive_cells": config.archive.cells,
-                "judge_calls": int(len(evo)),
-                "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
-                "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
-            },
-            "winner": {
-                "candidate_id": win["candidate_id"],
-                "origin": win["origin"],
-                "parent_id": win["parent_id"],
-                "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
-                "text": win["text"],
-            },
-            "calls": int(len(crit_scores)),
-            "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
-            "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
-            "completion_tokens": int(crit_scores["completion_tokens"].sum()),
-        }
         criterion = str(criterion)
-        crit = rubric.criterion(criterion)
-        labels = list(crit.scores)
-        entry = report["criteria"][criterion]
-        entry["number"], entry["name"] = crit.number, crit.name
-        stats: dict = {}
-        for r in rows:
-            if r["kind"] == "initial" and not r.get("best_initial"):
-                continue
-            key = {"initial": "best-initial"}.get(r["kind"], r["kind"])
-            stats[key] = {}
-            for split in ("train", "validation"):
-                if r["kind"] == "training-median":
-                    stats[key][split] = _constant_stats(med, split_ratings[split], labels, seed, n_boot)
-                    continue
-                frame = reeval[(reeval["candidate_id"] == r["candidate_id"]) & (reeval["split"] == split)]
-                stats[key][split] = _stats(judge_pairs(frame, split_ratings[split]), labels, seed, n_boot)
-        stats["ceiling"] = {
-            split: _stats(rater_pairs(split_ratings[split]), labels, seed, n_boot) for split in ("train", "validation")
-        }
-        entry["agreement"] = stats
+        entry = _criterion_report(criterion, crit_scores, cands, ratings, rubric, config.archive.cells, n_boot, seed)
         if criterion in audit:
             entry["audit"] = audit[criterion]
+        report["criteria"][criterion] = entry
         report.setdefault("table5", []).append(_table5_record(criterion, entry))
     report["macro"] = _macro(report.get("table5", []))
     return report
+
+
+def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataFrame, ratings: pd.DataFrame,
+                      rubric: Rubric, archive_cells: int, n_boot: int, seed: int) -> dict:
+    """One criterion's entry of the report: Table 5 rows, ceiling, evolution counts, winner,
+    agreement with intervals (see :func:`build_report`)."""
+    ccands = cands[cands["criterion"] == criterion]
+    reeval = crit_scores[crit_scores["phase"] == "reeval"]
+    evo = crit_scores[crit_scores["phase"] == "evolution"]
+    targets = {
+        split: set(reeval.loc[reeval["split"] == split, "target_id"]) for split in ("train", "validation")
+    }
+    crit_ratings = ratings[ratings["criterion"] == criterion]
+    split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
+
+    def ag(cid: str, split: str) -> Agreement:
+        frame = reeval[(reeval["candidate_id"] == cid) & (reeval["split"] == split)]
+        return agreement(frame, split_ratings[split])
+
+    def cost(cid: str) -> tuple[int, int, int]:
+        frame = reeval[reeval["candidate_id"] == cid]
+        return len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
+
+    rows = []
+    none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
+    rows.append(_row("no guidance", "no-guidance", none_id, ag(none_id, "train"), ag(none_id, "validation"), *cost(none_id)))
+    inits = ccands[ccands["origin"] == "initial"]["candidate_id"].tolist()
+    evo_mae = {
+        cid: agreement(evo[(evo["candidate_id"] == cid) & (evo["split"] == "train")], split_ratings["train"]).mae
+        for cid in inits
+    }
+    ranked = [cid for cid in inits if evo_mae[cid] is not None]
+    best_init = min(ranked, key=lambda c: (evo_mae[c], c)) if ranked else None
+    for cid in inits:
+        row = _row(f"initial {cid.split(':', 1)[1]}", "initial", cid, ag(cid, "train"), ag(cid, "validation"), *cost(cid))
+        row["best_initial"] = cid == best_init
+        rows.append(row)
+    med = median_baseline(split_ratings["train"])
+    rows.append(
+        _row(
+            f"training median ({med:g})", "training-median", "", constant_agreement(med, split_ratings["train"]),
+            constant_agreement(med, split_ratings["validation"]), 0, 0, 0,
+        )
+    )
+    win = ccands[ccands["selected"] == "True"].iloc[0]
+    rows.append(_row(f"evolved winner {win['candidate_id'].split(':', 1)[1]}", "winner", win["candidate_id"],
+                     ag(win["candidate_id"], "train"), ag(win["candidate_id"], "validation"), *cost(win["candidate_id"])))
+    ceiling = {}
+    for split in ("train", "validation"):
+        mae, n = rater_ceiling(split_ratings[split])
+        ceiling[split] = {"mae": mae, "n_pairs": n}
+    mutations = ccands[ccands["origin"] == "mutation"]
+    status_counts = mutations["status"].value_counts().to_dict()
+    entry: dict = {
+        "rows": rows,
+        "ceiling": ceiling,
+        "n_targets": {s: len(t) for s, t in targets.items()},
+        "n_raters": int(crit_ratings["rater_id"].nunique()),
+        "evolution": {
+            "attempts": int(len(mutations)),
+            "accepted": int(status_counts.get("accepted", 0) + status_counts.get("low_coverage", 0)),
+            "status_counts": {k: int(v) for k, v in status_counts.items()},
+            "elites": int((ccands["elite"] == "True").sum()),
+            "archive_cells": archive_cells,
+            "judge_calls": int(len(evo)),
+            "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
+            "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
+        },
+        "winner": {
+            "candidate_id": win["candidate_id"],
+            "origin": win["origin"],
+            "parent_id": win["parent_id"],
+            "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
+            "text": win["text"],
+        },
+        "calls": int(len(crit_scores)),
+        "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
+        "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
+        "completion_tokens": int(crit_scores["completion_tokens"].sum()),
+    }
+    crit = rubric.criterion(criterion)
+    labels = list(crit.scores)
+    entry["number"], entry["name"] = crit.number, crit.name
+    stats: dict = {}
+    for r in rows:
+        if r["kind"] == "initial" and not r.get("best_initial"):
+            continue
+        key = {"initial": "best-initial"}.get(r["kind"], r["kind"])
+        stats[key] = {}
+        for split in ("train", "validation"):
+            if r["kind"] == "training-median":
+                stats[key][split] = _constant_stats(med, split_ratings[split], labels, seed, n_boot)
+                continue
+            frame = reeval[(reeval["candidate_id"] == r["candidate_id"]) & (reeval["split"] == split)]
+            stats[key][split] = _stats(judge_pairs(frame, split_ratings[split]), labels, seed, n_boot)
+    stats["ceiling"] = {
+        split: _stats(rater_pairs(split_ratings[split]), labels, seed, n_boot) for split in ("train", "validation")
+    }
+    entry["agreement"] = stats
+    return entry
 
 
 def _table5_record(criterion: str, entry: dict) -> dict:
