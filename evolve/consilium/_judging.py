@@ -28,7 +28,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from evolve.calibration import read_candidates
-from evolve.consilium._config import load_bench_config
+from evolve.consilium._config import BenchConfig, load_bench_config
+from evolve.consilium._models import CaseRun
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
     load_case_runs,
@@ -185,6 +186,64 @@ def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHo
     return rows
 
 
+Call = tuple[dict, Any, Any, Any, "str | None", int]
+"""One planned judge call: (row fields, case, target, criterion, guidance text, seed)."""
+
+
+def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance: dict[str, GuidanceChoice],
+                   seeds: list[int], result: JudgeBenchResult) -> list[list[Call]]:
+    """Every judge call of a run, one batch per pipeline run, in output order (failed runs are
+    skipped and counted in ``result``).
+
+    Raises:
+        RunError: An artifact names a case that is not in the run's ``cases.jsonl``.
+    """
+    cases = {c.case_id: c for c in load_run_cases(run_dir)}
+    criteria = [c for c in rubric.criteria if c.judged]
+    batches: list[list[Call]] = []
+    panels_done: set[tuple[str, str]] = set()
+    for run in load_case_runs(run_dir, config):
+        if run.stop_reason == "failure" or not run.final:
+            result.skipped_runs += 1
+            continue
+        case = cases.get(run.case_id)
+        if case is None:
+            raise RunError(f"{run_dir}: artifact of case {run.case_id!r} but the case is not in cases.jsonl; "
+                           "the run folder was edited.")
+        batch = []
+        for target, condition, topology in _judged_targets(run, panels_done):
+            for crit in criteria:
+                if not rubric.applies(crit.criterion_id, target.component):
+                    continue  # structurally inapplicable: never called (SPEC §2)
+                g = guidance.get(crit.criterion_id)
+                for rep, seed in enumerate(seeds):
+                    row = {
+                        "case_id": run.case_id, "model": run.model, "condition": condition, "topology": topology,
+                        "component": target.component, "role": target.role, "criterion": crit.criterion_id,
+                        "number": crit.number, "repeat": rep, "seed": seed,
+                        "guidance_id": g.candidate_id if g is not None else NO_GUIDANCE,
+                        "rubric_version": rubric.version,
+                    }
+                    batch.append((row, case, target, crit, (g.text or None) if g is not None else None, seed))
+        batches.append(batch)
+    return batches
+
+
+def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str]]) -> list[tuple[Any, str, str]]:
+    """The targets judged for one pipeline run: the primary role's reasoning and opinion, the
+    final report, and - once per (case, model), first - the panel (which belongs to no condition)."""
+    record = run.to_record()
+    primary = record.primary_role.name
+    chosen: list[tuple[Any, str, str]] = []
+    for target in consilium_targets(record):
+        if (target.component in _ROLE_COMPONENTS and target.role == primary) or target.component == "final":
+            chosen.append((target, run.condition, run.topology))
+        elif target.component == "case" and (run.case_id, run.model) not in panels_done:
+            panels_done.add((run.case_id, run.model))
+            chosen.insert(0, (target, "", ""))
+    return chosen
+
+
 def judge_bench(
     run_dir: Path | str,
     *,
@@ -233,47 +292,9 @@ def judge_bench(
             result.warnings.append(
                 f"the guidance was calibrated for judge model {calib_model!r} but this run judges with "
                 f"{config.judge.model!r}; the calibration may not carry over")
-    cases = {c.case_id: c for c in load_run_cases(run_dir)}
     seeds = [config.judge_seed + r for r in range(n_repeats)]
-    criteria = [c for c in rubric.criteria if c.judged]
 
-    # (row fields, case, target, criterion, guidance text, seed) per call, in output order
-    batches: list[list[tuple[dict, Any, Any, Any, str | None, int]]] = []
-    panels_done: set[tuple[str, str]] = set()
-    for run in load_case_runs(run_dir, config):
-        if run.stop_reason == "failure" or not run.final:
-            result.skipped_runs += 1
-            continue
-        record = run.to_record()
-        primary = record.primary_role.name
-        case = cases.get(run.case_id)
-        if case is None:
-            raise RunError(f"{run_dir}: artifact of case {run.case_id!r} but the case is not in cases.jsonl; "
-                           "the run folder was edited.")
-        chosen = []
-        for target in consilium_targets(record):
-            if (target.component in _ROLE_COMPONENTS and target.role == primary) or target.component == "final":
-                chosen.append((target, run.condition, run.topology))
-            elif target.component == "case" and (run.case_id, run.model) not in panels_done:
-                panels_done.add((run.case_id, run.model))
-                chosen.insert(0, (target, "", ""))  # type: ignore[arg-type]  # the panel belongs to no condition
-        batch = []
-        for target, condition, topology in chosen:
-            for crit in criteria:
-                if not rubric.applies(crit.criterion_id, target.component):
-                    continue  # structurally inapplicable: never called (SPEC §2)
-                g = guidance.get(crit.criterion_id)
-                for rep, seed in enumerate(seeds):
-                    row = {
-                        "case_id": run.case_id, "model": run.model, "condition": condition, "topology": topology,
-                        "component": target.component, "role": target.role, "criterion": crit.criterion_id,
-                        "number": crit.number, "repeat": rep, "seed": seed,
-                        "guidance_id": g.candidate_id if g is not None else NO_GUIDANCE,
-                        "rubric_version": rubric.version,
-                    }
-                    batch.append((row, case, target, crit, (g.text or None) if g is not None else None, seed))
-        batches.append(batch)
-
+    batches = _planned_calls(run_dir, config, rubric, guidance, seeds, result)
     journal = BenchFolder(run_dir).journal()
     total = sum(len(b) for b in batches)
     journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
