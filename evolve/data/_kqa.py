@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,106 @@ def _read_references(path: Path, problems: _Problems) -> dict[str, str]:
     return refs
 
 
+@dataclass
+class _KqaRows:
+    """The K-QA rows read so far: cases (one per question), targets, ratings, and problems."""
+
+    csv_path: Path
+    index_col: str
+    refs: dict[str, str]
+    problems: _Problems
+    cases: dict[str, Case] = field(default_factory=dict)
+    question_of_id: dict[str, str] = field(default_factory=dict)
+    targets: list[Target] = field(default_factory=list)
+    ratings: list[Rating] = field(default_factory=list)
+    seen_targets: dict[str, int] = field(default_factory=dict)
+    refs_stripped: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.refs_stripped = {q.strip(): a for q, a in self.refs.items()}
+
+    def add(self, row: dict, rowno: int) -> None:
+        """Read one CSV row (``rowno`` as a spreadsheet shows it); problems go to ``self.problems``."""
+        csv_path, index_col, refs, problems = self.csv_path, self.index_col, self.refs, self.problems
+        raw_index = str(row[index_col]).strip()
+        if not raw_index.isdigit():
+            problems.add_at(
+                csv_path.name, f"row {rowno}", index_col or "(first column)",
+                f"row index {raw_index!r} is not a non-negative integer",
+                "Use the original file; the first column numbers the self.",
+            )
+            return
+        target_id = f"kqa-r{int(raw_index):03d}"
+        if target_id in self.seen_targets:
+            problems.add_at(
+                csv_path.name, f"row {rowno}", index_col or "(first column)",
+                f"row index {raw_index} repeats row {self.seen_targets[target_id]}",
+                "Use the original file; the first column must be unique.",
+            )
+            return
+        self.seen_targets[target_id] = rowno
+
+        question = row["Question"]
+        if is_missing(question):
+            problems.add_at(csv_path.name, f"row {rowno}", "Question", "empty question", "Use the original file.")
+            return
+        case_id = kqa_case_id(question)
+        previous = self.question_of_id.get(case_id)
+        if previous is not None and previous != question:  # pragma: no cover - 40-bit hash collision
+            problems.add_at(
+                csv_path.name, f"row {rowno}", "Question",
+                f"two different questions hash to {case_id}", "Report this; the case id scheme needs more digits.",
+            )
+            return
+        if previous is None:
+            self.question_of_id[case_id] = question
+            reference = refs.get(question) or self.refs_stripped.get(question.strip())
+            self.cases[case_id] = Case(
+                case_id=case_id,
+                title=shorten(question),
+                text=question,
+                reference_answer=reference,
+                source=f"K-QA {KQA_RATINGS_FILE}, first at row index {raw_index}",
+            )
+
+        try:
+            self.targets.append(
+                Target(
+                    target_id=target_id,
+                    case_id=case_id,
+                    component=KQA_COMPONENT,
+                    text=row["answer"],
+                    statement=row["claim"] or None,
+                    model=row["llm_x"],
+                    condition=row["category_x"],
+                )
+            )
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = {"text": "answer", "statement": "claim"}.get(str(err["loc"][0]), str(err["loc"][0]))
+                problems.add_at(csv_path.name, f"row {rowno}", field, err["msg"], "Use the original file.")
+            return
+
+        for k, column in enumerate(_LABEL_COLUMNS, start=1):
+            label = str(row[column]).strip()
+            if label not in KQA_LABEL_SCORES:
+                problems.add_at(
+                    csv_path.name, f"row {rowno}", column,
+                    f"unknown label {label!r}; expected one of {list(KQA_LABEL_SCORES)}",
+                    "Correct the label in the source file (labels are case-sensitive).",
+                )
+                return
+            self.ratings.append(
+                Rating(
+                    case_id=case_id,
+                    target_id=target_id,
+                    rater_id=f"kqa-physician-{k}",
+                    criterion=KQA_CRITERION,
+                    score=KQA_LABEL_SCORES[label],
+                )
+            )
+
+
 def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> RatingPack:
     """Turn the K-QA physician NLI labels into a rating pack (in memory; nothing is written).
 
@@ -105,93 +206,12 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
 
     ref_path = folder / KQA_REFERENCE_FILE
     refs = _read_references(ref_path, problems) if ref_path.is_file() else {}
-    refs_stripped = {q.strip(): a for q, a in refs.items()}
 
-    cases: dict[str, Case] = {}
-    question_of_id: dict[str, str] = {}
-    targets: list[Target] = []
-    ratings: list[Rating] = []
-    seen_targets: dict[str, int] = {}
+    rows = _KqaRows(csv_path=csv_path, index_col=index_col, refs=refs, problems=problems)
     for i, row in enumerate(frame.to_dict("records")):
-        rowno = i + 2  # spreadsheet row: header is row 1
-        raw_index = str(row[index_col]).strip()
-        if not raw_index.isdigit():
-            problems.add_at(
-                csv_path.name, f"row {rowno}", index_col or "(first column)",
-                f"row index {raw_index!r} is not a non-negative integer",
-                "Use the original file; the first column numbers the rows.",
-            )
-            continue
-        target_id = f"kqa-r{int(raw_index):03d}"
-        if target_id in seen_targets:
-            problems.add_at(
-                csv_path.name, f"row {rowno}", index_col or "(first column)",
-                f"row index {raw_index} repeats row {seen_targets[target_id]}",
-                "Use the original file; the first column must be unique.",
-            )
-            continue
-        seen_targets[target_id] = rowno
-
-        question = row["Question"]
-        if is_missing(question):
-            problems.add_at(csv_path.name, f"row {rowno}", "Question", "empty question", "Use the original file.")
-            continue
-        case_id = kqa_case_id(question)
-        previous = question_of_id.get(case_id)
-        if previous is not None and previous != question:  # pragma: no cover - 40-bit hash collision
-            problems.add_at(
-                csv_path.name, f"row {rowno}", "Question",
-                f"two different questions hash to {case_id}", "Report this; the case id scheme needs more digits.",
-            )
-            continue
-        if previous is None:
-            question_of_id[case_id] = question
-            reference = refs.get(question) or refs_stripped.get(question.strip())
-            cases[case_id] = Case(
-                case_id=case_id,
-                title=shorten(question),
-                text=question,
-                reference_answer=reference,
-                source=f"K-QA {KQA_RATINGS_FILE}, first at row index {raw_index}",
-            )
-
-        try:
-            targets.append(
-                Target(
-                    target_id=target_id,
-                    case_id=case_id,
-                    component=KQA_COMPONENT,
-                    text=row["answer"],
-                    statement=row["claim"] or None,
-                    model=row["llm_x"],
-                    condition=row["category_x"],
-                )
-            )
-        except ValidationError as exc:
-            for err in exc.errors():
-                field = {"text": "answer", "statement": "claim"}.get(str(err["loc"][0]), str(err["loc"][0]))
-                problems.add_at(csv_path.name, f"row {rowno}", field, err["msg"], "Use the original file.")
-            continue
-
-        for k, column in enumerate(_LABEL_COLUMNS, start=1):
-            label = str(row[column]).strip()
-            if label not in KQA_LABEL_SCORES:
-                problems.add_at(
-                    csv_path.name, f"row {rowno}", column,
-                    f"unknown label {label!r}; expected one of {list(KQA_LABEL_SCORES)}",
-                    "Correct the label in the source file (labels are case-sensitive).",
-                )
-                continue
-            ratings.append(
-                Rating(
-                    case_id=case_id,
-                    target_id=target_id,
-                    rater_id=f"kqa-physician-{k}",
-                    criterion=KQA_CRITERION,
-                    score=KQA_LABEL_SCORES[label],
-                )
-            )
+        rows.add(row, rowno=i + 2)  # spreadsheet row: header is row 1
     problems.raise_if_any()
+    cases, targets, ratings = rows.cases, rows.targets, rows.ratings
 
     checksums = {csv_path.name: sha256_file(csv_path)}
     if ref_path.is_file():
