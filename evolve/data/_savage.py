@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,101 @@ def savage_swapped_case_ids(pack: RatingPack) -> tuple[str, ...]:
     return tuple(c.case_id for c in pack.cases if _SWAP_NOTE in c.source)
 
 
+@dataclass
+class _SavageRows:
+    """The spreadsheet rows read so far: one case, target and two ratings per vignette."""
+
+    path: Path
+    by_role: dict[str, str]
+    problems: _Problems
+    cases: list[Case] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    ratings: list[Rating] = field(default_factory=list)
+    seen: dict[int, int] = field(default_factory=dict)
+    n_swapped: int = 0
+
+    def add(self, row: dict, rowno: int) -> None:
+        """Read one row (``rowno`` as a spreadsheet shows it); problems go to ``self.problems``."""
+        path, by_role, problems = self.path, self.by_role, self.problems
+        raw_index = row[by_role["index"]]
+        if is_missing(raw_index):
+            return  # the summary block below the data
+        index = _count(raw_index)
+        if index is None:
+            problems.add_at(
+                path.name, f"row {rowno}", by_role["index"], f"index {raw_index!r} is not a whole number",
+                "Use the original spreadsheet.",
+            )
+            return
+        if index in self.seen:
+            problems.add_at(
+                path.name, f"row {rowno}", by_role["index"], f"index {index} repeats row {self.seen[index]}",
+                "Use the original spreadsheet; each vignette appears once.",
+            )
+            return
+        self.seen[index] = rowno
+        case_id = f"savage-{index}"
+        target_id = f"{case_id}-dr"
+
+        answer_text, rationale_text = _text(row[by_role["model_answer"]]), _text(row[by_role["rationale"]])
+        swapped = len(answer_text) > len(rationale_text)
+        if swapped:
+            answer_text, rationale_text = rationale_text, answer_text
+            self.n_swapped += 1
+        question = _text(row[by_role["question"]])
+        source = f"Savage et al. 2024 Supplementary Data 5, MedQA index {index} (spreadsheet row {rowno})"
+        if swapped:
+            source += f"; {_SWAP_NOTE}"
+        try:
+            self.cases.append(
+                Case(
+                    case_id=case_id,
+                    title=shorten(question),
+                    text=question,
+                    reference_answer=_text(row[by_role["answer"]]) or None,
+                    source=source,
+                )
+            )
+            self.targets.append(
+                Target(
+                    target_id=target_id,
+                    case_id=case_id,
+                    component=SAVAGE_COMPONENT,
+                    text=f"Final answer: {answer_text}\n\nRationale:\n{rationale_text}",
+                    model=SAVAGE_MODEL,
+                    condition=_text(row[by_role["prompt_style"]]),
+                )
+            )
+        except ValidationError as exc:
+            for err in exc.errors():
+                problems.add_at(
+                    path.name, f"row {rowno}", by_role["question"] if err["loc"][0] == "text" else str(err["loc"][0]),
+                    err["msg"], "Use the original spreadsheet.",
+                )
+            return
+
+        for k in (1, 2):
+            column = by_role[f"count_{k}"]
+            count = _count(row[column])
+            if count is None:
+                problems.add_at(
+                    path.name, f"row {rowno}", column,
+                    f"error count {row[column]!r} is not a non-negative whole number",
+                    "Correct the count in the spreadsheet (0, 1, 2, ...).",
+                )
+                continue
+            self.ratings.append(
+                Rating(
+                    case_id=case_id,
+                    target_id=target_id,
+                    rater_id=f"savage-reviewer-{k}",
+                    criterion=SAVAGE_CRITERION,
+                    score=min(count, SAVAGE_MAX_SCORE),
+                    comment=_text(row[by_role[f"comment_{k}"]]),
+                )
+            )
+
+
 def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) -> RatingPack:
     """Turn Savage et al. 2024 Supplementary Data 5 into a rating pack (in memory; nothing is written).
 
@@ -136,91 +232,11 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
         )
         problems.raise_if_any()
 
-    cases: list[Case] = []
-    targets: list[Target] = []
-    ratings: list[Rating] = []
-    seen: dict[int, int] = {}
-    n_swapped = 0
+    rows = _SavageRows(path=path, by_role=by_role, problems=problems)
     for i, row in enumerate(frame.to_dict("records")):
-        rowno = i + 2  # spreadsheet row: header is row 1
-        raw_index = row[by_role["index"]]
-        if is_missing(raw_index):
-            continue  # the summary block below the data
-        index = _count(raw_index)
-        if index is None:
-            problems.add_at(
-                path.name, f"row {rowno}", by_role["index"], f"index {raw_index!r} is not a whole number",
-                "Use the original spreadsheet.",
-            )
-            continue
-        if index in seen:
-            problems.add_at(
-                path.name, f"row {rowno}", by_role["index"], f"index {index} repeats row {seen[index]}",
-                "Use the original spreadsheet; each vignette appears once.",
-            )
-            continue
-        seen[index] = rowno
-        case_id = f"savage-{index}"
-        target_id = f"{case_id}-dr"
-
-        answer_text, rationale_text = _text(row[by_role["model_answer"]]), _text(row[by_role["rationale"]])
-        swapped = len(answer_text) > len(rationale_text)
-        if swapped:
-            answer_text, rationale_text = rationale_text, answer_text
-            n_swapped += 1
-        question = _text(row[by_role["question"]])
-        source = f"Savage et al. 2024 Supplementary Data 5, MedQA index {index} (spreadsheet row {rowno})"
-        if swapped:
-            source += f"; {_SWAP_NOTE}"
-        try:
-            cases.append(
-                Case(
-                    case_id=case_id,
-                    title=shorten(question),
-                    text=question,
-                    reference_answer=_text(row[by_role["answer"]]) or None,
-                    source=source,
-                )
-            )
-            targets.append(
-                Target(
-                    target_id=target_id,
-                    case_id=case_id,
-                    component=SAVAGE_COMPONENT,
-                    text=f"Final answer: {answer_text}\n\nRationale:\n{rationale_text}",
-                    model=SAVAGE_MODEL,
-                    condition=_text(row[by_role["prompt_style"]]),
-                )
-            )
-        except ValidationError as exc:
-            for err in exc.errors():
-                problems.add_at(
-                    path.name, f"row {rowno}", by_role["question"] if err["loc"][0] == "text" else str(err["loc"][0]),
-                    err["msg"], "Use the original spreadsheet.",
-                )
-            continue
-
-        for k in (1, 2):
-            column = by_role[f"count_{k}"]
-            count = _count(row[column])
-            if count is None:
-                problems.add_at(
-                    path.name, f"row {rowno}", column,
-                    f"error count {row[column]!r} is not a non-negative whole number",
-                    "Correct the count in the spreadsheet (0, 1, 2, ...).",
-                )
-                continue
-            ratings.append(
-                Rating(
-                    case_id=case_id,
-                    target_id=target_id,
-                    rater_id=f"savage-reviewer-{k}",
-                    criterion=SAVAGE_CRITERION,
-                    score=min(count, SAVAGE_MAX_SCORE),
-                    comment=_text(row[by_role[f"comment_{k}"]]),
-                )
-            )
+        rows.add(row, rowno=i + 2)  # spreadsheet row: header is row 1
     problems.raise_if_any()
+    cases, targets, ratings, n_swapped = rows.cases, rows.targets, rows.ratings, rows.n_swapped
 
     manifest = PackManifest(
         name="savage",
