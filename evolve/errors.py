@@ -19,6 +19,9 @@ __all__ = [
     "BudgetError",
     "LocalServerError",
     "ServerDiedError",
+    "RunStoppedError",
+    "EndpointUnreachableError",
+    "EndpointConnectionError",
     "RunError",
     "Problems",
 ]
@@ -60,6 +63,24 @@ class TransientEndpointError(EndpointError):
     """A failure worth retrying: HTTP 429, 5xx, a timeout or a dropped connection."""
 
 
+class EndpointConnectionError(TransientEndpointError):
+    """No connection to the endpoint (refused, reset, DNS, timeout): retried, and counted - a
+    few such calls in a row stop the run (:class:`EndpointUnreachableError`)."""
+
+
+class RunStoppedError(EvolveError):
+    """An error that stops a run part-way because every later call would fail the same way.
+
+    Finished calls are in the response cache: the run resumes (``--resume``) once the cause
+    is fixed. Engines never record it as a per-item failure.
+    """
+
+
+class EndpointUnreachableError(RunStoppedError):
+    """Several calls in a row could not connect to the endpoint; the message names its URL,
+    the last connection error and what to check."""
+
+
 class BudgetError(EvolveError):
     """A budget setting makes the requested run impossible (e.g. fewer attempts than accepted)."""
 
@@ -68,7 +89,7 @@ class LocalServerError(EvolveError):
     """The embedded llama-server could not be installed, started or reached."""
 
 
-class ServerDiedError(LocalServerError):
+class ServerDiedError(LocalServerError, RunStoppedError):
     """The embedded llama-server died during a run.
 
     The run stops at once (every remaining call would fail the same way) and can be resumed:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from evolve.errors import EvolveError, ServerDiedError
+from evolve.errors import EvolveError, RunStoppedError
 from evolve.runs import BenchFolder, CalibrationFolder
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
@@ -51,10 +51,11 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
     Args:
         exc: The error; its message says how to fix the problem.
         resume: The command that continues the run, printed after an error that stopped a
-            run part-way (the embedded server died): finished calls are cached.
+            run part-way (the embedded server died, the endpoint went away): finished calls are
+            cached.
     """
     err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
-    if resume is not None and isinstance(exc, ServerDiedError):
+    if resume is not None and isinstance(exc, RunStoppedError):
         err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
@@ -624,7 +625,12 @@ def bench_run(
     if result.judge is not None:
         out.print(f"judge scores: {result.judge.path} ({result.judge.rows} calls)", highlight=False, soft_wrap=True)
     if result.report is not None:
-        out.print(f"bench report: {run / 'bench_report.md'}", highlight=False, soft_wrap=True)
+        out.print(f"bench report: {run / BenchFolder.REPORT_MD}", highlight=False, soft_wrap=True)
+    if result.n_failed:
+        err.print(f"warning: {result.n_failed} of {result.n_ok + result.n_failed} pipeline runs failed "
+                  f"(the reasons are above and in {run / 'journal.jsonl'})", highlight=False, soft_wrap=True)
+    if result.runs and not result.n_ok:
+        raise typer.Exit(code=1)  # nothing was generated: not a success
 
 
 def _case_columns(items: list[str]):

@@ -422,10 +422,11 @@ class ConsiliumPipeline:
                 if isinstance(answer, CallFailure):
                     error = f"endpoint failure ({answer.kind}, {answer.attempts} attempt(s)): {answer.error}"
                     trace.calls.append(CallRecord(**record, error=error))
-                    results[i] = _Failed(
-                        f"{self._where(ask)}: {error}. The endpoint failed after the client's retries; check "
-                        "the endpoint and the model id, then resume the run."
-                    )
+                    fix = ("The endpoint failed on every retry; check that it is up, then resume the run."
+                           if answer.kind == "transient" else
+                           "The endpoint refused the request (not retried); fix what it names before resuming - a "
+                           "resumed run would send the same request.")
+                    results[i] = _Failed(f"{self._where(ask)}: {error}. {fix}")
                     continue
                 record.update(
                     prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens,

@@ -62,7 +62,7 @@ from evolve.data import (
     validate_pack,
     write_pack,
 )
-from evolve.errors import DataError, RunError, ServerDiedError
+from evolve.errors import DataError, RunError, RunStoppedError
 from evolve.runs import BenchFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, check_resumable, check_same_settings, holds_interrupt, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -464,7 +464,7 @@ class _Unit:
                 self.case, model=self.model, condition=condition, topology=topology,
                 workers=self.config.workers if topology == "n+1" else (),
                 consolidator=self.config.consolidator if topology == "n+1" else None, roles=ra)
-        except ServerDiedError:
+        except RunStoppedError:
             raise  # every later call would fail the same way: the run stops (and resumes later)
         except Exception as exc:  # a pipeline bug must not sink the other cases; it is recorded
             if self.stop.is_set():

@@ -13,7 +13,7 @@ import anyio
 from anyio.from_thread import start_blocking_portal
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from evolve.errors import EndpointError, TransientEndpointError
+from evolve.errors import EndpointConnectionError, EndpointError, EndpointUnreachableError, TransientEndpointError
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Usage
@@ -36,6 +36,10 @@ class Client:
         max_retries: Retries after the first attempt for transient failures (429, 5xx, timeouts).
         backoff_initial: First backoff, seconds; doubles per retry with jitter.
         backoff_max: Longest backoff, seconds.
+        max_unreachable: Calls in a row that may end without a connection (after their
+            retries) before the client raises :class:`~evolve.errors.EndpointUnreachableError`
+            instead of returning another failure: an endpoint that went away stops the run at
+            once rather than failing every remaining call.
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class Client:
         max_retries: int = 4,
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
+        max_unreachable: int = 3,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -56,6 +61,8 @@ class Client:
         self.max_retries = max_retries
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
+        self.max_unreachable = max_unreachable
+        self._unreachable = 0  # calls in a row that ended without a connection
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._usage_lock = threading.Lock()
         self._portal_cm: Any = start_blocking_portal()
@@ -86,6 +93,7 @@ class Client:
         response, attempts = await self._with_retries(lambda: self.provider.complete(request))
         if isinstance(response, CallFailure):
             return self._fail(request.tag, response, attempts)
+        self._unreachable = 0
         with self._usage_lock:
             self.usage[request.tag].retries += attempts - 1
         if self.cache is not None and response.finish_reason == "stop":
@@ -112,11 +120,26 @@ class Client:
                     with attempt:
                         attempts += 1
                         result = await call()
+        except EndpointConnectionError as exc:
+            self._count_unreachable(exc)
+            return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
         except TransientEndpointError as exc:
             return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
         except EndpointError as exc:
             return CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts
         return result, attempts
+
+    def _count_unreachable(self, exc: EndpointConnectionError) -> None:
+        """Count a call that never reached the endpoint; raise once too many came in a row."""
+        with self._usage_lock:
+            self._unreachable += 1
+            n = self._unreachable
+        if n >= self.max_unreachable:
+            raise EndpointUnreachableError(
+                f"{n} calls in a row could not reach the endpoint {self.endpoint_id} (last error: {exc}). "
+                "Check that the server is running and that the base URL, port and network are right; the "
+                "run stops here and can be resumed."
+            ) from exc
 
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
@@ -196,7 +219,7 @@ class Client:
         """Complete many requests concurrently (bounded by ``max_concurrency``), in order.
 
         Endpoint failures come back as :class:`CallFailure` results. An exception that stops
-        the run (a :class:`~evolve.errors.ServerDiedError`, say) cancels the other requests
+        the run (a :class:`~evolve.errors.RunStoppedError`: the server died, the endpoint is unreachable) cancels the other requests
         and is raised as itself.
 
         Args:

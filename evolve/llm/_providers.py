@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from evolve.errors import ConfigError, EndpointError, TransientEndpointError
+from evolve.errors import ConfigError, EndpointConnectionError, EndpointError, TransientEndpointError
 from evolve.llm._types import ChatRequest, ChatResponse
 
 
@@ -117,17 +117,19 @@ class OpenAICompatibleProvider:
         start = time.perf_counter()
         try:
             result = await self._client.chat.completions.create(**kwargs)
-        except openai.APIConnectionError as exc:  # includes timeouts
+        except openai.APITimeoutError as exc:
             await self._raise_if_gone(exc)
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except openai.APIConnectionError as exc:
+            await self._raise_if_gone(exc)
+            raise EndpointConnectionError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except (openai.RateLimitError, openai.InternalServerError) as exc:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
                 raise TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
             raise EndpointError(
-                f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}. Check the model name, the API key "
-                "environment variable and that the endpoint supports response_format json_schema."
+                f"{self.endpoint_id}: HTTP {exc.status_code}: {explain_status(exc.status_code, str(exc))}"
             ) from exc
         latency = time.perf_counter() - start
         if not result.choices:
@@ -186,6 +188,42 @@ class OpenAICompatibleProvider:
                 raise EndpointError(f"{self.endpoint_id}: embedding is not a list of floats")
             vectors.append([float(x) for x in item.embedding])
         return vectors
+
+
+_STATUS_CAUSES = (
+    (("context length", "context_length", "maximum context", "too many tokens", "too long", "exceeds the context", "exceeds the available context",
+      "exceed_context_size"),
+     "the request is longer than the model's context window. Use a model with a longer context, lower the "
+     "output limits, or shorten the inputs"),
+    (("model_not_found", "does not exist", "unknown model", "no such model", "model not found", "invalid model"),
+     "the endpoint does not know this model. Check --model (or --judge-model) against the endpoint's model list"),
+    (("unsupported", "not supported", "unrecognized", "unknown parameter", "extra inputs are not permitted",
+      "response_format", "json_schema"),
+     "the endpoint refused a request parameter (structured output, seed or a schema keyword). Check that it "
+     "supports response_format json_schema; --no-schema-limits drops maxLength/minLength"),
+)
+
+
+def explain_status(status: int, message: str) -> str:
+    """Name what a non-retryable HTTP error from an endpoint means, and the fix.
+
+    Args:
+        status: The HTTP status (4xx other than 408/409/425/429).
+        message: The endpoint's error text.
+
+    Returns:
+        ``"<what it means>. <fix> (<the endpoint's message>)"``.
+    """
+    if status in (401, 403):
+        return (f"the endpoint refused the API key. Check the environment variable named by --api-key-env "
+                f"(default EVOLVE_API_KEY) ({message})")
+    low = message.lower()
+    for needles, cause in _STATUS_CAUSES:
+        if any(n in low for n in needles):
+            return f"{cause} ({message})"
+    if status == 404:
+        return f"{_STATUS_CAUSES[1][1]}, and the base URL (it should end in /v1) ({message})"
+    return f"the endpoint rejected the request ({message}). Check the model name and the endpoint's documentation"
 
 
 def strip_length_limits(value: Any) -> Any:

@@ -133,3 +133,22 @@ def test_bench_errors_are_reported_with_the_fix(tmp_path, endpoint, monkeypatch)
     gone = runner.invoke(app, ["bench", "run", "--resume", str(tmp_path / "nope")])
     assert gone.exit_code == 2 and "manifest.json" in gone.output
     assert _chats(endpoint) == 0
+
+
+def test_a_bench_run_whose_every_pipeline_fails_says_why_and_exits_non_zero(tmp_path, monkeypatch):
+    """Every request refused with llama.cpp's context-size error: each failure names the context
+    window (not the model name or the key), the last line counts the failures, exit code 1."""
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    server = LoopbackChatServer(lambda body: (400, {"error": {"message": "the request exceeds the available context size"}}))
+    try:
+        cases = write_cases(tmp_path / "cases.jsonl", n=2)
+        result = runner.invoke(app, ["bench", "run", "--cases", str(cases), "--run-id", "refused",
+                                     "--archives-dir", str(tmp_path / "archives"), "--base-url", server.base_url,
+                                     "--model", "scripted", "--max-cases", "2"])
+    finally:
+        server.close()
+    assert result.exit_code == 1, result.output
+    assert "context window" in result.output and "not retried" in result.output
+    assert "check the model name" not in result.output.lower()
+    last = [line for line in result.output.strip().splitlines() if line.strip()][-1]
+    assert "pipeline runs failed" in last
