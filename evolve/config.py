@@ -121,7 +121,7 @@ class CalibrationConfig(_Settings):
     """
 
     version: Literal[1] = CONFIG_VERSION
-    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]+$")
+    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     pack: Path
     splits: Path
     prompts_root: Path | None = None
@@ -173,15 +173,36 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``over`` on top of ``base``, section by section (``None`` values in ``over`` are ignored).
+
+    Raises:
+        ConfigError: A section (an object such as ``budget``) was given a plain value, which
+            would otherwise silently replace the whole section with its defaults.
+    """
     out = dict(base)
     for key, value in over.items():
+        name = f"{where}{key}"
+        prior = out.get(key)
         if isinstance(value, dict):
-            prior = out.get(key)
-            out[key] = _merge(prior if isinstance(prior, dict) else {}, value)
+            if prior is not None and not isinstance(prior, dict):
+                raise ConfigError(f"configuration field '{name}' must be an object of settings, got {prior!r}; "
+                                  "fix the config file (e.g. \"budget\": {\"accepted\": 4}).")
+            out[key] = _merge(prior if isinstance(prior, dict) else {}, value, f"{name}.")
         elif value is not None:
+            if isinstance(prior, dict):
+                raise ConfigError(f"configuration field '{name}' must be an object of settings, got {value!r}; "
+                                  "fix the config file (e.g. \"budget\": {\"accepted\": 4}).")
             out[key] = value
     return out
+
+
+def readable_error(error: Any) -> str:
+    """A pydantic validation error of a configuration, in words a user can act on."""
+    if error.get("type") == "string_pattern_mismatch" and error.get("loc", ())[-1:] == ("run_id",):
+        return ("a run id is a folder name of letters, digits, '.', '_' and '-' (not '.' or '..', which would "
+                "put the run outside the archives folder); choose another --run-id")
+    return str(error.get("msg", "")).removeprefix("Value error, ")
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -220,9 +241,13 @@ def layered(
         data = _merge(data, presets[preset])
     if config_file is not None:
         try:
-            data = _merge(data, json.loads(Path(config_file).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as exc:
+            loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{config_file}: a config file holds one JSON object of settings (e.g. "
+                              f"{{\"budget\": {{\"accepted\": 4}}}}), not {type(loaded).__name__} {loaded!r:.80}.")
+        data = _merge(data, loaded)
     data = _merge(data, env_overrides(environ))
     return _merge(data, overrides or {})
 
@@ -254,7 +279,7 @@ def resolve_config(
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        msg = f"configuration field '{loc}': {first['msg']}."
+        msg = f"configuration field '{loc}': {readable_error(first)}."
         if loc.startswith("budget"):
             raise BudgetError(msg + " Adjust the budget options.") from exc
         raise ConfigError(msg + " Fix the value in the config file or on the command line.") from exc

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from evolve.config import EndpointSettings, layered
+from evolve.config import EndpointSettings, layered, readable_error
 from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import ConfigError, RunError
@@ -159,7 +159,7 @@ class BenchConfig(_Settings):
     """
 
     version: Literal[1] = BENCH_CONFIG_VERSION
-    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]+$")
+    run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     archives_dir: Path = Path("archives")
     cases: Path
     columns: CaseColumns = CaseColumns()
@@ -290,7 +290,7 @@ def resolve_bench_config(
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
+        msg = readable_error(first)
         where = f"benchmark configuration field '{loc}'" if loc else "benchmark configuration"
         raise ConfigError(f"{where}: {msg}. Fix the value in the config file or on the command line.") from exc
 

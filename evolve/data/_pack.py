@@ -732,8 +732,8 @@ def write_pack(
         raise PackError(f"{dest}: exists and is not a directory; choose another output path for the pack.")
     if dest.is_dir() and any(dest.iterdir()) and not overwrite:
         raise PackError(
-            f"{dest}: directory is not empty; refusing to overwrite it. Pass overwrite=True to replace it, "
-            "or choose an empty/new directory."
+            f"{dest}: directory is not empty; refusing to overwrite it. Pass --overwrite (overwrite=True in Python) "
+            "to replace it, or choose an empty/new directory."
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"

@@ -79,11 +79,12 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
     choices = tuple(str(s) for s in criterion.scores)
     if criterion.allow_not_evaluable:
         choices += (NOT_EVALUABLE,)
+    score_type: Any = Literal[choices]  # built at run time: a type checker cannot see its values
     return create_model(
         "JudgeVerdict",
         __config__=ConfigDict(extra="forbid"),
         rationale=(str, Field(max_length=rationale_max_chars)),
-        score=(Literal[choices], ...),
+        score=(score_type, ...),
     )
 
 

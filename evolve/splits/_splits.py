@@ -503,7 +503,7 @@ def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = Fal
         if differs:
             raise SplitError(
                 f"{directory}: already holds different split files ({', '.join(differs)}); refusing to replace them. "
-                "Pass overwrite=True, or write to another directory."
+                "Pass --overwrite (overwrite=True in Python), or write to another directory."
             )
     directory.mkdir(parents=True, exist_ok=True)
     # Id lists first, split.json last: a crash leaves either the old split.json (whose counts
