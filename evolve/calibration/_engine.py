@@ -571,13 +571,10 @@ def read_candidates(
     Raises:
         RunError: Missing file (the run did not finish) or a required column missing.
     """
-    path = Path(run_dir) / CalibrationFolder.CANDIDATES
-    if not path.is_file():
-        raise RunError(
-            f"{path}: not found. It is written when a calibration run finishes; pass a finished run folder, "
-            f"or finish this one with `evolve calibrate --resume {run_dir}`."
-        )
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    folder = CalibrationFolder(run_dir)
+    path = folder / folder.CANDIDATES
+    frame = folder.read_frame(folder.CANDIDATES, dtype=str, keep_default_na=False)
+    assert frame is not None  # required
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise RunError(f"{path}: columns {missing} are missing; this is not a candidates.csv written by `evolve calibrate`.")

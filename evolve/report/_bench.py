@@ -210,13 +210,15 @@ def load_bench_run(run_dir: Path) -> tuple[list[CaseRun], pd.DataFrame | None]:
             )
         seen[key] = path
         runs.append(run)
-    scores_path = run_dir / BenchFolder.JUDGE_SCORES
-    scores = _read_scores(scores_path) if scores_path.is_file() else None
+    scores = _read_scores(BenchFolder(run_dir))
     return runs, scores
 
 
-def _read_scores(path: Path) -> pd.DataFrame:
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+def _read_scores(folder: BenchFolder) -> pd.DataFrame | None:
+    frame = folder.read_frame(folder.JUDGE_SCORES, optional=True, dtype=str, keep_default_na=False)
+    if frame is None:
+        return None
+    path = folder / folder.JUDGE_SCORES
     missing = [c for c in _REQUIRED_SCORE_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(

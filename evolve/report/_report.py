@@ -115,10 +115,9 @@ def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed
 
 def _read_audit(run_dir: Path) -> dict[str, dict]:
     """Per-criterion drift verdicts from ``audit.json`` (``evolve audit``), if it exists."""
-    path = run_dir / CalibrationFolder.AUDIT_JSON
-    if not path.is_file():
+    data = CalibrationFolder(run_dir).read_json(CalibrationFolder.AUDIT_JSON, optional=True)
+    if not isinstance(data, dict):
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
     return {c["criterion"]: c for c in data.get("criteria", []) if isinstance(c, dict) and "criterion" in c}
 
 
@@ -152,14 +151,16 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
-    scores = pd.read_csv(run_dir / CalibrationFolder.SCORES, dtype={"target_id": str, "case_id": str})
-    cands = pd.read_csv(run_dir / CalibrationFolder.CANDIDATES, keep_default_na=False, dtype=str)
+    folder = CalibrationFolder(run_dir)
+    scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
+    cands = folder.read_frame(folder.CANDIDATES, keep_default_na=False, dtype=str)
+    assert scores is not None and cands is not None  # required files
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     ratings = pack.ratings_frame()
     rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
     audit = _read_audit(run_dir)
-    exclusions_path = run_dir / CalibrationFolder.EXCLUSIONS
-    exclusions = pd.read_csv(exclusions_path) if exclusions_path.is_file() else pd.DataFrame()
+    exclusions = folder.read_frame(folder.EXCLUSIONS, optional=True)
+    exclusions = pd.DataFrame() if exclusions is None else exclusions
     report: dict = {
         "version": REPORT_VERSION,
         "run_id": config.run_id,

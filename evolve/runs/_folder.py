@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from evolve.errors import RunError
 from evolve.runs._files import atomic_write
 from evolve.runs._journal import Journal
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["BenchFolder", "CalibrationFolder", "RunFolder"]
 
@@ -21,6 +27,7 @@ class RunFolder:
     """
 
     JOURNAL = "journal.jsonl"
+    RESUME = "the command that made it, with --resume"
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -49,6 +56,56 @@ class RunFolder:
         atomic_write(path, data)
         return path
 
+    def _unreadable(self, name: str, why: str) -> RunError:
+        return RunError(f"{self.path / name}: {why}. The run did not finish writing it; complete the run with "
+                        f"`{self.RESUME.format(path=self.path)}` (finished calls are free from the cache).")
+
+    def require(self, name: str) -> Path:
+        """The path of the file ``name``, which must exist.
+
+        Raises:
+            RunError: It is missing (the run did not get that far), with the resume command.
+        """
+        path = self.path / name
+        if not path.is_file():
+            raise self._unreadable(name, "not found")
+        return path
+
+    def read_frame(self, name: str, *, optional: bool = False, **read_csv: Any) -> pd.DataFrame | None:
+        """Read the CSV file ``name`` (``pandas.read_csv`` options in ``read_csv``).
+
+        Args:
+            name: A file of this run.
+            optional: Return ``None`` when the file is absent instead of raising.
+
+        Raises:
+            RunError: The file is missing (unless ``optional``), empty or not CSV - named in one line
+                with the command that completes the run.
+        """
+        import pandas as pd
+
+        if optional and not (self.path / name).is_file():
+            return None
+        path = self.require(name)
+        try:
+            return pd.read_csv(path, **read_csv)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+            raise self._unreadable(name, f"empty or damaged ({type(exc).__name__}: {str(exc)[:120]})") from exc
+
+    def read_json(self, name: str, *, optional: bool = False) -> Any:
+        """Read the JSON file ``name`` (``None`` when ``optional`` and absent).
+
+        Raises:
+            RunError: Missing (unless ``optional``), empty or not JSON, in one line.
+        """
+        if optional and not (self.path / name).is_file():
+            return None
+        path = self.require(name)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise self._unreadable(name, f"empty or damaged ({type(exc).__name__}: {exc})") from exc
+
 
 class CalibrationFolder(RunFolder):
     """The files of a calibration run (``evolve calibrate``), by name.
@@ -63,6 +120,7 @@ class CalibrationFolder(RunFolder):
         AUDIT_JSON, AUDIT_MD: The semantic-drift audit of the winners.
     """
 
+    RESUME = "evolve calibrate --resume {path}"
     CONFIG = "config.json"
     CANDIDATES = "candidates.csv"
     SCORES = "scores.csv"
@@ -91,6 +149,7 @@ class BenchFolder(RunFolder):
             ``table<N>.csv``, the role table ``roles.csv``.
     """
 
+    RESUME = "evolve bench run --resume {path}"
     MANIFEST = "manifest.json"
     CASES = "cases.jsonl"
     JUDGE_SCORES = "judge_scores.csv"
