@@ -22,6 +22,7 @@ __all__ = [
     "RunStoppedError",
     "EndpointUnreachableError",
     "EndpointConnectionError",
+    "UnsupportedFeatureError",
     "RunError",
     "Problems",
 ]
@@ -61,6 +62,11 @@ class EndpointError(EvolveError):
 
 class TransientEndpointError(EndpointError):
     """A failure worth retrying: HTTP 429, 5xx, a timeout or a dropped connection."""
+
+
+class UnsupportedFeatureError(EndpointError):
+    """The endpoint does not offer a feature at all (e.g. ``/v1/embeddings``): asking again
+    cannot help, so the client remembers the answer per endpoint."""
 
 
 class EndpointConnectionError(TransientEndpointError):

@@ -13,9 +13,16 @@ import anyio
 from anyio.from_thread import start_blocking_portal
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from evolve.errors import EndpointConnectionError, EndpointError, EndpointUnreachableError, TransientEndpointError
+from evolve.errors import (
+    EndpointConnectionError,
+    EndpointError,
+    EndpointUnreachableError,
+    TransientEndpointError,
+    UnsupportedFeatureError,
+)
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
+from evolve.llm._structured import parse_json_object
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Usage
 
 Result = ChatResponse | CallFailure
@@ -82,7 +89,9 @@ class Client:
 
         Returns:
             The response (``cached=True`` if from the cache) or a :class:`CallFailure` after
-            all retries; failures are never cached, so a resumed run retries them.
+            all retries. Failures, cut answers (``finish_reason`` other than ``stop``) and
+            answers to a structured request that are not a JSON object are never cached, so a
+            resumed run asks again.
         """
         key = request.cache_key(self.endpoint_id)
         if self.cache is not None:
@@ -96,7 +105,7 @@ class Client:
         self._unreachable = 0
         with self._usage_lock:
             self.usage[request.tag].retries += attempts - 1
-        if self.cache is not None and response.finish_reason == "stop":
+        if self.cache is not None and response.finish_reason == "stop" and _well_formed(request, response):
             self.cache.put(key, response)
         self._count(request.tag, response)
         return response
@@ -125,6 +134,8 @@ class Client:
             return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
         except TransientEndpointError as exc:
             return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
+        except UnsupportedFeatureError as exc:
+            return CallFailure(error=str(exc), kind="unsupported", attempts=attempts), attempts
         except EndpointError as exc:
             return CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts
         return result, attempts
@@ -181,11 +192,18 @@ class Client:
         todo = [i for i, v in enumerate(vectors) if v is None]
         if not todo:
             return vectors  # type: ignore[return-value]
+        absent = self._embedding_key(model, "\0no embeddings served")  # no text can make this key
+        if self.cache is not None and (known := self.cache.get(absent)) is not None:
+            with self._usage_lock:
+                self.usage[tag].cache_hits += 1
+            return CallFailure(error=known.text, kind="unsupported")  # remembered: not asked again
         embed = getattr(self.provider, "embed", None)
         if embed is None:
             return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)
         fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model))
         if isinstance(fresh, CallFailure):
+            if fresh.kind == "unsupported" and self.cache is not None:
+                self.cache.put(absent, ChatResponse(text=fresh.error))
             return self._fail(tag, fresh, attempts)
         if len(fresh) != len(todo):
             return self._fail(
@@ -296,6 +314,18 @@ class Client:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(cancel=exc_type is not None)
+
+
+def _well_formed(request: ChatRequest, response: ChatResponse) -> bool:
+    """Whether an answer is worth caching: any text for a free-text request, a JSON object for a
+    structured one (garbage or a truncated object is asked again on resume, not replayed)."""
+    if request.response_format is None:
+        return True
+    try:
+        parse_json_object(response.text)
+    except ValueError:
+        return False
+    return True
 
 
 def _ended_loop(exc: BaseException) -> bool:

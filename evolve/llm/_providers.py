@@ -9,7 +9,13 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from evolve.errors import ConfigError, EndpointConnectionError, EndpointError, TransientEndpointError
+from evolve.errors import (
+    ConfigError,
+    EndpointConnectionError,
+    EndpointError,
+    TransientEndpointError,
+    UnsupportedFeatureError,
+)
 from evolve.llm._types import ChatRequest, ChatResponse
 
 
@@ -173,7 +179,7 @@ class OpenAICompatibleProvider:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code in (404, 405, 501):
-                raise EndpointError(
+                raise UnsupportedFeatureError(
                     f"{self.endpoint_id}: HTTP {exc.status_code}: the endpoint does not serve /v1/embeddings ({exc})"
                 ) from exc
             if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:

@@ -89,7 +89,7 @@ class CallFailure(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     error: str
-    kind: Literal["transient", "fatal"] = "fatal"
+    kind: Literal["transient", "fatal", "unsupported"] = "fatal"
     attempts: int = 1
 
 

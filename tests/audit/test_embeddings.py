@@ -35,7 +35,7 @@ def test_endpoint_without_embeddings_fails_at_once(tmp_path):
     with LoopbackChatServer(lambda body: (501, {"error": {"message": "start it with --embeddings"}})) as server:
         with Client(OpenAICompatibleProvider(server.base_url), backoff_initial=0.001) as client:
             result = client.embed(["a"], "emb")
-    assert isinstance(result, CallFailure) and result.kind == "fatal" and "does not serve /v1/embeddings" in result.error
+    assert isinstance(result, CallFailure) and result.kind == "unsupported" and "does not serve /v1/embeddings" in result.error
     assert len(server.bodies) == 1
 
 
