@@ -37,6 +37,7 @@ from evolve.runs import (
     check_resumable,
     check_same_settings,
     owned_client,
+    with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
 
@@ -623,6 +624,7 @@ def calibrate(
             ``client.close(cancel=True)`` (criterion threads may run until then).
     """
     progress = progress or NoProgress()
+    config = with_cache_path(config)  # recorded, so a resume finds the same cache whatever EVOLVE_CACHE_DIR says
     plan = plan_calibration(config, resume=resume)
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -670,7 +672,7 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
             criterion unknown or physician-only, or no training/validation targets.
         PackError, SplitError, RubricError: Invalid inputs.
     """
-    _check_resume(config, resume)
+    _check_resume(with_cache_path(config), resume)
     pack = load_pack(config.pack, prompts_root=config.prompts_root)
     splits = load_splits(config.splits)
     check_splits(splits, pack)

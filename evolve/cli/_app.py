@@ -45,6 +45,25 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _refuse_options_on_resume(options: dict, *, defaults: dict, allowed: tuple[str, ...], command: str) -> None:
+    """``--resume`` continues a run with its stored settings: refuse options that would be
+    dropped without a word (they would change what the run computes, or its cache keys).
+
+    Raises:
+        ConfigError: Naming every such option and what to do instead.
+    """
+    from evolve.errors import ConfigError
+
+    given = sorted(f"--{name.replace('_', '-')}" for name, value in options.items()
+                   if name not in allowed and value not in (None, [], ()) and value != defaults.get(name))
+    if given:
+        raise ConfigError(
+            f"--resume continues the run with its stored settings; {', '.join(given)} would change them and "
+            f"cannot be applied. Drop {'them' if len(given) > 1 else 'it'} to resume, or start a new run "
+            f"(`{command}` with another --run-id)."
+        )
+
+
 def _fail(exc: Exception, resume: str | None = None) -> None:
     """Print ``exc`` as one error (no traceback) and exit 2.
 
@@ -370,6 +389,7 @@ def calibrate(
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
+    options = dict(locals())  # the options as given (before any local name is bound)
     from evolve.calibration import load_run_config
     from evolve.config import resolve_config
     from evolve.data import load_pack
@@ -378,7 +398,11 @@ def calibrate(
     config = None
     try:
         if resume is not None:
+            _refuse_options_on_resume(options, defaults={"preset": "quick"}, allowed=("resume", "parallel_criteria"),
+                                      command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
+            if parallel_criteria is not None:  # how many archives run at once changes no result
+                config = config.model_copy(update={"parallel_criteria": parallel_criteria})
         else:
             if workbooks is not None:
                 pack, splits, run_id = _prepare_workbooks(
@@ -570,13 +594,21 @@ def bench_run(
     topology), records/<model>/ (what physicians rate: `evolve ratings import-workbooks ...
     --outputs records/<model>`), pack/<model>/, judge_scores.csv and the bench report.
     """
+    options = dict(locals())  # the options as given (before any local name is bound)
     from evolve.consilium import load_bench_config, resolve_bench_config
     from evolve.workflows import run_and_judge
 
     config = None
     try:
         if resume is not None:
+            _refuse_options_on_resume(
+                options, defaults={"preset": "quick", "judge": True},
+                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency"), command="evolve bench run")
             config = load_bench_config(resume)
+            updates: dict[str, object] = {"parallel_cases": parallel_cases} if parallel_cases is not None else {}
+            if max_concurrency is not None:  # in flight at once: no result changes
+                updates["endpoint"] = config.endpoint.model_copy(update={"max_concurrency": max_concurrency})
+            config = config.model_copy(update=updates)
         else:
             if cases is None:
                 raise EvolveError("--cases FILE_OR_PACK is required (or --resume RUN_DIR to continue a run).")

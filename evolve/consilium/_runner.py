@@ -63,7 +63,19 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, RunStoppedError
-from evolve.runs import BenchFolder, Event, Journal, NoProgress, ProgressHook, atomic_write, check_resumable, check_same_settings, holds_interrupt, owned_client
+from evolve.runs import (
+    BenchFolder,
+    Event,
+    Journal,
+    NoProgress,
+    ProgressHook,
+    atomic_write,
+    check_resumable,
+    check_same_settings,
+    holds_interrupt,
+    owned_client,
+    with_cache_path,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -571,6 +583,7 @@ def run_bench(
             may run until then). Interrupted case runs are not recorded, so ``resume`` makes them.
     """
     progress = progress or NoProgress()
+    config = with_cache_path(config)  # recorded, so a resume finds the same cache whatever EVOLVE_CACHE_DIR says
     backend = backend or default_backend()
     cases, manifest = prepare_bench(config, resume, backend)
     run_dir = config.run_dir
@@ -642,6 +655,7 @@ def prepare_bench(config: BenchConfig, resume: bool, backend: PipelineBackend) -
     Raises:
         RunError, DataError: As :func:`run_bench` raises them before any call.
     """
+    config = with_cache_path(config)
     cases, cases_file = load_bench_cases(config)
     manifest = BenchManifest.build(config, pipeline_version=backend.version, catalog=backend.catalog(),
                                    description=backend.describe(config), cases_file=cases_file, case_ids=tuple(c.case_id for c in cases))

@@ -30,7 +30,7 @@ The floors of the package, each importing only its own floor or the ones below i
     0  errors                       one error tree
 """
 
-from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client
+from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client, with_cache_path
 from evolve.runs._files import atomic_write, holds_interrupt
 from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
 from evolve.runs._journal import JOURNAL_VERSION, Event, Journal
@@ -54,4 +54,5 @@ __all__ = [
     "holds_interrupt",
     "open_client",
     "owned_client",
+    "with_cache_path",
 ]

@@ -7,7 +7,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,7 +15,9 @@ from evolve.errors import ConfigError
 from evolve.llm import Client, OpenAICompatibleProvider, Provider, ResponseCache, get_provider
 from evolve.runs._journal import Event, Journal
 
-__all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client"]
+__all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client", "with_cache_path"]
+
+_C = TypeVar("_C", bound=BaseModel)
 
 
 class EndpointSettings(BaseModel):
@@ -60,6 +62,15 @@ def default_cache_path() -> Path:
     from evolve.local import cache_dir
 
     return cache_dir() / "responses.sqlite"
+
+
+def with_cache_path(config: _C) -> _C:
+    """``config`` (any run configuration with a ``cache_path`` field) with its response cache's
+    path filled in (:func:`default_cache_path` when unset), so that the stored configuration
+    names the cache and a resumed run finds it again."""
+    if getattr(config, "cache_path", None) is not None:
+        return config
+    return config.model_copy(update={"cache_path": default_cache_path()})
 
 
 def _running_llama_servers() -> list[int]:

@@ -152,3 +152,19 @@ def test_a_bench_run_whose_every_pipeline_fails_says_why_and_exits_non_zero(tmp_
     assert "check the model name" not in result.output.lower()
     last = [line for line in result.output.strip().splitlines() if line.strip()][-1]
     assert "pipeline runs failed" in last
+
+
+def test_bench_resume_refuses_options_it_would_drop(tmp_path, endpoint, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "cases.jsonl", n=1)
+    args = ["bench", "run", "--cases", str(cases), "--run-id", "b", "--archives-dir", str(tmp_path / "archives"),
+            "--base-url", endpoint.base_url, "--model", "scripted", "--no-judge"]
+    assert runner.invoke(app, args).exit_code == 0
+    run = tmp_path / "archives" / "b"
+    refused = runner.invoke(app, ["bench", "run", "--resume", str(run), "--max-rounds", "4", "--max-cases", "1"])
+    assert refused.exit_code == 2
+    assert "--max-rounds" in refused.output and "--max-cases" in refused.output
+    calls = _chats(endpoint)
+    resumed = runner.invoke(app, ["bench", "run", "--resume", str(run), "--no-judge", "--parallel-cases", "2"])
+    assert resumed.exit_code == 0, resumed.output
+    assert _chats(endpoint) == calls
