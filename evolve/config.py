@@ -241,7 +241,7 @@ def layered(
         data = _merge(data, presets[preset])
     if config_file is not None:
         try:
-            loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+            loaded = json.loads(Path(config_file).read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
         if not isinstance(loaded, dict):

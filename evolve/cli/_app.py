@@ -304,7 +304,8 @@ def _case_universe(cases: Path | None, case_column: list[str] | None):
     if cases is None:
         raise EvolveError("--column maps the columns of --cases; give --cases FILE too.")
     mapping = _case_columns(case_column)
-    return read_case_ids(cases, id_column=mapping.case_id, doi_column=mapping.doi)
+    return read_case_ids(cases, id_column=mapping.case_id, doi_column=mapping.doi,
+                         doi_required="doi" in mapping.model_fields_set)
 
 
 @splits_app.command("check")

@@ -307,7 +307,7 @@ def load_consilium_records(directory: Path | str) -> dict[str, list[ConsiliumRec
     first_file: dict[tuple[str, str], str] = {}
     for path in files:
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(path.read_text(encoding="utf-8-sig"))
         except json.JSONDecodeError as exc:
             issues.add(f"{path.name}, line {exc.lineno}", f"invalid JSON ({exc.msg})", "Fix the JSON syntax.")
             continue

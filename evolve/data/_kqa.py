@@ -7,12 +7,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 from pydantic import ValidationError
 
 from evolve.data._models import Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import RatingPack, _Problems, validate_pack
-from evolve.data._util import is_missing, rubric_version, sha256_file, shorten
+from evolve.data._util import is_missing, read_source_table, rubric_version, sha256_file, shorten
 from evolve.errors import PackError
 
 __all__ = ["KQA_LABEL_SCORES", "KQA_RUBRIC_ID", "import_kqa", "kqa_case_id"]
@@ -43,7 +42,7 @@ def kqa_case_id(question: str) -> str:
 
 def _read_references(path: Path, problems: _Problems) -> dict[str, str]:
     refs: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -194,7 +193,7 @@ def import_kqa(src: Path | str, *, prompts_root: Path | str | None = None) -> Ra
             "(K-QA repository, dataset/)."
         )
     problems = _Problems(str(csv_path), heading="cannot import K-QA from {where}")
-    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    frame = read_source_table(csv_path, "the original NLI_medical_annotator.csv from the K-QA repository")
     missing = [c for c in _REQUIRED if c not in frame.columns]
     if missing:
         problems.add_at(

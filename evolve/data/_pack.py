@@ -291,7 +291,7 @@ def _add_validation_errors(
 
 def _read_manifest(path: Path, problems: _Problems) -> PackManifest | None:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         problems.add_at(MANIFEST_FILE, f"line {exc.lineno}", None, f"invalid JSON ({exc.msg})", "Fix the JSON syntax.")
         return None
@@ -322,7 +322,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Prob
     """Parse one JSONL file into ``(line_number, record)`` pairs; blank lines are skipped."""
     out: list[tuple[int, Any]] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         problems.add_at(path.name, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
         return out
@@ -372,7 +372,22 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
     except UnicodeDecodeError as exc:
         problems.add_at(RATINGS_FILE, None, None, f"not UTF-8 text ({exc.reason})", "Save the file as UTF-8.")
         return None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 26))  # long physician comments are fine
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        return _ratings_rows(reader, problems)
+    except csv.Error as exc:  # an unclosed quote at the end, a cell over the size limit
+        problems.add_at(
+            RATINGS_FILE, f"line {reader.line_num}", None,
+            f"cannot be parsed as CSV ({exc}); a quote opened on or before this line is never closed, so the "
+            "rest of the file would be read into one cell",
+            "Close the quote (a quote inside a quoted cell is written twice: \"\"), then check again.",
+        )
+        return None
+
+
+def _ratings_rows(reader: Any, problems: _Problems) -> list[tuple[int, Rating]] | None:
+    """The rows of ``ratings.csv`` after its header (row numbers are file lines)."""
     header = next(reader, None)
     if header is None:
         problems.add_at(
@@ -390,7 +405,7 @@ def _read_ratings(path: Path, problems: _Problems) -> list[tuple[int, Rating]] |
         )
         return None
     out: list[tuple[int, Rating]] = []
-    for rowno, row in enumerate(reader, start=2):
+    for rowno, row in enumerate(reader, start=2):  # spreadsheet rows: a quoted cell may span lines
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) != len(RATINGS_COLUMNS):

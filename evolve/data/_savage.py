@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from pydantic import ValidationError
 
 from evolve.data._models import Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import RatingPack, _Problems, validate_pack
-from evolve.data._util import is_missing, rubric_version, sha256_file, shorten
+from evolve.data._util import is_missing, read_source_table, rubric_version, sha256_file, shorten
 from evolve.errors import PackError
 
 __all__ = ["SAVAGE_FILE", "SAVAGE_RUBRIC_ID", "import_savage", "savage_swapped_case_ids"]
@@ -217,7 +216,7 @@ def import_savage(src: Path | str, *, prompts_root: Path | str | None = None) ->
             f"Data 5) or the folder holding {SAVAGE_FILE}."
         )
     problems = _Problems(str(path), heading="cannot import Savage et al. 2024 from {where}")
-    frame = pd.read_excel(path, sheet_name=0, dtype=object)
+    frame = read_source_table(path, "the original Supplementary Data 5 spreadsheet (.xlsx)")
     by_role: dict[str, str] = {}
     for column in frame.columns:
         role = _COLUMNS.get(_norm(column))

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from evolve.errors import PackError
 from evolve.rubric import load_rubric
 
 TITLE_WIDTH = 80
@@ -43,6 +44,43 @@ def is_missing(value: Any) -> bool:
     if isinstance(value, float) and math.isnan(value):
         return True
     return isinstance(value, str) and not value.strip()
+
+
+def read_source_table(path: Path, original: str) -> Any:
+    """Read a source data set's table (``.csv`` as UTF-8 text, else the first sheet of an
+    ``.xlsx``) with every cell as given, refusing what cannot be a data set.
+
+    Args:
+        path: The file.
+        original: How to name the file a user should pass instead (in messages).
+
+    Returns:
+        A pandas DataFrame with at least one data row.
+
+    Raises:
+        PackError: The file is empty, not UTF-8 text, not a spreadsheet, unparseable, or holds a
+            header and no rows - naming the file and what to pass instead.
+    """
+    import zipfile
+
+    import pandas as pd
+
+    try:
+        if path.suffix.lower() == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        else:
+            frame = pd.read_excel(path, sheet_name=0, dtype=object)
+    except pd.errors.EmptyDataError:
+        raise PackError(f"{path}: the file is empty. Pass {original}.") from None
+    except UnicodeDecodeError as exc:
+        raise PackError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8 (CSV UTF-8), "
+                        f"or pass {original}.") from None
+    except (pd.errors.ParserError, ValueError, zipfile.BadZipFile, KeyError, OSError) as exc:
+        raise PackError(f"{path}: cannot be read as a table ({type(exc).__name__}: {str(exc)[:160]}). "
+                        f"Pass {original}.") from None
+    if frame.empty:
+        raise PackError(f"{path}: holds a header but no rows. Pass {original}.")
+    return frame
 
 
 def rubric_version(rubric_id: str, prompts_root: Path | str | None) -> str:

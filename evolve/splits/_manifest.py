@@ -250,7 +250,8 @@ def _parquet_records(path: Path) -> tuple[list[tuple[dict, int]], list[str]]:
     return [(rec, i) for i, rec in enumerate(frame.to_dict("records"), start=1)], list(frame.columns)
 
 
-def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column: str = "doi") -> CaseList:
+def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column: str = "doi",
+                  doi_required: bool = False) -> CaseList:
     """Read the source-ordered case ids of a case file (the universe a frame is chosen from).
 
     Accepted formats, by extension:
@@ -269,6 +270,8 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
             first of ``case_id``, ``doi_column``, ``id`` present - the rule of
             :func:`~evolve.data.load_cases`, so a frame and a case set agree on ids.
         doi_column: The field or column holding the DOI (the case's group), if any.
+        doi_required: The DOI column was named on purpose (``--column doi=...``): a CSV or
+            parquet file without it is an error, not a file without groups.
 
     Returns:
         A :class:`CaseList` (``kind="file"``) with the file's path and sha256.
@@ -312,6 +315,9 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
         else:
             records, columns = _parquet_records(path)  # type: ignore[assignment]
         key = next((k for k in id_keys if k in columns), None)
+        if doi_required and doi_column not in columns:
+            raise SplitError(f"{path} row 1: no '{doi_column}' column among {columns}. Check the --column doi= mapping "
+                             "against these columns.")
         if key is None:
             raise SplitError(
                 f"{path} row 1: no {wanted} column among {columns}. "

@@ -516,7 +516,7 @@ def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = Fal
 def _read_ids(path: Path, problems: list[str]) -> list[str]:
     ids: list[str] = []
     first: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         cid = line.strip()
         if not cid:
             problems.append(f"{path.name} line {lineno}: blank line. Remove it (one case id per line).")
@@ -561,7 +561,7 @@ def load_splits(directory: Path | str) -> Splits:
         )
     meta_path = directory / SPLIT_META_FILE
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         _raise([f"{SPLIT_META_FILE} line {exc.lineno}: invalid JSON ({exc.msg}). Fix the syntax."], heading)
     if not isinstance(meta, dict):
