@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS, DriftCheck, DriftVerdict
-from evolve.llm import CallFailure, ChatRequest, Message, Result, parse_json_object, response_format
+from evolve.llm import CallFailure, ChatRequest, Message, Result, fence, parse_json_object, response_format
 from evolve.rubric import Criterion
 
 DRIFT_FORMAT = response_format(DriftVerdict, "drift_verdict")
 """``response_format`` of the LLM check (strict JSON schema of :class:`DriftVerdict`)."""
 
-_MARKER = re.compile(r"<<<|>>>")
 
 _SYSTEM = """You audit guidance notes for an automated grader of clinical text. Each note was \
 rewritten many times by an optimiser that only tried to make the grader's scores agree with \
@@ -45,17 +43,13 @@ class DriftCheckSettings(BaseModel):
     max_tokens: int = Field(default=600, ge=64)
 
 
-def _fence(text: str) -> str:
-    return _MARKER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text.strip())
-
-
 def drift_messages(protocol: str, criterion: Criterion, guidance: str) -> tuple[Message, ...]:
     """The messages of one LLM check: system = the auditor's task; user = protocol, criterion, guidance, questions."""
     direction = "higher is better" if criterion.higher_is_better else "lower is better"
     anchors = "\n".join(f"{s}: {criterion.anchors[str(s)]}" for s in criterion.scores)
     parts = [
         "<<<GRADER PROTOCOL>>>",
-        _fence(protocol),
+        fence(protocol),
         "<<<END GRADER PROTOCOL>>>",
         "",
         f"CRITERION: {criterion.name}",
@@ -68,7 +62,7 @@ def drift_messages(protocol: str, criterion: Criterion, guidance: str) -> tuple[
     parts += [
         "",
         "<<<GUIDANCE NOTE UNDER REVIEW>>>",
-        _fence(guidance),
+        fence(guidance),
         "<<<END GUIDANCE NOTE UNDER REVIEW>>>",
         "",
         "Answer three questions about the guidance note.",

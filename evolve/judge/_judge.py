@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evolve.data._models import Case, Target
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message, parse_json_object, response_format
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message, fence, parse_json_object, response_format
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 
 NOT_EVALUABLE = "not_evaluable"
 
-_MARKER = re.compile(r"<<<|>>>")
-
-
-def _fence(text: str) -> str:
-    """Neutralise our delimiter sequences inside untrusted material (injection defence)."""
-    return _MARKER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text.strip())
 
 
 class JudgeSettings(BaseModel):
@@ -132,19 +125,19 @@ class Judge:
             raise ValueError(f"guidance has {len(guidance)} characters; the limit is {MAX_GUIDANCE_CHARS}")
         parts = [
             "<<<CASE>>>",
-            f"Case id: {_fence(case.case_id)}",
+            f"Case id: {fence(case.case_id)}",
         ]
         if case.title:
-            parts.append(f"Title: {_fence(case.title)}")
-        parts += [_fence(case.text), "<<<END CASE>>>", ""]
-        who = f" written by the {_fence(target.role)}" if target.role else ""
-        parts += [f"<<<TARGET: {target.component}{who}>>>", _fence(target.text), "<<<END TARGET>>>", ""]
+            parts.append(f"Title: {fence(case.title)}")
+        parts += [fence(case.text), "<<<END CASE>>>", ""]
+        who = f" written by the {fence(target.role)}" if target.role else ""
+        parts += [f"<<<TARGET: {target.component}{who}>>>", fence(target.text), "<<<END TARGET>>>", ""]
         if target.statement:
-            parts += ["<<<STATEMENT>>>", _fence(target.statement), "<<<END STATEMENT>>>", ""]
+            parts += ["<<<STATEMENT>>>", fence(target.statement), "<<<END STATEMENT>>>", ""]
         if criterion.show_reference and case.reference_answer:
             parts += [
                 "<<<REFERENCE (expected answer; not a source of patient facts)>>>",
-                _fence(case.reference_answer),
+                fence(case.reference_answer),
                 "<<<END REFERENCE>>>",
                 "",
             ]

@@ -20,7 +20,7 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
-from evolve.llm._structured import parse_json_object, response_format
+from evolve.llm._structured import fence, parse_json_object, response_format
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "ResponseCache",
     "Result",
     "Usage",
+    "fence",
     "get_provider",
     "parse_json_object",
     "register_provider",

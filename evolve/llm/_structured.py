@@ -12,7 +12,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["parse_json_object", "response_format"]
+__all__ = ["fence", "parse_json_object", "response_format"]
+
+_MARKER = re.compile(r"<<<|>>>")
+
+
+def fence(text: str) -> str:
+    """Untrusted material (case text, model output, physicians' comments) made safe to place
+    between a prompt's ``<<<NAME>>>`` ... ``<<<END NAME>>>`` markers: the marker sequences it
+    contains are replaced by look-alikes, so it cannot close its block and speak as instructions.
+    Leading and trailing whitespace is dropped."""
+    return _MARKER.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text.strip())
 
 
 def _strict(schema: Any) -> Any:
