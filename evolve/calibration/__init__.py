@@ -29,7 +29,12 @@ from evolve.calibration._engine import (
     read_candidates,
     structural_exclusions,
 )
-from evolve.calibration._metrics import (
+from evolve.calibration._workbooks import (
+    PAPER_FRAME,
+    WorkbookInputs,
+    prepare_workbook_inputs,
+)
+from evolve.stats import (
     Agreement,
     agreement,
     constant_agreement,
@@ -38,11 +43,6 @@ from evolve.calibration._metrics import (
     median_baseline,
     numeric_ratings,
     rater_ceiling,
-)
-from evolve.calibration._workbooks import (
-    PAPER_FRAME,
-    WorkbookInputs,
-    prepare_workbook_inputs,
 )
 
 __all__ = [

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from ribs.schedulers import Scheduler
 
 from evolve.archive import MutationEmitter, Proposal, make_archive, measures_of
-from evolve.calibration._metrics import agreement, item_errors
 from evolve.calibration._mutation import (
     MUTATION_FORMAT,
     MutationReply,
@@ -40,6 +39,7 @@ from evolve.runs import (
     with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
+from evolve.stats import agreement, item_errors
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from evolve.calibration import read_candidates
 from evolve.consilium._config import BenchConfig, load_bench_config
 from evolve.consilium._models import CaseRun
 from evolve.consilium._runner import (
@@ -140,6 +139,8 @@ def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dic
     """
     run = Path(calibration_run)
     path = run / CalibrationFolder.CANDIDATES
+    from evolve.calibration import read_candidates  # only with --guidance: the engine stays unloaded otherwise
+
     rows = read_candidates(run, required=("candidate_id", "criterion", "text", "selected"))
     selected = [row for row in rows if row.selected]
     if not selected:

@@ -13,24 +13,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from evolve.calibration._metrics import (
-    Agreement,
-    agreement,
-    constant_agreement,
-    judge_pairs,
-    median_baseline,
-    numeric_ratings,
-    rater_ceiling,
-)
 from evolve.rubric import Rubric, load_rubric
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
     STATISTICS,
+    Agreement,
+    agreement,
     agreement_table,
     class_balanced_mae,
     cluster_bootstrap,
+    constant_agreement,
+    judge_pairs,
     macro_mean,
     mae,
+    median_baseline,
+    numeric_ratings,
+    rater_ceiling,
     rater_pairs,
     signed_error,
 )

@@ -28,6 +28,10 @@ three physicians give six rows. Every statistic below is computed over these row
 An undefined value (no pairs, every score in one category, a constant side) is ``nan``, not
 an exception.
 
+**From run tables to pairs.** :func:`agreement`, :func:`judge_pairs`, :func:`rater_ceiling`
+and friends turn a run's long tables (judge ``scores``, physician ``ratings``) into the
+fitness, its coverage and the pairs above; the engine and the report share them.
+
 **Intervals resample cases, not pairs.** Pairs from the same case share its text, its
 physicians and the judge's reading of it, so they move together. The bootstrap therefore
 draws whole cases with replacement and keeps all their pairs (Field & Welsh 2007), then
@@ -53,6 +57,16 @@ Example::
     ceiling = agreement_table(rater_pairs(ratings), labels=[0, 1, 2, 3])
 """
 
+from evolve.stats._agreement import (
+    Agreement,
+    agreement,
+    constant_agreement,
+    item_errors,
+    judge_pairs,
+    median_baseline,
+    numeric_ratings,
+    rater_ceiling,
+)
 from evolve.stats._bootstrap import (
     ClusterMeans,
     Interval,
@@ -75,6 +89,14 @@ from evolve.stats._tables import STATISTICS
 
 __all__ = [
     "STATISTICS",
+    "Agreement",
+    "agreement",
+    "constant_agreement",
+    "item_errors",
+    "judge_pairs",
+    "median_baseline",
+    "numeric_ratings",
+    "rater_ceiling",
     "ClusterMeans",
     "Interval",
     "Statistic",

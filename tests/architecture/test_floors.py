@@ -95,3 +95,15 @@ def test_engines_import_no_reporter_or_workflow() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({("a", "b"), ("b", "c"), ("c", "a")}) == ["a", "b", "c", "a"]
+
+
+def test_reports_do_not_load_the_engines() -> None:
+    """`evolve report` and `evolve bench report` read stored files: no MAP-Elites engine (pyribs,
+    numba) and no model client is imported for them, so they start fast."""
+    import subprocess
+    import sys
+
+    code = ("import sys, evolve.report, evolve.cli; "
+            "print(sorted(m for m in ('ribs', 'numba', 'openai', 'evolve.calibration._engine') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
