@@ -489,6 +489,7 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
     atomic_write(run_dir / CalibrationFolder.CANDIDATES, cand_frame.to_csv(index=False))
     scores = pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS)
+    scores["score"] = scores["score"].astype("Int64")  # integers on the rubric's scale ("2", never "2.0")
     atomic_write(run_dir / CalibrationFolder.SCORES, scores.to_csv(index=False))
 
 

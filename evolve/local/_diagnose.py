@@ -89,5 +89,8 @@ def explain_exit(returncode: int, log_tail: str, *, build: BuildRecord | None = 
         return _SIGNAL_CAUSES[sig]
     if sig is not None:
         return f"killed by {sig}. The log below may say why; start again."
+    if returncode == 0:
+        return ("stopped cleanly (exit code 0): llama-server ends this way when another process asks it to stop "
+                "(SIGTERM from `kill`, `pkill` or a supervisor). Nothing is wrong with the build: start again.")
     return (f"exited with code {returncode} and no cause this toolkit recognises. Read the log below; "
             f"{_REBUILD} reinstalls the server if the binary is at fault.")

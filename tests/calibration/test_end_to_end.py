@@ -181,3 +181,19 @@ def test_resume_refuses_a_changed_configuration(tmp_path, tiny_pack_dir, tiny_sp
     changed = config.model_copy(update={"seed": 7})
     with pytest.raises(RunError, match="seed"):
         calibrate(changed, client=fake_client, resume=True)
+
+
+def test_scores_are_written_as_integers_even_beside_failures(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    """A column holding scores and empty cells (failures) stays integer: '2', not '2.0'."""
+    answers = iter(range(10_000))
+
+    def flaky(request):
+        if request.tag == "judge" and next(answers) % 7 == 0:
+            return "not json"  # a model_failure row with an empty score
+        return fake_endpoint(request)
+
+    with Client(FakeProvider(flaky), cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        run = calibrate(_config(tmp_path, tiny_pack_dir, tiny_splits_dir), client=client).run_dir
+    frame = pd.read_csv(run / "scores.csv", dtype=str, keep_default_na=False)
+    assert (frame["outcome"] == "model_failure").any() and (frame.loc[frame["outcome"] == "model_failure", "score"] == "").all()
+    assert set(frame.loc[frame["outcome"] == "score", "score"]) <= {"0", "1", "2"}  # never "2.0"

@@ -82,6 +82,7 @@ def test_missing_shared_library_is_named(fake_binary: Path, monkeypatch: pytest.
         (-15, "", "SIGTERM from another process"),
         (1, "llama_model_load: error loading model: invalid magic", "weights could not be loaded"),
         (7, "nothing useful", "exited with code 7"),
+        (0, "srv  operator(): received SIGTERM, shutting down", "another process asks it to stop"),
     ],
 )
 def test_explain_exit_names_each_cause(code: int, log: str, words: str) -> None:
