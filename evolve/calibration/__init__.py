@@ -34,38 +34,20 @@ from evolve.calibration._workbooks import (
     WorkbookInputs,
     prepare_workbook_inputs,
 )
-from evolve.stats import (
-    Agreement,
-    agreement,
-    constant_agreement,
-    item_errors,
-    judge_pairs,
-    median_baseline,
-    numeric_ratings,
-    rater_ceiling,
-)
 
 __all__ = [
     "CANDIDATE_COLUMNS",
     "EXCLUSION_COLUMNS",
     "PAPER_FRAME",
     "SCORE_COLUMNS",
-    "Agreement",
     "CalibrationPlan",
     "CalibrationResult",
     "CandidateRecord",
     "WorkbookInputs",
-    "agreement",
     "calibrate",
-    "constant_agreement",
-    "item_errors",
-    "judge_pairs",
     "load_run_config",
-    "median_baseline",
-    "numeric_ratings",
     "plan_calibration",
     "prepare_workbook_inputs",
-    "rater_ceiling",
     "read_candidates",
     "structural_exclusions",
 ]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import mean_absolute_error
 
-from evolve.calibration import agreement, constant_agreement, item_errors, median_baseline, rater_ceiling
+from evolve.stats import agreement, constant_agreement, item_errors, median_baseline, rater_ceiling
 
 RATINGS = pd.DataFrame(
     [

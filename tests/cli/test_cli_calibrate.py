@@ -138,14 +138,19 @@ def test_calibrate_from_workbooks_in_one_command(tmp_path, endpoint, monkeypatch
     assert again.exit_code == 2 and "already exists" in again.output
 
 
-def test_resume_refuses_options_it_would_drop_and_applies_harmless_ones(tmp_path, tiny_pack_dir, tiny_splits_dir,
-                                                                         endpoint, monkeypatch):
-    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
-    args = ["calibrate", "--pack", str(tiny_pack_dir), "--splits", str(tiny_splits_dir), "--run-id", "r",
+def _small_run(tmp_path, pack, splits, endpoint):
+    """A finished one-mutant calibration against the loopback endpoint; returns its folder."""
+    args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "r",
             "--archives-dir", str(tmp_path / "archives"), "--base-url", endpoint.base_url, "--model", "scripted",
             "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--no-audit"]
     assert runner.invoke(app, args).exit_code == 0
-    run = tmp_path / "archives" / "r"
+    return tmp_path / "archives" / "r"
+
+
+def test_resume_refuses_options_it_would_drop_and_applies_harmless_ones(tmp_path, tiny_pack_dir, tiny_splits_dir,
+                                                                         endpoint, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    run = _small_run(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint)
     calls = endpoint.calls
     refused = runner.invoke(app, ["calibrate", "--resume", str(run), "--accepted", "3", "--base-url", "http://x/v1"])
     assert refused.exit_code == 2
@@ -158,11 +163,7 @@ def test_resume_refuses_options_it_would_drop_and_applies_harmless_ones(tmp_path
 def test_the_cache_location_is_recorded_so_a_resume_under_another_cache_dir_pays_nothing(
         tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint, monkeypatch):
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "first"))
-    args = ["calibrate", "--pack", str(tiny_pack_dir), "--splits", str(tiny_splits_dir), "--run-id", "r",
-            "--archives-dir", str(tmp_path / "archives"), "--base-url", endpoint.base_url, "--model", "scripted",
-            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--no-audit"]
-    assert runner.invoke(app, args).exit_code == 0
-    run = tmp_path / "archives" / "r"
+    run = _small_run(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint)
     stored = json.loads((run / "config.json").read_text())
     assert stored["cache_path"] == str(tmp_path / "first" / "responses.sqlite")
     (run / "report.md").unlink()

@@ -7,9 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from evolve.calibration import rater_ceiling
 from evolve.errors import DataError
-from evolve.stats import agreement_table, rater_pairs
+from evolve.stats import agreement_table, rater_ceiling, rater_pairs
 
 LABELS = [0, 1, 2, 3]
 
