@@ -502,10 +502,10 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
         stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
     except (OSError, ValidationError) as exc:
         raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
-    # where the run folder sits, its name and how many archives run at once do not change what
-    # the run computes
+    # where the run folder and its cache sit, its name and how many archives run at once do not
+    # change what the run computes (runs made before the cache path was recorded resume too)
     check_same_settings(path, stored, json.loads(config.model_dump_json()),
-                        ignore=("archives_dir", "run_id", "parallel_criteria"))
+                        ignore=("archives_dir", "run_id", "parallel_criteria", "cache_path"))
 
 
 def load_run_config(run_dir: Path) -> CalibrationConfig:

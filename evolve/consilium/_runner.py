@@ -283,7 +283,7 @@ def _read_case_run(path: Path) -> CaseRun:
 
 # -- resume ----------------------------------------------------------------------------------
 
-_RESUME_IGNORED = ("archives_dir", "run_id", "parallel_cases")
+_RESUME_IGNORED = ("archives_dir", "run_id", "parallel_cases", "cache_path")
 _ENDPOINT_RESUME_IGNORED = ("max_concurrency", "max_retries", "timeout_s")
 
 

@@ -172,3 +172,16 @@ def test_the_cache_location_is_recorded_so_a_resume_under_another_cache_dir_pays
     resumed = runner.invoke(app, ["calibrate", "--resume", str(run)])
     assert resumed.exit_code == 0, resumed.output
     assert endpoint.calls == calls and (run / "report.md").is_file()
+
+
+def test_a_run_made_before_the_cache_path_was_recorded_still_resumes(tmp_path, tiny_pack_dir, tiny_splits_dir,
+                                                                     endpoint, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    run = _small_run(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint)
+    stored = json.loads((run / "config.json").read_text())
+    stored["cache_path"] = None  # as written by earlier versions
+    (run / "config.json").write_text(json.dumps(stored))
+    calls = endpoint.calls
+    resumed = runner.invoke(app, ["calibrate", "--resume", str(run)])
+    assert resumed.exit_code == 0, resumed.output
+    assert endpoint.calls == calls
