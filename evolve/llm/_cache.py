@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from evolve.llm._types import ChatResponse
@@ -28,8 +29,7 @@ class ResponseCache:
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
-                "created REAL DEFAULT (unixepoch('subsec')))"
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, created REAL)"
             )
             self._conn.commit()
 
@@ -45,8 +45,9 @@ class ResponseCache:
         """Store a response (committed immediately, so a crash right after loses nothing)."""
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, response) VALUES (?, ?)",
-                (key, response.model_copy(update={"cached": False}).model_dump_json()),
+                # the time is written here: SQLite before 3.42 has no unixepoch('subsec') default
+                "INSERT OR REPLACE INTO responses (key, response, created) VALUES (?, ?, ?)",
+                (key, response.model_copy(update={"cached": False}).model_dump_json(), time.time()),
             )
             self._conn.commit()
 

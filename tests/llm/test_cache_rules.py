@@ -45,3 +45,18 @@ def test_an_endpoint_without_embeddings_is_asked_once(tmp_path: Path) -> None:
         assert len(server.bodies) == 1  # the second run remembered the answer
     finally:
         server.close()
+
+
+def test_every_cached_answer_records_when_it_was_stored(tmp_path: Path) -> None:
+    import sqlite3
+    import time
+
+    from evolve.llm import ChatResponse, ResponseCache
+
+    before = time.time()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", ChatResponse(text="x"))
+    cache.close()
+    with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+        (created,) = conn.execute("SELECT created FROM responses WHERE key = 'k'").fetchone()
+    assert created is not None and before - 1 <= created <= time.time() + 1  # on every SQLite version
