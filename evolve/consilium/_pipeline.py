@@ -445,10 +445,13 @@ class ConsiliumPipeline:
                     )
                     retry[i] = (messages + follow_up, attempt + 1)
                 else:
+                    limit = _LIMIT_OF_STAGE.get(ask.stage, ask.stage)
                     hint = (
-                        f"raise the output limit of stage {ask.stage!r} (PipelineSettings.limits)"
+                        f"raise the output limit in a --config file: {{\"generation\": {{\"limits\": "
+                        f"{{\"{limit}\": N}}}}}}"
                         if answer.finish_reason != "stop"
-                        else "try another model or raise PipelineSettings.max_reasks"
+                        else "try another --model, or allow more re-asks in a --config file: "
+                             "{\"generation\": {\"max_reasks\": N}}"
                     )
                     results[i] = _Failed(f"{self._where(ask)}: {problem} (after {attempt} attempt(s)); {hint}")
             pending = retry
@@ -590,7 +593,7 @@ class ConsiliumPipeline:
             return CaseRun(**base, **fields, stop_reason=stop, error=error, calls=tuple(trace.calls))
 
         if roles.error:
-            return done("failure", f"role assignment: {roles.error}")
+            return done("failure", roles.error)  # it names the stage already
 
         if topology == "single":
             opinions, error = self._single_opinions(case, roles.roles, model, condition, trace)
@@ -857,6 +860,12 @@ def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
         raise _Invalid(problem)
     return _Parsed(reply)
 
+
+_LIMIT_OF_STAGE = {  # stage -> its output limit in the configuration (generation.limits)
+    "role_assignment": "role_assignment", "opinion": "opinion", "opinion_worker": "opinion",
+    "opinion_consolidation": "opinion", "synthesis": "consilium", "vote": "consilium", "moderator": "consilium",
+    "finalizer": "finalizer",
+}
 
 _SCHEMA = RoleAssignmentReply.model_json_schema()
 _ROLE_RATIONALE_MAX = _SCHEMA["$defs"]["RoleReply"]["properties"]["rationale"]["maxLength"]

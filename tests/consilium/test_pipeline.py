@@ -324,7 +324,10 @@ def test_two_primaries_are_reasked():
 def test_persistent_role_violation_fails_the_case(run_with):
     none = {"roles": [{**r, "primary": False} for r in PANEL], "panel_rationale": "p"}
     run, provider = run_with(Script(roles=[none]))
-    assert run.stop_reason == "failure" and run.error.startswith("role assignment") and "after 3 attempt" in run.error
+    assert run.stop_reason == "failure" and run.error.startswith("role_assignment: ") and "after 3 attempt" in run.error
+    # the stage is named once, and the fix names what a user can change (not an internal class)
+    assert run.error.count("role_assignment") == 1 and "PipelineSettings" not in run.error
+    assert '--config' in run.error and '"max_reasks"' in run.error and "--model" in run.error
     assert [(c.stage, c.attempt) for c in run.calls] == [("role_assignment", 1), ("role_assignment", 2), ("role_assignment", 3)]
     assert all(c.error for c in run.calls) and provider.calls == 3
     assert run.roles == () and run.opinions == ()
