@@ -279,6 +279,14 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     return entry
 
 
+def _cov(agreement: dict) -> str:
+    """Coverage, and what the rest of the calls were: ``0.83 (2 n.e., 1 failed)``."""
+    text = f"{agreement['coverage']:.2f}"
+    rest = [f"{agreement.get(k, 0)} {label}" for k, label in (("n_not_evaluable", "n.e."), ("n_model_failures", "failed"))
+            if agreement.get(k, 0)]
+    return f"{text} ({', '.join(rest)})" if rest else text
+
+
 def _table5_record(criterion: str, entry: dict) -> dict:
     """One Table 5 row: best initial vs evolved, train and validation MAE, baselines (SPEC §4)."""
     by_kind = {r["kind"]: r for r in entry["rows"] if r["kind"] != "initial"}
@@ -457,7 +465,9 @@ def render_markdown(report: dict) -> str:
         f"Pack `{report['pack']}`, rubric `{report['rubric']['id']}` v{report['rubric']['version']}. "
         "MAE = mean absolute error between judge scores and every individual physician rating "
         "(pooled over re-evaluation repeats with fresh seeds); signed = mean(judge − physician); "
-        "SD = sample SD of per-repeat MAE; coverage = share of judge calls with a numeric score. "
+        "SD = sample SD of per-repeat MAE; coverage = share of judge calls with a numeric score, then how many "
+        "calls the judge declared not evaluable (n.e.) and how many failed (failed: endpoint error, cut or invalid "
+        "answer) - a decline and a failure are not the same thing. "
         "Recompute any number from `scores.csv` (phase `reeval`) and the pack's ratings.",
         "",
     ]
@@ -485,7 +495,7 @@ def render_markdown(report: dict) -> str:
             out.append(
                 f"| {label} | {_fmt(tr['mae'])} | {_fmt(va['mae'])} | {_fmt(tr['signed_error'], 3)} | "
                 f"{_fmt(va['signed_error'], 3)} | {_fmt(tr['repeat_sd'], 3)} | {_fmt(va['repeat_sd'], 3)} | "
-                f"{tr['coverage']:.2f} | {va['coverage']:.2f} | {r['calls']} | {r['prompt_tokens']}/{r['completion_tokens']} |"
+                f"{_cov(tr)} | {_cov(va)} | {r['calls']} | {r['prompt_tokens']}/{r['completion_tokens']} |"
             )
         ce = c["ceiling"]
         out.append(

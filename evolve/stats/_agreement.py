@@ -27,6 +27,9 @@ class Agreement(BaseModel):
         signed_error: Mean of (judge - rater) over the same pairs (> 0: judge scores higher).
         repeat_sd: Sample SD (ddof=1) of the per-repeat MAEs; 0.0 with one repeat.
         coverage: Share of judge calls that returned a numeric score, in [0, 1].
+        n_not_evaluable: Calls where the judge declared the target not evaluable (a valid
+            answer, not a failure).
+        n_model_failures: Calls that failed (endpoint error, cut or invalid answer).
         n_calls: Judge calls.
         n_pairs: (call, rating) pairs behind ``mae``.
         n_targets: Distinct targets.
@@ -37,6 +40,8 @@ class Agreement(BaseModel):
     signed_error: float | None
     repeat_sd: float
     coverage: float
+    n_not_evaluable: int = 0
+    n_model_failures: int = 0
     n_calls: int
     n_pairs: int
     n_targets: int
@@ -87,6 +92,8 @@ def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
         signed_error=float(pairs["error"].mean()) if len(pairs) else None,
         repeat_sd=sd,
         coverage=coverage,
+        n_not_evaluable=int((scores["outcome"] == "not_evaluable").sum()) if n_calls else 0,
+        n_model_failures=int((scores["outcome"] == "model_failure").sum()) if n_calls else 0,
         n_calls=n_calls,
         n_pairs=int(len(pairs)),
         n_targets=int(scores["target_id"].nunique()) if n_calls else 0,

@@ -197,3 +197,9 @@ def test_scores_are_written_as_integers_even_beside_failures(tmp_path, tiny_pack
     frame = pd.read_csv(run / "scores.csv", dtype=str, keep_default_na=False)
     assert (frame["outcome"] == "model_failure").any() and (frame.loc[frame["outcome"] == "model_failure", "score"] == "").all()
     assert set(frame.loc[frame["outcome"] == "score", "score"]) <= {"0", "1", "2"}  # never "2.0"
+    # the report tells failures from declines: coverage, then how many calls failed
+    report = json.loads((run / "report.json").read_text())
+    rows = [r for c in report["criteria"].values() for r in c["rows"] if r["kind"] != "training-median"]
+    failed = sum(r[s]["n_model_failures"] for r in rows for s in ("train", "validation"))
+    assert failed > 0 and all(r[s]["n_not_evaluable"] == 0 for r in rows for s in ("train", "validation"))
+    assert " failed)" in (run / "report.md").read_text()
