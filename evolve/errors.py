@@ -24,6 +24,7 @@ __all__ = [
     "EndpointConnectionError",
     "UnsupportedFeatureError",
     "RunError",
+    "NoWinnerError",
     "Problems",
 ]
 
@@ -105,6 +106,11 @@ class ServerDiedError(LocalServerError, RunStoppedError):
 
 class RunError(EvolveError):
     """A run directory is missing, incomplete or was made by a different configuration."""
+
+
+class NoWinnerError(RunError):
+    """A criterion ended without a selectable candidate (none reached ``min_coverage``); the
+    other criteria of the run still finish and are reported."""
 
 
 class Problems:

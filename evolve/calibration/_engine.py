@@ -22,7 +22,7 @@ from evolve.calibration._mutation import (
 )
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
-from evolve.errors import RunError
+from evolve.errors import NoWinnerError, RunError
 from evolve.judge import Judge
 from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
 from evolve.rubric import Criterion, Rubric, load_initial_guidance, load_protocol, load_rubric
@@ -103,11 +103,14 @@ class CalibrationResult:
         run_dir: The run folder.
         winners: Winning candidate id per criterion.
         report: The parsed ``report.json`` (filled by the workflow; empty from the engine).
+        failed: Criteria that ended without a winner, with the reason (their tables are
+            written; the other criteria are complete).
     """
 
     run_dir: Path
     winners: dict[str, str]
     report: dict = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def _select_items(
@@ -423,7 +426,7 @@ class CriterionRun:
             if c.origin in ("initial", "mutation") and c.status == "accepted" and c.train_mae is not None
         ]
         if not pool:
-            raise RunError(
+            raise NoWinnerError(
                 f"criterion {self.cid!r}: no candidate reached min_coverage={self.config.min_coverage} on training "
                 "items (the judge failed or declined too often). Check the endpoint with a small run, raise "
                 "judge max_tokens, or lower --min-coverage."
@@ -638,8 +641,8 @@ def calibrate(
                    criteria=[c.criterion_id for c in plan.criteria])
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
-        winners = _run_criteria(config, client, plan, journal, progress, owns=owns)
-    return CalibrationResult(run_dir=run_dir, winners=winners)
+        winners, failed = _run_criteria(config, client, plan, journal, progress, owns=owns)
+    return CalibrationResult(run_dir=run_dir, winners=winners, failed=failed)
 
 
 @dataclass(frozen=True)
@@ -718,11 +721,11 @@ def _chosen_criteria(config: CalibrationConfig, rubric: Rubric) -> list[Criterio
 
 
 def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPlan, journal: Journal,
-                  progress: ProgressHook, *, owns: bool) -> dict[str, str]:
+                  progress: ProgressHook, *, owns: bool) -> tuple[dict[str, str], dict[str, str]]:
     """Evolve every criterion's archive in its own thread over one client; write the tables.
 
     Returns:
-        The winning candidate id per criterion.
+        The winning candidate id per criterion, and why each criterion without one failed.
     """
     runs: list[CriterionRun] = []
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(plan.criteria)), thread_name_prefix="criterion")
@@ -737,7 +740,13 @@ def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPl
             ))
         # The archives are isolated; only the client (concurrency bound, cache, usage) is shared.
         futures = [pool.submit(run.run) for run in runs]
-        winners = {run.cid: future.result() for run, future in zip(runs, futures)}
+        winners, failed = {}, {}
+        for run, future in zip(runs, futures):
+            try:
+                winners[run.cid] = future.result()
+            except NoWinnerError as exc:  # one criterion's failure keeps the others' finished work
+                failed[run.cid] = str(exc)
+                journal.append(Event.CRITERION_FAILED, criterion=run.cid, error=str(exc)[:500])
         _write_tables(config.run_dir, runs)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
@@ -751,4 +760,4 @@ def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPl
         # (after we re-raise); waiting for the criterion threads here would hold the interrupt
         # until their calls finish. Any other error waits for them, as a finished run does.
         pool.shutdown(wait=owns or not interrupted)
-    return winners
+    return winners, failed

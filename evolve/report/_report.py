@@ -170,6 +170,9 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     }
     for criterion, crit_scores in scores.groupby("criterion", sort=False):
         criterion = str(criterion)
+        if not (cands.loc[cands["criterion"] == criterion, "selected"] == "True").any():
+            report.setdefault("without_winner", []).append(criterion)  # no candidate reached min_coverage
+            continue
         entry = _criterion_report(criterion, crit_scores, cands, ratings, rubric, config.archive.cells, n_boot, seed)
         if criterion in audit:
             entry["audit"] = audit[criterion]
@@ -471,6 +474,9 @@ def render_markdown(report: dict) -> str:
         "Recompute any number from `scores.csv` (phase `reeval`) and the pack's ratings.",
         "",
     ]
+    if report.get("without_winner"):
+        out += [f"**No winner** (no candidate reached `min_coverage`; see `journal.jsonl`): "
+                f"{', '.join(f'`{c}`' for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
     out += render_table5(report)
     out += render_agreement(report)
     out += render_exclusions(report)

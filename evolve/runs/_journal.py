@@ -28,6 +28,7 @@ class Event(str, Enum):
     CANDIDATE_EVALUATED = "candidate_evaluated"
     MUTATION_ATTEMPT = "mutation_attempt"
     EVOLUTION_FINISHED = "evolution_finished"
+    CRITERION_FAILED = "criterion_failed"
     ARCHIVE_SNAPSHOT = "archive_snapshot"
     MEASURES_CLIPPED = "measures_clipped"
     WINNER_SELECTED = "winner_selected"

@@ -7,6 +7,7 @@ import dataclasses
 from evolve.audit import audit_run
 from evolve.calibration import CalibrationResult, calibrate, plan_calibration
 from evolve.config import CalibrationConfig
+from evolve.errors import NoWinnerError
 from evolve.llm import Client
 from evolve.report import write_report
 from evolve.runs import CalibrationFolder, Event, ProgressHook, owned_client
@@ -42,6 +43,8 @@ def run_calibration(
 
     Raises:
         As :func:`evolve.calibration.calibrate` and :func:`evolve.audit.audit_run`.
+        NoWinnerError: After the report is written, when some criterion found no selectable
+            candidate (the report covers the others).
     """
     if client is None:
         plan_calibration(config, resume=resume)  # refuse bad inputs before starting a server
@@ -53,5 +56,10 @@ def run_calibration(
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
     journal.append(Event.USAGE, usage=usage)
     report = write_report(result.run_dir)
-    journal.append(Event.RUN_FINISHED, winners=result.winners)
+    journal.append(Event.RUN_FINISHED, winners=result.winners, failed=sorted(result.failed))
+    if result.failed:
+        done = f"the other {len(result.winners)} finished and are in {result.run_dir / 'report.md'}" if result.winners \
+            else "no criterion finished"
+        raise NoWinnerError(f"{len(result.failed)} criterion/criteria ended without a winner ({done}): "
+                            + " | ".join(result.failed.values()))
     return dataclasses.replace(result, report=report)

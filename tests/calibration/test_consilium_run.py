@@ -164,3 +164,30 @@ def test_table5_and_agreement_recomputed_from_artifacts(tmp_path, consilium_inpu
     macro = table[table["criterion"] == "macro"].iloc[0]
     for col in ("evolved_val_mae", "no_guidance_val_mae", "best_initial_val_mae", "median_val_mae"):
         assert macro[col] == pytest.approx(table.iloc[:2][col].mean())
+
+
+def test_a_criterion_without_a_winner_keeps_the_others_finished_work(tmp_path, consilium_inputs):
+    """The judge fails every call on one criterion: that criterion has no winner, the other
+    eight finish, the report covers them, and the run says which one failed and why."""
+    from evolve.errors import NoWinnerError
+
+    pack_dir, split_dir = consilium_inputs
+    config = _config(tmp_path, pack_dir, split_dir, criteria=("management", "clinical_safety", "data_use"))
+    management = load_rubric("consilium").criterion("management")
+
+    def judge_fails_on_management(request):
+        if request.tag == "judge" and management.name in request.messages[-1].content:
+            return "not json"  # a model_failure: coverage 0 for every management candidate
+        return fake_consilium_endpoint(request)
+
+    with Client(FakeProvider(judge_fails_on_management), cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        with pytest.raises(NoWinnerError, match="management") as excinfo:
+            calibrate(config, client=client)
+    run = config.run_dir
+    assert "the other 2 finished" in str(excinfo.value)
+    report = json.loads((run / "report.json").read_text())
+    assert sorted(report["criteria"]) == ["clinical_safety", "data_use"]
+    assert report["without_winner"] == ["management"]
+    assert "**No winner**" in (run / "report.md").read_text()
+    cands = pd.read_csv(run / "candidates.csv", keep_default_na=False)
+    assert set(cands["criterion"]) == {"management", "clinical_safety", "data_use"}  # nothing thrown away
