@@ -7,6 +7,6 @@ finished call twice) without any network. :class:`LoopbackChatServer` is a real 
 """
 
 from evolve.llm import FakeOutput, FakeProvider
-from evolve.testing._loopback import LoopbackChatServer, chat_completion
+from evolve.testing._loopback import DROP, LoopbackChatServer, chat_completion
 
-__all__ = ["FakeOutput", "FakeProvider", "LoopbackChatServer", "chat_completion"]
+__all__ = ["DROP", "FakeOutput", "FakeProvider", "LoopbackChatServer", "chat_completion"]

@@ -8,7 +8,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Union
 
-Reply = Union[str, tuple[int, dict]]
+Reply = Union[str, tuple[int, dict], None]
+
+DROP = None
+"""A reply that closes the connection without answering (an endpoint that died mid-request)."""
 
 
 def chat_completion(
@@ -44,8 +47,8 @@ class LoopbackChatServer:
 
     Args:
         respond: ``respond(body) -> reply`` where ``body`` is the parsed request JSON and the
-            reply is a ``str`` (sent as a 200 completion with that content) or
-            ``(status, json_body)``.
+            reply is a ``str`` (sent as a 200 completion with that content),
+            ``(status, json_body)``, or :data:`DROP` (the connection closes unanswered).
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>/v1``.
@@ -66,6 +69,9 @@ class LoopbackChatServer:
                     outer.bodies.append(body)
                     outer.authorizations.append(self.headers.get("authorization"))
                 reply = respond(body)
+                if reply is DROP:
+                    self.close_connection = True  # no status line: the client sees a dropped connection
+                    return
                 status, payload = (200, chat_completion(reply)) if isinstance(reply, str) else reply
                 data = json.dumps(payload).encode()
                 self.send_response(status)
