@@ -44,7 +44,7 @@ from evolve.local._models import (
     get_model_spec,
     model_path,
 )
-from evolve.local._server import LocalServer, serve
+from evolve.local._server import LocalServer, running_llama_servers, serve
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
@@ -66,6 +66,7 @@ __all__ = [
     "install",
     "model_path",
     "read_build_record",
+    "running_llama_servers",
     "serve",
     "server_binary",
     "setup",

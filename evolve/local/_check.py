@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from evolve.errors import LocalServerError
 from evolve.local._install import InstallInfo, install
 from evolve.local._models import DEFAULT_LOCAL_MODEL
-from evolve.local._server import LocalServer
+from evolve.local._server import LocalServer, running_llama_servers
 
 __all__ = ["ServerCheck", "SetupResult", "check_server", "setup"]
 
@@ -154,4 +154,8 @@ def setup(
     if not check or info.binary is None:
         return SetupResult(install=info)
     log("Checking the server: one short JSON-schema completion ...")
+    others = running_llama_servers()
+    if others:
+        log(f"WARNING: other llama-server processes are running (pids {others}); on a small machine they share "
+            "the cores, so the check (and every run) can be many times slower until they stop.")
     return SetupResult(install=info, check=check_server(model))

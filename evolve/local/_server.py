@@ -26,7 +26,7 @@ from evolve.local._diagnose import explain_exit
 from evolve.local._install import server_binary
 from evolve.local._models import DEFAULT_LOCAL_MODEL, cache_dir, get_model_spec, model_path
 
-__all__ = ["LocalServer", "serve"]
+__all__ = ["LocalServer", "running_llama_servers", "serve"]
 
 HOST = "127.0.0.1"
 
@@ -138,6 +138,18 @@ def _explain(code: int, log_path: Path, binary: Path | None) -> str:
     tail = _tail(log_path)
     build = read_build_record(binary) if binary is not None else None
     return f"{explain_exit(code, tail, build=build)}\nLast lines of {log_path}:\n{tail}"
+
+
+def running_llama_servers() -> list[int]:
+    """PIDs of llama-server processes already running on this machine (Linux /proc; else [])."""
+    pids = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "llama-server":
+                pids.append(int(comm.parent.name))
+        except OSError:
+            continue
+    return sorted(pids)
 
 
 class LocalServer:

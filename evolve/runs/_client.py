@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evolve.errors import ConfigError
 from evolve.llm import Client, OpenAICompatibleProvider, Provider, ResponseCache, get_provider
+from evolve.local import running_llama_servers
 from evolve.runs._journal import Event, Journal
 
 __all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client", "with_cache_path"]
@@ -73,18 +74,6 @@ def with_cache_path(config: _C) -> _C:
     return config.model_copy(update={"cache_path": default_cache_path()})
 
 
-def _running_llama_servers() -> list[int]:
-    """PIDs of llama-server processes already running on this machine (Linux /proc; else [])."""
-    pids = []
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() == "llama-server":
-                pids.append(int(comm.parent.name))
-        except OSError:
-            continue
-    return sorted(pids)
-
-
 def open_client(
     endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None
 ) -> tuple[Client, Callable[[], None] | None]:
@@ -115,7 +104,7 @@ def open_client(
 
         if ep.local_model not in LOCAL_MODELS:
             raise ConfigError(f"unknown local model {ep.local_model!r}; choose one of {sorted(LOCAL_MODELS)}.")
-        others = _running_llama_servers()
+        others = running_llama_servers()
         if others and journal is not None:
             journal.append(Event.WARNING, message=f"other llama-server processes are running (pids {others}); "
                            "they share the 2 CPU cores and can slow every call many times over")

@@ -181,3 +181,10 @@ def test_calibrate_stops_with_the_resume_command_when_the_embedded_server_dies(
     assert not (run / "scores.csv").exists()  # no table of model_failure rows
     events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "run_interrupted" and "ServerDiedError" in events[-1]["error"]
+
+
+def test_setup_warns_when_another_server_shares_the_cores(fake_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(check_mod, "install", lambda **kw: _installed(fake_binary))
+    monkeypatch.setattr(check_mod, "running_llama_servers", lambda: [4242])
+    result = runner.invoke(app, ["setup"])
+    assert result.exit_code == 0 and "other llama-server processes are running (pids [4242])" in result.output
