@@ -599,6 +599,7 @@ def calibrate(
     client: Client | None = None,
     resume: bool = False,
     progress: ProgressHook | None = None,
+    plan: CalibrationPlan | None = None,
 ) -> CalibrationResult:
     """Run the calibration of every requested criterion and write the run folder.
 
@@ -612,6 +613,8 @@ def calibrate(
             ``config.endpoint`` (starting the embedded server if so configured) and closes it.
         resume: Continue the run in ``config.run_dir``.
         progress: Progress hook.
+        plan: The run's inputs as :func:`plan_calibration` already checked them (for this
+            ``config`` and ``resume``); None checks them here.
 
     Writes the run's tables (``candidates.csv``, ``scores.csv``, ...), not its report or audit:
     :func:`evolve.workflows.run_calibration` runs this, the drift audit and the report.
@@ -629,7 +632,7 @@ def calibrate(
     """
     progress = progress or NoProgress()
     config = with_cache_path(config)  # recorded, so a resume finds the same cache whatever EVOLVE_CACHE_DIR says
-    plan = plan_calibration(config, resume=resume)
+    plan = plan or plan_calibration(config, resume=resume)
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     journal = CalibrationFolder(run_dir).journal()

@@ -554,6 +554,7 @@ def run_bench(
     resume: bool = False,
     progress: ProgressHook | None = None,
     backend: PipelineBackend | None = None,
+    prepared: tuple[list[Case], BenchManifest] | None = None,
 ) -> BenchResult:
     """Generate consilium outputs for every case x model x condition x topology (SPEC §5).
 
@@ -568,6 +569,8 @@ def run_bench(
             missing ones are generated again over the cache.
         progress: Progress hook (one bar, key ``generate``, one step per pipeline run).
         backend: The pipeline; None = :func:`default_backend`.
+        prepared: What :func:`prepare_bench` returned for this ``config``, ``resume`` and
+            ``backend`` (cases and manifest, already checked); None prepares them here.
 
     Returns:
         The run folder, its manifest, one summary per pipeline run, records and pack folders.
@@ -585,7 +588,7 @@ def run_bench(
     progress = progress or NoProgress()
     config = with_cache_path(config)  # recorded, so a resume finds the same cache whatever EVOLVE_CACHE_DIR says
     backend = backend or default_backend()
-    cases, manifest = prepare_bench(config, resume, backend)
+    cases, manifest = prepared or prepare_bench(config, resume, backend)
     run_dir = config.run_dir
     if resume:
         manifest = BenchManifest.model_validate_json((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))

@@ -123,12 +123,8 @@ class OpenAICompatibleProvider:
         start = time.perf_counter()
         try:
             result = await self._client.chat.completions.create(**kwargs)
-        except openai.APITimeoutError as exc:
-            await self._raise_if_gone(exc)
-            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
-        except openai.APIConnectionError as exc:
-            await self._raise_if_gone(exc)
-            raise EndpointConnectionError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+        except openai.APIConnectionError as exc:  # includes timeouts
+            raise await self._unreached(exc) from exc
         except (openai.RateLimitError, openai.InternalServerError) as exc:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
@@ -155,13 +151,16 @@ class OpenAICompatibleProvider:
         )
 
 
-    async def _raise_if_gone(self, exc: BaseException) -> None:
-        """Raise what ``liveness`` returns (the server is gone for good), chained to ``exc``."""
-        if self._liveness is None:
-            return
-        gone = await anyio.to_thread.run_sync(self._liveness)
-        if gone is not None:
-            raise gone from exc
+    async def _unreached(self, exc: Exception) -> TransientEndpointError:
+        """The error for a call that got no answer: a timeout (retried) or no connection
+        (retried and counted towards stopping the run). Raises what ``liveness`` returns first,
+        when the server behind the endpoint is gone for good."""
+        if self._liveness is not None:
+            gone = await anyio.to_thread.run_sync(self._liveness)
+            if gone is not None:
+                raise gone from exc
+        kind = TransientEndpointError if isinstance(exc, self._openai.APITimeoutError) else EndpointConnectionError
+        return kind(f"{self.endpoint_id}: {type(exc).__name__}: {exc}")
 
     async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` with ``POST /v1/embeddings`` (one vector per text, in order).
@@ -173,8 +172,7 @@ class OpenAICompatibleProvider:
         try:
             result = await self._client.embeddings.create(model=model, input=list(texts), encoding_format="float")
         except openai.APIConnectionError as exc:  # includes timeouts
-            await self._raise_if_gone(exc)
-            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
+            raise await self._unreached(exc) from exc
         except openai.RateLimitError as exc:
             raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:

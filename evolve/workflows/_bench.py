@@ -47,11 +47,10 @@ def run_and_judge(
         As :func:`~evolve.consilium.run_bench` and :func:`~evolve.consilium.judge_bench`.
     """
     backend = backend or default_backend()
-    if client is None:
-        prepare_bench(config, resume, backend)  # refuse a bad resume before starting a server
+    prepared = prepare_bench(config, resume, backend)  # refuses a bad resume before a server starts
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=BenchFolder(config.run_dir).journal(),
                       client=client) as client:
-        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend)
+        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared)
         if judge:
             result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)
         result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}

@@ -46,11 +46,10 @@ def run_calibration(
         NoWinnerError: After the report is written, when some criterion found no selectable
             candidate (the report covers the others).
     """
-    if client is None:
-        plan_calibration(config, resume=resume)  # refuse bad inputs before starting a server
+    plan = plan_calibration(config, resume=resume)  # refuses bad inputs before a server starts
     journal = CalibrationFolder(config.run_dir).journal()
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
-        result = calibrate(config, client=client, resume=resume, progress=progress)
+        result = calibrate(config, client=client, resume=resume, progress=progress, plan=plan)
         if config.audit:
             audit_run(result.run_dir, client=client)
         usage = {tag: u.model_dump() for tag, u in client.usage.items()}
