@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.llm import CallFailure, Client
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric, load_protocol, load_rubric
-from evolve.runs import CalibrationFolder, EndpointSettings, Event, Journal, open_client
+from evolve.runs import CalibrationFolder, EndpointSettings, Event, owned_client
 
 AUDIT_JSON = CalibrationFolder.AUDIT_JSON
 AUDIT_MD = CalibrationFolder.AUDIT_MD
@@ -158,10 +159,6 @@ def drift_flag(
     return flag, tuple(drift + review)
 
 
-def _open(config: CalibrationConfig, endpoint: EndpointSettings | None, journal: Journal | None):
-    return open_client(endpoint or config.endpoint, cache_path=config.cache_path, journal=journal)
-
-
 def audit_run(
     run_dir: Path | str,
     *,
@@ -233,27 +230,19 @@ def audit_run(
     if journal is not None:
         journal.append(Event.AUDIT_STARTED, run_id=config.run_id, llm=use_llm, embeddings=use_embeddings)
 
-    owns = client is None and (use_llm or use_embeddings)
-    closer = None
+    needs_model = use_llm or use_embeddings
     try:
-        if owns:
-            client, closer = _open(config, endpoint, journal)
-        result = _audit(
-            config, rubric, protocol, plan, by_id, client if (use_llm or use_embeddings) else None,
-            use_llm=use_llm, use_embeddings=use_embeddings, thresholds=thresholds, check=check,
-            model=check.model or endpoint_model, embedding_model=embedding_model or endpoint_model,
-        )
+        with owned_client(endpoint or config.endpoint, cache_path=config.cache_path, journal=journal, client=client) \
+                if needs_model else contextlib.nullcontext(None) as client:
+            result = _audit(
+                config, rubric, protocol, plan, by_id, client,
+                use_llm=use_llm, use_embeddings=use_embeddings, thresholds=thresholds, check=check,
+                model=check.model or endpoint_model, embedding_model=embedding_model or endpoint_model,
+            )
     except BaseException as exc:
         if journal is not None:
             journal.append(Event.AUDIT_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
-        if owns and client is not None:
-            client.close(cancel=True)
         raise
-    finally:
-        if owns and client is not None:
-            client.close()
-            if closer is not None:
-                closer()
     if write:
         folder = CalibrationFolder(run_dir)
         folder.write(AUDIT_JSON, result.model_dump_json(indent=2) + "\n")
