@@ -350,7 +350,8 @@ def _external(splits: Splits) -> bool:
 def _universe_problems(splits: Splits, universe: CaseList, order: dict[str, int], covered: set[str],
                        problems: list[str], warnings: list[str]) -> None:
     """The pack and the split against the case universe they were drawn from."""
-    outside = [cid for cid in order if cid not in set(universe.ids)]
+    known = set(universe.ids)
+    outside = [cid for cid in order if cid not in known]
     if outside:
         problems.append(
             f"{len(outside)} pack case(s) are not in {universe.label}: {_short(outside)}. Use the case file the "
