@@ -14,7 +14,7 @@ import pytest
 
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack
 from evolve.errors import LocalServerError
-from evolve.llm import ChatRequest, ChatResponse, Client, ResponseCache
+from evolve.llm import ChatRequest, ChatResponse, Client, Message, ResponseCache
 from evolve.local import DEFAULT_LOCAL_MODEL, InstallInfo, install, model_path, server_binary
 from evolve.rubric import load_rubric
 from evolve.splits import make_splits, write_splits
@@ -62,6 +62,18 @@ def tiny_splits_dir(tmp_path: Path, tiny_pack_dir: Path) -> Path:
     path = tmp_path / "splits" / "tiny"
     write_splits(splits, path)
     return path
+
+
+def request_of(body: dict) -> ChatRequest:
+    """The :class:`ChatRequest` behind an HTTP request body (the tag, never sent, is read back
+    from the response format's name), so a loopback endpoint can answer like the fake one."""
+    name = body["response_format"]["json_schema"]["name"]
+    return ChatRequest(
+        model=body["model"],
+        messages=tuple(Message(**m) for m in body["messages"]),
+        seed=body["seed"],
+        tag={"guidance_revision": "mutation", "drift_verdict": "audit"}.get(name, "judge"),
+    )
 
 
 def fake_endpoint(request: ChatRequest) -> str:

@@ -9,9 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
-from evolve.llm import ChatRequest, Message
 from evolve.testing import LoopbackChatServer
-from tests.conftest import REPO, fake_endpoint
+from tests.conftest import REPO, fake_endpoint, request_of
 
 runner = CliRunner()
 
@@ -37,13 +36,7 @@ class _Endpoint(LoopbackChatServer):
             return 404, {"error": {"message": "not found"}}
         if self.fail_after is not None and len(self.bodies) > self.fail_after:
             return 400, {"error": {"message": "endpoint gone"}}  # fatal: recorded as model_failure
-        name = body["response_format"]["json_schema"]["name"]
-        request = ChatRequest(
-            model=body["model"],
-            messages=tuple(Message(**m) for m in body["messages"]),
-            seed=body["seed"],
-            tag={"guidance_revision": "mutation", "drift_verdict": "audit"}.get(name, "judge"),
-        )
+        request = request_of(body)
         self.answered.append(json.dumps(body, sort_keys=True))
         if request.tag == "judge" and "truth " not in request.messages[-1].content:
             return json.dumps({"rationale": "scripted", "score": "2"})  # material without a planted truth

@@ -13,9 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
-from evolve.llm import ChatRequest, Message
 from evolve.testing import DROP, LoopbackChatServer, chat_completion
-from tests.conftest import fake_endpoint
+from tests.conftest import fake_endpoint, request_of
 
 runner = CliRunner()
 
@@ -44,11 +43,8 @@ class FaultyEndpoint(LoopbackChatServer):
             return "this is not the JSON you asked for"
         if fault == "cut":
             return 200, chat_completion('{"rationale": "cut he', finish_reason="length")
-        name = body["response_format"]["json_schema"]["name"]
-        request = ChatRequest(model=body["model"], messages=tuple(Message(**m) for m in body["messages"]),
-                              seed=body["seed"], tag={"guidance_revision": "mutation"}.get(name, "judge"))
         self.answered.append(json.dumps(body, sort_keys=True))
-        return fake_endpoint(request)
+        return fake_endpoint(request_of(body))
 
 
 @pytest.fixture
