@@ -647,7 +647,6 @@ def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: 
         # (minutes on a local model). Any other error waits for the workers (each stops after
         # its current pipeline run), so none writes into the folder after we return.
         pool.shutdown(wait=owns or not interrupted)
-    journal.append(Event.USAGE, usage=result.usage)
     journal.append(Event.BENCH_FINISHED, runs=len(result.runs), ok=result.n_ok, failed=result.n_failed)
     return result
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -47,7 +49,16 @@ class Client:
             retries) before the client raises :class:`~evolve.errors.EndpointUnreachableError`
             instead of returning another failure: an endpoint that went away stops the run at
             once rather than failing every remaining call.
+
+    Attributes:
+        usage: Running totals per request tag (:class:`Usage`).
+        session: A random id of this client, written beside its usage in a run's journal so
+            that the usage of several processes (a run and its resumptions) can be summed.
+        on_usage: Called with :meth:`usage_snapshot` at most every ``usage_interval_s`` seconds
+            while calls finish (a run journals it, so a killed process leaves its usage behind).
     """
+
+    usage_interval_s: float = 30.0
 
     def __init__(
         self,
@@ -72,6 +83,9 @@ class Client:
         self._unreachable = 0  # calls in a row that ended without a connection
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._usage_lock = threading.Lock()
+        self.session = secrets.token_hex(6)
+        self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
+        self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._limiter = self._portal.call(self._make_limiter)
@@ -155,12 +169,25 @@ class Client:
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
             self.usage[tag].add(response)
+        self._report_usage()
 
     def _fail(self, tag: str, failure: CallFailure, attempts: int) -> CallFailure:
         with self._usage_lock:
             self.usage[tag].failures += 1
             self.usage[tag].retries += max(attempts - 1, 0)
+        self._report_usage()
         return failure
+
+    def usage_snapshot(self) -> dict[str, dict[str, int]]:
+        """A copy of :attr:`usage`: ``{tag: {"calls", "cache_hits", ...}}``."""
+        with self._usage_lock:
+            return {tag: u.model_dump() for tag, u in self.usage.items()}
+
+    def _report_usage(self) -> None:
+        if self.on_usage is None or time.monotonic() - self._usage_reported < self.usage_interval_s:
+            return
+        self._usage_reported = time.monotonic()
+        self.on_usage(self.usage_snapshot())
 
     def complete(self, request: ChatRequest) -> Result:
         """Synchronous :meth:`acomplete`."""

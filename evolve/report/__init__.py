@@ -33,6 +33,10 @@ table (SPEC §5.7):
 
 Shares and means carry case-clustered percentile bootstrap 95% intervals; the judge-based
 tables say "not judged yet" when ``judge_scores.csv`` is absent.
+
+Both reports end with **calls and tokens** (:func:`usage_report`): every model call of every
+process that worked on the run - retries, failures, cache hits, the audit's and the mutation
+LLM's calls included - summed from the journal's ``usage`` events.
 """
 
 from evolve.report._bench import (
@@ -61,6 +65,7 @@ from evolve.report._report import (
     render_markdown,
     write_report,
 )
+from evolve.report._usage import render_usage, usage_report
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -83,6 +88,8 @@ __all__ = [
     "load_bench_run",
     "render_bench_markdown",
     "render_markdown",
+    "render_usage",
     "write_bench_report",
+    "usage_report",
     "write_report",
 ]

@@ -55,6 +55,7 @@ from pydantic import ValidationError
 from evolve.consilium import CaseRun, harmonise_role
 from evolve.errors import DataError, RunError
 from evolve.report._report import format_interval
+from evolve.report._usage import render_usage, usage_report
 from evolve.runs import BenchFolder
 from evolve.stats import ClusterMeans, Interval
 
@@ -612,7 +613,8 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         (rows left out and why), ``tables`` (``table3`` ... ``table9``: lists of records with the
         columns of :data:`TABLE3_COLUMNS` ...; the judge-based ones empty when not judged) and
         ``roles`` (the harmonisation: totals, ``categories`` rows of :data:`ROLES_COLUMNS`, and
-        ``labels``, one record per exact label with its category).
+        ``labels``, one record per exact label with its category) and ``usage`` (every call
+        of every process of the run, from the journal: :func:`~evolve.report.usage_report`).
 
     Raises:
         ValueError: ``n_boot`` < 1.
@@ -672,6 +674,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "notes": notes,
         "tables": tables,
         "roles": _roles(runs),
+        "usage": usage_report(BenchFolder(run_dir).journal()),
     }
     return _clean(report)
 
@@ -819,6 +822,7 @@ def render_bench_markdown(report: dict) -> str:
         out.append(f"| {_cell(r['category'])} | {r['n_exact_labels']} | {r['n_assignments']} | {r['n_primary']} | "
                    f"{_cell(r['exact_labels'])} |")
     out.append("")
+    out += render_usage(report.get("usage"))
     return "\n".join(out)
 
 

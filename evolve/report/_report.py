@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from evolve.report._usage import render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
@@ -134,7 +135,8 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         ``"agreement"`` (every statistic of :mod:`evolve.stats` with its case-clustered
         bootstrap interval, for each baseline row and the physician ceiling, train and
         validation), ``"exclusions"`` (structurally inapplicable pairs) and ``"audit"`` (drift
-        verdicts, when ``audit.json`` exists).
+        verdicts, when ``audit.json`` exists) and ``"usage"`` (every call of every process of the
+        run from the journal, :func:`~evolve.report.usage_report`).
 
     Args:
         run_dir: The run folder.
@@ -167,6 +169,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
         "criteria": {},
         "exclusions": exclusions.to_dict(orient="records"),
+        "usage": usage_report(folder.journal()),
     }
     for criterion, crit_scores in scores.groupby("criterion", sort=False):
         criterion = str(criterion)
@@ -524,6 +527,7 @@ def render_markdown(report: dict) -> str:
             "> " + (w["text"].replace("\n", "\n> ") if w["text"] else "(no guidance)"),
             "",
         ]
+    out += render_usage(report.get("usage"))
     return "\n".join(out)
 
 

@@ -5,7 +5,9 @@ This package owns what they share, and imports nothing above the LLM client and 
 server:
 
 * :class:`Journal` - the append-only event log of a run (``journal.jsonl``, one fsynced JSON
-  line per :class:`Event`), in the spirit of optuna's journal storage;
+  line per :class:`Event`), in the spirit of optuna's journal storage; a resumed run adds only
+  what its replay did not reproduce, and :func:`run_usage` adds up the calls and tokens of
+  every process that worked on the run;
 * :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing);
 * :func:`check_resumable`, :func:`check_same_settings` - the one resume check;
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
@@ -33,7 +35,7 @@ The floors of the package, each importing only its own floor or the ones below i
 from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client, with_cache_path
 from evolve.runs._files import atomic_write, holds_interrupt
 from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
-from evolve.runs._journal import JOURNAL_VERSION, Event, Journal
+from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import NoProgress, ProgressHook
 from evolve.runs._resume import check_resumable, check_same_settings
 
@@ -45,6 +47,8 @@ __all__ = [
     "Event",
     "Journal",
     "NoProgress",
+    "REPLAYED_EVENTS",
+    "RESUME_EVENTS",
     "ProgressHook",
     "RunFolder",
     "atomic_write",
@@ -54,5 +58,6 @@ __all__ = [
     "holds_interrupt",
     "open_client",
     "owned_client",
+    "run_usage",
     "with_cache_path",
 ]

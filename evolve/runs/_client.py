@@ -138,24 +138,36 @@ def open_client(
 @contextlib.contextmanager
 def owned_client(
     endpoint: EndpointSettings, *, cache_path: Path | None = None, journal: Journal | None = None,
-    client: Client | None = None,
+    client: Client | None = None, journal_usage: bool | None = None,
 ) -> Iterator[Client]:
     """The client of a run, released on any exit: closed (its calls in flight cancelled when
     the block raised, e.g. on Ctrl-C, so the interrupt is not held until they finish), then its
     embedded server stopped.
 
+    With a ``journal``, an owned client's usage (calls, cache hits, failures, retries, tokens
+    per tag, with the client's ``session``) is journaled as ``usage`` on every exit and every
+    30 s while it works, so :func:`~evolve.runs.run_usage` can add up a run's processes.
+
     Args:
         endpoint, cache_path, journal: As for :func:`open_client`.
         client: A client the caller owns (tests, a workflow sharing one client between steps):
             yielded as it is and left open - its owner releases it.
+        journal_usage: Journal the usage on exit; default: only for a client opened here (a
+            workflow that borrows its caller's client passes True: it is the run's top level).
 
     Raises:
         As :func:`open_client`.
     """
     if client is not None:
-        yield client
+        try:
+            yield client
+        finally:
+            if journal_usage:
+                _journal_usage(journal, client)
         return
     client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
+    if journal is not None:
+        client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False)
     finished = False
     try:
         yield client
@@ -164,5 +176,12 @@ def owned_client(
         try:
             client.close(cancel=not finished)
         finally:
+            if journal_usage is not False:
+                _journal_usage(journal, client)
             if closer is not None:
                 closer()
+
+
+def _journal_usage(journal: Journal | None, client: Client) -> None:
+    if journal is not None:
+        journal.append(Event.USAGE, session=client.session, usage=client.usage_snapshot())

@@ -49,7 +49,7 @@ def run_and_judge(
     backend = backend or default_backend()
     prepared = prepare_bench(config, resume, backend)  # refuses a bad resume before a server starts
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=BenchFolder(config.run_dir).journal(),
-                      client=client) as client:
+                      client=client, journal_usage=True) as client:
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared)
         if judge:
             result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)

@@ -26,7 +26,7 @@ def run_calibration(
 
     Steps over one client: :func:`evolve.calibration.calibrate` (archives, re-evaluation,
     tables); :func:`evolve.audit.audit_run` when ``config.audit`` (SPEC §4 semantic review);
-    the journal's ``usage`` (every call of the run, the audit's included); then
+    the client's ``usage`` is journaled when it is released (every call, the audit's included); then
     :func:`evolve.report.write_report` and ``run_finished``. Inputs are checked before the
     embedded server starts (:func:`evolve.calibration.plan_calibration`).
 
@@ -48,12 +48,11 @@ def run_calibration(
     """
     plan = plan_calibration(config, resume=resume)  # refuses bad inputs before a server starts
     journal = CalibrationFolder(config.run_dir).journal()
-    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client,
+                      journal_usage=True) as client:
         result = calibrate(config, client=client, resume=resume, progress=progress, plan=plan)
         if config.audit:
             audit_run(result.run_dir, client=client)
-        usage = {tag: u.model_dump() for tag, u in client.usage.items()}
-    journal.append(Event.USAGE, usage=usage)
     report = write_report(result.run_dir)
     journal.append(Event.RUN_FINISHED, winners=result.winners, failed=sorted(result.failed))
     if result.failed:

@@ -99,6 +99,10 @@ def test_bench_run_judge_report_end_to_end(tmp_path, endpoint, monkeypatch):
     if HAVE_REPORT:
         assert report.exit_code == 0, report.output
         assert "bench_report.md" in report.stdout
+        # every call of the three processes (run, judge, resume): paid once, then from the cache
+        usage = json.loads((run / "bench_report.json").read_text())["usage"]
+        assert usage["total"]["calls"] == calls and usage["total"]["cache_hits"] >= 84
+        assert usage["by_tag"]["judge"]["calls"] == 84 and "## Calls and tokens" in (run / "bench_report.md").read_text()
     else:
         assert report.exit_code == 2 and "no bench report" in report.output
 

@@ -110,3 +110,45 @@ def test_garbage_and_cut_answers_are_failures_that_a_resume_repairs(tmp_path, ti
     assert resumed.exit_code == 0, resumed.output
     assert _outcomes(run)["model_failure"] == 0  # not cached: asked again, and answered
     assert max(Counter(endpoint.answered).values()) == 1
+
+
+def _replayable(run: Path) -> Counter:
+    from evolve.runs import REPLAYED_EVENTS
+
+    names = {e.value for e in REPLAYED_EVENTS}
+    events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    return Counter(json.dumps({k: v for k, v in e.items() if k != "t"}, sort_keys=True) for e in events if e["event"] in names)
+
+
+def test_a_resumed_run_journals_each_event_once_and_counts_the_calls_of_every_process(tmp_path, tiny_pack_dir,
+                                                                                      tiny_splits_dir, endpoint,
+                                                                                      monkeypatch):
+    """Before: the replay journaled every finished candidate, attempt and snapshot a second time,
+    and the usage (and so the report's call counts) covered only the resumed process."""
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    endpoint.drop_after = 25
+    result, run = _calibrate(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint)
+    assert result.exit_code == 2, result.output
+    first_answered = len(endpoint.answered)
+    endpoint.drop_after = None
+    assert runner.invoke(app, ["calibrate", "--resume", str(run)]).exit_code == 0
+
+    # the same events as one uninterrupted run in its own cache, each once
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache-ref"))
+    answered_before_ref = len(endpoint.answered)
+    (tmp_path / "ref").mkdir()
+    ref_result, ref = _calibrate(tmp_path / "ref", tiny_pack_dir, tiny_splits_dir, endpoint)
+    assert ref_result.exit_code == 0, ref_result.output
+    assert _replayable(run) == _replayable(ref)
+
+    # usage over both processes: every call the endpoint answered, the first process's included
+    report = json.loads((run / "report.json").read_text())
+    usage = report["usage"]
+    assert usage["total"]["calls"] == answered_before_ref
+    assert first_answered > 0 and set(usage["by_tag"]) == {"judge", "mutation"}
+    sessions = {json.loads(line).get("session") for line in (run / "journal.jsonl").read_text().splitlines()
+                if '"usage"' in line}
+    assert len(sessions - {None}) == 2
+    ref_usage = json.loads((ref / "report.json").read_text())["usage"]
+    assert ref_usage["total"]["calls"] == len(endpoint.answered) - answered_before_ref
+    assert "## Calls and tokens" in (run / "report.md").read_text()

@@ -180,7 +180,9 @@ def test_calibrate_stops_with_the_resume_command_when_the_embedded_server_dies(
     assert "Traceback" not in result.output
     assert not (run / "scores.csv").exists()  # no table of model_failure rows
     events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
-    assert events[-1]["event"] == "run_interrupted" and "ServerDiedError" in events[-1]["error"]
+    stopped = [e for e in events if e["event"] == "run_interrupted"]
+    assert len(stopped) == 1 and "ServerDiedError" in stopped[0]["error"]
+    assert events[-1]["event"] == "usage" and events[-1]["usage"]["judge"]["calls"] == 3  # the dead server's 3 answers
 
 
 def test_setup_warns_when_another_server_shares_the_cores(fake_binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
