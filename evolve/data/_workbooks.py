@@ -4,8 +4,9 @@ Each physician fills one workbook (``.xlsx``) or CSV file per specialty, one row
 an ``.xlsx`` may also hold several specialties, one per sheet. The row rates one consilium
 record of that case: the reasoning and the opinion of the panel role that matches the
 workbook's specialty, the consilium's final report, and the case as a whole (panel adequacy,
-case complexity, overall quality). The layout (columns A..AC), the matching rules and the
-checks are described in ``ratings/README.md`` ("Physician workbooks").
+case complexity, overall quality). The columns are read by position (A..AC); the header row
+is optional and its text is only checked against the positions. The layout, the matching
+rules and the checks are described in ``ratings/README.md`` ("Physician workbooks").
 
 :func:`import_workbooks` reads everything, checks every cell and either raises one
 :class:`~evolve.errors.PackError` listing every problem (workbook, sheet, row, column and the
@@ -151,7 +152,8 @@ class WorkbookImportSummary(BaseModel):
         raters: Rater ids, sorted.
         specialties_per_case: Case id -> number of specialties (workbook sheets) that rated it
             (SPEC §6 plans three per case).
-        warnings: Every warning (a 0 or 1 without a comment; skipped empty sheets).
+        warnings: Every warning (a 0 or 1 without a comment; skipped empty sheets; columns read
+            by position under a missing or non-standard header).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -389,6 +391,222 @@ def _score_fix(crit: Criterion) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Header row: the columns are read by position; the header text is only checked against them
+# --------------------------------------------------------------------------------------------
+
+_LAYOUT = (
+    "A case id, B-I reasoning criteria 1-8, J-Q opinion criteria 1-8, R-Y final criteria 1-8, "
+    "Z panel adequacy, AA case complexity, AB overall quality, AC comment"
+)
+_ID_WORDS = frozenset({"case", "id", "doi", "no", "nr", "number", "identifier"})
+_ID_KEYWORDS = frozenset({"case", "id", "doi"})
+_NUMBER_WORDS = frozenset({"criterion", "criteria", "crit", "item", "question", "q", "no", "nr", "number"})
+_NAME_MIN = 6
+_SHOWN_ASSUMPTIONS = 8
+
+
+@dataclass(frozen=True)
+class _Named:
+    """The column a header cell names; a ``None`` component or number is left open."""
+
+    kind: str  # "id" | "score" | "comment"
+    component: str | None = None
+    number: int | None = None
+
+    @classmethod
+    def of(cls, col: _Column) -> _Named:
+        """What a column holds by its position."""
+        return cls(col.kind, col.component or None, col.number or None)
+
+    def fits(self, col: _Column) -> bool:
+        """Whether the header may sit above ``col``."""
+        if self.kind != col.kind:
+            return False
+        return self.component in (None, col.component) and self.number in (None, col.number)
+
+    def describe(self, by_number: Mapping[int, Criterion]) -> str:
+        """``"opinion criterion 3 (data_use)"``, ``"the case id"``, ..."""
+        if self.kind != "score":
+            return "the case id" if self.kind == "id" else "the comment"
+        if self.number is None:
+            return f"the {self.component} columns"
+        crit = by_number.get(self.number)
+        in_group = self.component in (None, "case") or self.number <= _N_COMPONENT_CRITERIA
+        what = f"criterion {self.number}" + (f" ({crit.criterion_id})" if crit is not None and in_group else "")
+        return what if self.component in (None, "case") else f"{self.component} {what}"
+
+
+_CASE_NUMBER = dict(_CASE_COLUMNS)
+_KEYWORDS: tuple[tuple[tuple[str, ...], _Named], ...] = (
+    (("case", "complexity"), _Named("score", "case", _CASE_NUMBER["case_complexity"])),
+    (("complexity",), _Named("score", "case", _CASE_NUMBER["case_complexity"])),
+    (("panel",), _Named("score", "case", _CASE_NUMBER["panel_adequacy"])),
+    (("adequacy",), _Named("score", "case", _CASE_NUMBER["panel_adequacy"])),
+    (("overall",), _Named("score", "case", _CASE_NUMBER["overall_quality"])),
+    *(((word,), _Named("comment")) for word in ("comment", "comments", "note", "notes", "remark", "remarks")),
+)
+"""Leading words that name a case-level or comment column (``Overall quality``, ``Notes``)."""
+
+
+def _criterion_named(key: str, by_number: Mapping[int, Criterion]) -> int | None:
+    """Number of the one rubric criterion whose id or name the :func:`_norm` key spells."""
+    def spells(crit: Criterion) -> bool:
+        name = _norm(crit.name)
+        return key in (_norm(crit.criterion_id), name) or key.startswith(name) or (
+            len(key) >= _NAME_MIN and name.startswith(key))
+
+    hits = {number for number, crit in by_number.items() if key and spells(crit)}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _component_and_number(words: Sequence[str], by_number: Mapping[int, Criterion]) -> _Named | None:
+    """Read ``Reasoning 1``, ``R1``, ``Opinion - criterion 3``, ``Final: clinical safety``, ``Criterion 2``, ``2``."""
+    first = words[0] if words and words[0].isalpha() else ""
+    component = next((c for c in _COMPONENT_GROUPS if first and c.startswith(first)), None)
+    rest = list(words[1:] if component else words)
+    while rest and (rest[0].isalpha() if component else rest[0] in _NUMBER_WORDS):
+        rest.pop(0)  # "criterion", "report", "item", "no." ... before the number
+    if rest and rest[0].isdigit():
+        number = int(rest[0])
+        return _Named("score", component, number) if component or number in by_number else None
+    if component is None:
+        return None
+    rest = list(words[1:])
+    if not rest:
+        return _Named("score", component)
+    named = _criterion_named("".join(rest), by_number)
+    return _Named("score", component, named) if named is not None else None
+
+
+def _header_says(text: str, by_number: Mapping[int, Criterion]) -> _Named | None:
+    """The column a header text names, or ``None`` when it is not recognisable as any column."""
+    words = re.findall(r"[a-z]+|[0-9]+", text.casefold())
+    if words and set(words) <= _ID_WORDS and set(words) & _ID_KEYWORDS:
+        return _Named("id")
+    for start, named in _KEYWORDS:
+        if tuple(words[: len(start)]) == start:
+            return named
+    number = _criterion_named(_norm(text), by_number)
+    if number is not None:
+        return _Named("score", None, number)
+    return _component_and_number(words, by_number)
+
+
+def _names_case_id(value: Any, by_number: Mapping[int, Criterion]) -> bool:
+    """Whether a column-A cell is a case-id header (``case_id``, ``Case ID``, ``Case no.``, ``ID``, ``DOI``)."""
+    text = _cell_text(value)
+    return bool(text) and (_header_matches(text, "case_id") or _header_says(text, by_number) == _Named("id"))
+
+
+def _looks_like_score(value: Any) -> bool:
+    """Whether a cell holds a number or a not-evaluable mark (in range or not)."""
+    text = _cell_text(value).replace(",", ".")
+    if _norm(text) in _NE_KEYS:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _holds_ratings(row: Sequence[Any], lookup: Mapping[str, str]) -> bool:
+    """Whether a row reads as ratings: a known case id in column A, or at least half of B-AB score-like."""
+    first = _cell_text(row[0]) if row else ""
+    if not first or _norm(first) in _SPECIALTY_LABELS + _RATER_LABELS:
+        return False
+    if _resolve_case(first, lookup) is not None:
+        return True
+    n_scores = len(_COLUMNS) - 2
+    return 2 * sum(_looks_like_score(v) for v in row[1 : n_scores + 1]) >= n_scores
+
+
+def _could_be_header(row: Sequence[Any], lookup: Mapping[str, str]) -> bool:
+    """Whether the row above the first ratings may be their (unlabelled) header row."""
+    if not row or _norm(row[0]) in _SPECIALTY_LABELS + _RATER_LABELS or _holds_ratings(row, lookup):
+        return False
+    return any(not is_missing(v) for v in row[1 : len(_COLUMNS)])
+
+
+def _locate_ratings(sheet: _Sheet, run: _Import) -> tuple[int | None, int] | None:
+    """Where a sheet's ratings are: ``(header row or None, first data row)``, 1-based.
+
+    The header row is the first row whose column A is a case-id header. Without one, the
+    ratings start at the first row that holds ratings (:func:`_holds_ratings`), and the row
+    just above is taken as their header if it may be one. ``None`` if there are no ratings.
+    """
+    for rowno, row in enumerate(sheet.grid, start=1):
+        if row and _names_case_id(row[0], run.by_number):
+            return rowno, rowno + 1
+    first = next((n for n, row in enumerate(sheet.grid, start=1) if _holds_ratings(row, run.lookup)), None)
+    if first is None:
+        return None
+    if first > 1 and _could_be_header(sheet.grid[first - 2], run.lookup):
+        return first - 1, first
+    return None, first
+
+
+def _misplaced_header(sheet: _Sheet, header_row: int, col: _Column, text: str, named: _Named, run: _Import) -> None:
+    """Report a header cell that names another column than the one its position holds."""
+    homes = [c.letter for c in _COLUMNS if named.fits(c)]
+    home = (f"which SPEC §6 puts in column{'s' if len(homes) > 1 else ''} {', '.join(homes)}" if homes
+            else "which no column of the workbook holds")
+    own = f"{col.header} ({run.by_number[col.number].criterion_id})" if col.kind == "score" else col.header
+    move = f"; this column belongs in {', '.join(homes)}" if homes else ""
+    run.issues.add(
+        sheet.where(header_row, col),
+        f"header {text!r} names {named.describe(run.by_number)}, {home}, but by position column {col.letter} "
+        f"holds {own}: read by position, its cells would go under the wrong column",
+        f"Put the columns in the SPEC §6 order ({_LAYOUT}){move}; if only the label is wrong, rename it {col.header!r}.",
+    )
+
+
+def _check_header(sheet: _Sheet, header_row: int, run: _Import) -> list[str]:
+    """Check a header row against the SPEC §6 positions.
+
+    A cell that names a different column is an error (in ``run.issues``). Cells that are
+    empty, unrecognised or a non-standard name of their own column are read by position.
+
+    Returns:
+        One description per column read by position although its header is not the standard
+        one (``"B 'R1' as reasoning_1"``), for the warning.
+    """
+    row = sheet.grid[header_row - 1]
+    assumed = []
+    for col in _COLUMNS:
+        text = _cell_text(row[col.index]) if col.index < len(row) else ""
+        if text and _header_matches(text, col.header):
+            continue
+        named = _header_says(text, run.by_number) if text else None
+        if named is not None and not named.fits(col):
+            _misplaced_header(sheet, header_row, col, text, named, run)
+        elif not text:
+            assumed.append(f"{col.letter} (empty) as {col.header}")
+        else:
+            assumed.append(f"{col.letter} {text!r}{'' if named else ' (not recognised)'} as {col.header}")
+    return assumed
+
+
+def _warn_positions(sheet: _Sheet, header_row: int | None, first_row: int, assumed: Sequence[str], run: _Import) -> None:
+    """Warn that (some) columns of a sheet are read by position only, naming what was assumed."""
+    if header_row is None:
+        run.warnings.append(
+            f"{sheet.where()}: no header row; read the ratings from row {first_row} on by position (SPEC §6: "
+            f"{_LAYOUT}). Check that the columns are in this order; a header row ({', '.join(WORKBOOK_HEADERS[:2])}, "
+            f"..., {WORKBOOK_HEADERS[-1]}) above the ratings lets the import check it."
+        )
+        return
+    if not assumed:
+        return
+    shown = ", ".join(assumed[:_SHOWN_ASSUMPTIONS])
+    more = f" and {len(assumed) - _SHOWN_ASSUMPTIONS} more" if len(assumed) > _SHOWN_ASSUMPTIONS else ""
+    run.warnings.append(
+        f"{sheet.where(header_row)}: {len(assumed)} header cell(s) are not the standard labels; their columns are "
+        f"read by position (SPEC §6: {_LAYOUT}): {shown}{more}. Check that the columns are in this order."
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # The import
 # --------------------------------------------------------------------------------------------
 
@@ -441,7 +659,10 @@ def import_workbooks(
     R-Y rate the ``final`` target and Z, AA, AB the ``case`` target. Column k of a group is
     the rubric criterion numbered k. Cells of (criterion, component) pairs the rubric does not
     apply go to :attr:`WorkbookImport.structural_exclusions`. The row's comment (AC) is stored
-    on each of its ratings.
+    on each of its ratings. Columns are read by position: a missing header row, or header
+    cells that name their own column in another form (``R1``, ``Overall``, ``Notes``, the
+    criterion's name) or nothing recognisable, give a warning; a header cell that names a
+    different column (swapped or shifted columns) is an error.
 
     Args:
         src: Folder of ``.xlsx``/``.xlsm``/``.csv`` workbooks (not recursive; hidden files,
@@ -457,11 +678,13 @@ def import_workbooks(
 
     Returns:
         The pack, the structural exclusions and a summary with every warning (a 0 or 1
-        without a comment; empty sheets that were skipped).
+        without a comment; empty sheets that were skipped; sheets without a header row or
+        with non-standard header cells, whose columns were read by position).
 
     Raises:
-        PackError: Any problem in any workbook - missing or wrong headers (the expected header
-            of each column is named), empty or invalid cells, a not-evaluable mark where the
+        PackError: Any problem in any workbook - a header cell that names a different column
+            than SPEC §6 puts at its position (the cell, what it says and where that column
+            belongs are named), a sheet with neither header nor ratings, empty or invalid cells, a not-evaluable mark where the
             criterion forbids it, unknown case ids, cases without (or with ambiguous)
             consilium records, duplicate (rater, case) rows, specialties that match no role -
             all collected, each naming workbook, sheet, row, column and the fix.
@@ -562,15 +785,15 @@ class _Import:
 def _read_workbook(path: Path, run: _Import) -> None:
     """Read every sheet of one workbook into ``run`` (problems go to ``run.issues``)."""
     sheets = _read_csv_sheet(path, run.issues) if path.suffix.lower() == ".csv" else _read_xlsx_sheets(path, run.issues)
-    found_header = False
+    found_ratings = False
     for sheet in sheets:
-        parsed = _parse_sheet(sheet, path, run.issues, run.warnings)
+        parsed = _parse_sheet(sheet, path, run)
         if parsed is None:
             continue
-        found_header = True
+        found_ratings = True
         run.n_sheets += 1
-        specialty, specialty_from, rater, header_row = parsed
-        for rowno, cells in _data_rows(sheet, header_row):
+        specialty, specialty_from, rater, first_row = parsed
+        for rowno, cells in _data_rows(sheet, first_row):
             run.n_rows += 1
             row_ratings = _import_row(sheet, rowno, cells, specialty=specialty, specialty_from=specialty_from,
                                       rater=rater, run=run)
@@ -580,38 +803,62 @@ def _read_workbook(path: Path, run: _Import) -> None:
             run.specialties.setdefault(case_id, set()).add((specialty.casefold(), rater))
             run.ratings += kept
             run.excluded += dropped
-    if sheets and not found_header and not any(i.startswith(path.name) for i in run.issues.items):
+    if sheets and not found_ratings and not any(i.startswith(path.name) for i in run.issues.items):
         run.issues.add(
             f"{path.name}, sheet {sheets[0].name!r}, row 1, column A",
-            "no header row: no row has 'case_id' in column A (every sheet is empty)",
+            "no header row and no ratings: every sheet is empty",
             f"Add the header row {', '.join(WORKBOOK_HEADERS[:3])}, ..., {WORKBOOK_HEADERS[-1]} (columns A-AC), "
             "or create the workbook with 'evolve ratings workbook-template'.",
         )
 
 
-def _parse_sheet(sheet: _Sheet, path: Path, issues: Problems, warnings: list[str]) -> tuple[str, str, str, int] | None:
-    """Find labels and the header row of one sheet: ``(specialty, where it came from, rater, header row)``.
+def _parse_sheet(sheet: _Sheet, path: Path, run: _Import) -> tuple[str, str, str, int] | None:
+    """Find the ratings of one sheet and its labels: ``(specialty, where it came from, rater, first data row)``.
 
-    Returns ``None`` for an empty sheet (warned) or a sheet without a valid header (errors added).
+    The columns are read by position (SPEC §6). A header cell naming another column is an
+    error (in ``run.issues``; the rows are still read, so their problems are reported too);
+    a missing header row or non-standard header cells are a warning.
+
+    Returns ``None`` for an empty sheet (warned) or a sheet without ratings (error added).
     """
-    header_row = next(
-        (i for i, row in enumerate(sheet.grid, start=1) if row and _header_matches(row[0], "case_id")), None
-    )
-    if header_row is None:
+    located = _locate_ratings(sheet, run)
+    if located is None:
         if any(not is_missing(v) for row in sheet.grid for v in row):
-            issues.add(
+            run.issues.add(
                 sheet.where(1, 0),
-                "no header row: no row has 'case_id' in column A",
+                "no header row and no ratings: no row has a case-id header (case_id, Case ID, ID ...) or a known "
+                "case id in column A",
                 f"Add the header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., {WORKBOOK_HEADERS[-1]}; columns A-AC) "
                 "above the ratings, or create the workbook with 'evolve ratings workbook-template'.",
             )
         else:
-            warnings.append(f"{sheet.where()}: empty sheet skipped.")
+            run.warnings.append(f"{sheet.where()}: empty sheet skipped.")
         return None
+    header_row, first_row = located
+    assumed = _check_header(sheet, header_row, run) if header_row is not None else []
+    _warn_positions(sheet, header_row, first_row, assumed, run)
+    return (*_specialty_and_rater(sheet, path, (header_row or first_row) - 1), first_row)
 
+
+def _specialty_and_rater(sheet: _Sheet, path: Path, n_rows: int) -> tuple[str, str, str]:
+    """``(specialty, where it came from, rater)``: the labels in the first ``n_rows`` rows, else the defaults."""
+    specialty, specialty_from, rater = _sheet_labels(sheet, n_rows)
+    if not specialty:
+        if path.suffix.lower() == ".csv":
+            specialty, specialty_from = path.stem, f"file name {path.name}"
+        elif _DEFAULT_SHEET_RE.match(sheet.name.strip()):
+            specialty, specialty_from = path.stem, f"file name {path.name} (sheet {sheet.name!r} has a default name)"
+        else:
+            specialty, specialty_from = sheet.name.strip(), f"sheet name {sheet.name!r}"
+    if not rater:
+        rater = f"{path.stem}/{specialty}"
+    return specialty, specialty_from, rater
+
+
+def _sheet_labels(sheet: _Sheet, n_rows: int) -> tuple[str, str, str]:
+    """``(specialty, where it came from, rater)`` from the ``Specialty``/``Rater`` labels of the first rows ("" if absent)."""
     specialty = specialty_from = rater = ""
-    ok = True
-    for rowno, row in enumerate(sheet.grid[: header_row - 1], start=1):
+    for rowno, row in enumerate(sheet.grid[:n_rows], start=1):
         for j, cell in enumerate(row):
             label = _norm(cell)
             if label not in _SPECIALTY_LABELS + _RATER_LABELS:
@@ -623,40 +870,13 @@ def _parse_sheet(sheet: _Sheet, path: Path, issues: Problems, warnings: list[str
                 specialty, specialty_from = value, f"label in {sheet.where(rowno, j + 1)}"
             else:
                 rater = value
-
-    header = sheet.grid[header_row - 1]
-    for col in _COLUMNS:
-        got = header[col.index] if col.index < len(header) else None
-        if not _header_matches(got, col.header):
-            shown = "empty" if is_missing(got) else repr(str(got).strip())
-            issues.add(
-                sheet.where(header_row, col),
-                f"header is {shown}, expected {col.header!r}",
-                f"Rename the header cell to {col.header!r}; columns A-AC must be "
-                f"{WORKBOOK_HEADERS[0]}, {WORKBOOK_HEADERS[1]}..{WORKBOOK_HEADERS[8]}, "
-                f"{WORKBOOK_HEADERS[9]}..{WORKBOOK_HEADERS[16]}, {WORKBOOK_HEADERS[17]}..{WORKBOOK_HEADERS[24]}, "
-                f"{', '.join(WORKBOOK_HEADERS[25:])}.",
-            )
-            ok = False
-    if not ok:
-        return None
-
-    if not specialty:
-        if path.suffix.lower() == ".csv":
-            specialty, specialty_from = path.stem, f"file name {path.name}"
-        elif _DEFAULT_SHEET_RE.match(sheet.name.strip()):
-            specialty, specialty_from = path.stem, f"file name {path.name} (sheet {sheet.name!r} has a default name)"
-        else:
-            specialty, specialty_from = sheet.name.strip(), f"sheet name {sheet.name!r}"
-    if not rater:
-        rater = f"{path.stem}/{specialty}"
-    return specialty, specialty_from, rater, header_row
+    return specialty, specialty_from, rater
 
 
-def _data_rows(sheet: _Sheet, header_row: int) -> Iterable[tuple[int, tuple[Any, ...]]]:
-    """Non-empty rows under the header, padded/cut to columns A..AC, with their row numbers."""
+def _data_rows(sheet: _Sheet, first_row: int) -> Iterable[tuple[int, tuple[Any, ...]]]:
+    """Non-empty rows from ``first_row`` (1-based) on, padded/cut to columns A..AC, with their row numbers."""
     width = len(_COLUMNS)
-    for rowno, row in enumerate(sheet.grid[header_row:], start=header_row + 1):
+    for rowno, row in enumerate(sheet.grid[first_row - 1 :], start=first_row):
         cells = tuple(row[:width]) + (None,) * (width - min(len(row), width))
         if all(is_missing(v) for v in cells):
             continue
