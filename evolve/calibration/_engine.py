@@ -428,10 +428,21 @@ class CriterionRun:
         if not pool:
             raise NoWinnerError(
                 f"criterion {self.cid!r}: no candidate reached min_coverage={self.config.min_coverage} on training "
-                "items (the judge failed or declined too often). Check the endpoint with a small run, raise "
-                "judge max_tokens, or lower --min-coverage."
+                f"items (the judge failed or declined too often{self._failures()}). Check the endpoint with a small "
+                "run, raise judge max_tokens, or lower --min-coverage."
             )
         return min(pool, key=lambda c: (round(c.train_mae or 0.0, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq))
+
+    def _failures(self) -> str:
+        """``: 12 of 12 training calls failed, most often with "<error>"`` ('' when none failed)."""
+        frames = [f for f in self._rows_by_candidate.values() if len(f)]
+        if not frames:
+            return ""
+        rows = pd.concat(frames)
+        failed = rows.loc[rows["outcome"] == "model_failure", "rationale"].astype(str)
+        if failed.empty:
+            return f": {int((rows['outcome'] == 'not_evaluable').sum())} of {len(rows)} training calls declined"
+        return f": {len(failed)} of {len(rows)} training calls failed, most often with {failed.mode().iloc[0][:300]!r}"
 
     def _snapshot(self, iteration: int | None) -> None:
         """Archive snapshot for inspection: ``archive_<criterion>.csv`` (overwritten)."""
@@ -518,6 +529,10 @@ def load_run_config(run_dir: Path) -> CalibrationConfig:
         RunError: Missing or invalid file.
     """
     path = Path(run_dir) / CalibrationFolder.CONFIG
+    if not path.exists():
+        held = "the folder holds" if Path(run_dir).is_dir() else "no such folder, so"
+        raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
+                       "wrong path). Check the path, or start the run again with the command you used, without --resume.")
     try:
         return CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:

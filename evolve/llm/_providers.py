@@ -100,6 +100,7 @@ class OpenAICompatibleProvider:
         self.endpoint_id = endpoint_id or base_url.rstrip("/")
         self.schema_limits = schema_limits
         self._liveness = liveness
+        self._timeout = timeout
         self._openai = openai
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
@@ -159,8 +160,12 @@ class OpenAICompatibleProvider:
             gone = await anyio.to_thread.run_sync(self._liveness)
             if gone is not None:
                 raise gone from exc
-        kind = TransientEndpointError if isinstance(exc, self._openai.APITimeoutError) else EndpointConnectionError
-        return kind(f"{self.endpoint_id}: {type(exc).__name__}: {exc}")
+        if isinstance(exc, self._openai.APITimeoutError):
+            return TransientEndpointError(
+                f"{self.endpoint_id}: timed out after {self._timeout:g} s without an answer; "
+                "a slow model or a long prompt needs a longer endpoint.timeout_s"
+            )
+        return EndpointConnectionError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}")
 
     async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` with ``POST /v1/embeddings`` (one vector per text, in order).

@@ -5,6 +5,7 @@ stops with a named error and its resume command, and a resume pays for no finish
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,11 +23,13 @@ runner = CliRunner()
 class FaultyEndpoint(LoopbackChatServer):
     """Answers like ``fake_endpoint``; ``faults[n]`` replaces the answer to the n-th call (from 1)
     with ``"drop"`` (connection closed), an HTTP status, ``"garbage"`` or ``"cut"`` (a JSON
-    object cut by the output limit). ``drop_after`` drops every call after that many."""
+    object cut by the output limit). ``drop_after`` drops every call after that many;
+    ``latency_s`` delays every answer."""
 
     def __init__(self) -> None:
         self.faults: dict[int, object] = {}
         self.drop_after: int | None = None
+        self.latency_s = 0.0
         self.answered: list[str] = []
         super().__init__(self._respond)
 
@@ -35,6 +38,7 @@ class FaultyEndpoint(LoopbackChatServer):
         if "input" in body:  # embeddings: a chat-only server
             return 404, {"error": {"message": "not found"}}
         fault = self.faults.get(n)
+        time.sleep(self.latency_s)
         if (self.drop_after is not None and n > self.drop_after) or fault == "drop":
             return DROP
         if isinstance(fault, int):
@@ -54,9 +58,9 @@ def endpoint():
     ep.close()
 
 
-def _calibrate(tmp_path: Path, pack: Path, splits: Path, endpoint: FaultyEndpoint, retries: int = 0):
+def _calibrate(tmp_path: Path, pack: Path, splits: Path, endpoint: FaultyEndpoint, retries: int = 0, **endpoint_settings):
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"endpoint": {"max_retries": retries}}))
+    config.write_text(json.dumps({"endpoint": {"max_retries": retries, **endpoint_settings}}))
     args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "f", "--archives-dir",
             str(tmp_path / "archives"), "--base-url", endpoint.base_url, "--model", "scripted", "--no-audit",
             "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--config", str(config)]
@@ -152,3 +156,19 @@ def test_a_resumed_run_journals_each_event_once_and_counts_the_calls_of_every_pr
     ref_usage = json.loads((ref / "report.json").read_text())["usage"]
     assert ref_usage["total"]["calls"] == len(endpoint.answered) - answered_before_ref
     assert "## Calls and tokens" in (run / "report.md").read_text()
+
+
+def test_a_slow_endpoint_is_waited_for_and_one_slower_than_the_timeout_is_named(tmp_path, tiny_pack_dir,
+                                                                               tiny_splits_dir, endpoint, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    endpoint.latency_s = 0.05  # slow but within the timeout: the same run as without latency
+    result, run = _calibrate(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint, timeout_s=5)
+    assert result.exit_code == 0, result.output
+    assert _outcomes(run)["model_failure"] == 0
+
+    endpoint.latency_s = 1.0  # every answer comes after the 0.3 s timeout
+    (tmp_path / "slow").mkdir()
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache-slow"))
+    slow, run = _calibrate(tmp_path / "slow", tiny_pack_dir, tiny_splits_dir, endpoint, timeout_s=0.3)
+    assert slow.exit_code != 0 and "Traceback" not in slow.output
+    assert "timed out after 0.3 s" in slow.output and "timeout_s" in slow.output, slow.output
