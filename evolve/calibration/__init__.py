@@ -29,6 +29,7 @@ from evolve.calibration._engine import (
     read_candidates,
     structural_exclusions,
 )
+from evolve.calibration._seeds import derive_seed
 from evolve.calibration._workbooks import (
     PAPER_FRAME,
     WorkbookInputs,
@@ -45,6 +46,7 @@ __all__ = [
     "CandidateRecord",
     "WorkbookInputs",
     "calibrate",
+    "derive_seed",
     "load_run_config",
     "plan_calibration",
     "prepare_workbook_inputs",

@@ -20,6 +20,7 @@ from evolve.calibration._mutation import (
     MutationReply,
     mutation_messages,
 )
+from evolve.calibration._seeds import derive_seed
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
@@ -52,8 +53,6 @@ CANDIDATE_COLUMNS = [
     "train_repeat_sd", "objective", "mutation_prompt_tokens", "mutation_completion_tokens", "note",
 ]
 
-REEVAL_SEED_OFFSET = 1000
-MUTATION_SEED_OFFSET = 100_000
 
 
 @dataclass
@@ -234,7 +233,7 @@ class CriterionRun:
         return new_rows
 
     def _evaluate_on_train(self, cands: Sequence[Candidate]) -> None:
-        seeds = [self.config.seed + r for r in range(self.config.budget.train_repeats)]
+        seeds = [derive_seed(self.config.seed, "evolution", self.cid, r) for r in range(self.config.budget.train_repeats)]
         rows = self._judge_many(cands, self.train, seeds, "evolution")
         batch = pd.DataFrame(rows, columns=SCORE_COLUMNS)
         for cand in cands:
@@ -296,7 +295,7 @@ class CriterionRun:
                     messages=messages,
                     temperature=mcfg.temperature,
                     top_p=1.0,
-                    seed=self.seed + MUTATION_SEED_OFFSET + attempt,
+                    seed=derive_seed(self.config.seed, "mutation", self.cid, attempt),
                     max_tokens=mcfg.max_tokens,
                     response_format=MUTATION_FORMAT,
                     tag="mutation",
@@ -413,7 +412,7 @@ class CriterionRun:
         self.journal.append(Event.WINNER_SELECTED, criterion=self.cid, candidate_id=winner.candidate_id, train_mae=winner.train_mae)
 
         reeval = [none, *inits] + ([winner] if winner.origin == "mutation" else [])
-        seeds = [cfg.seed + REEVAL_SEED_OFFSET + r for r in range(cfg.budget.reeval_repeats)]
+        seeds = [derive_seed(cfg.seed, "reeval", self.cid, r) for r in range(cfg.budget.reeval_repeats)]
         self._judge_many(reeval, self.train + self.validation, seeds, "reeval")
         self.journal.append(Event.REEVALUATION_FINISHED, criterion=self.cid, candidates=[c.candidate_id for c in reeval])
         self._snapshot(None)

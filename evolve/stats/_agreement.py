@@ -25,7 +25,8 @@ class Agreement(BaseModel):
         mae: Mean absolute error over every (judge call, individual rating) pair with numeric
             values on both sides, pooled over repeats; None if there is no such pair.
         signed_error: Mean of (judge - rater) over the same pairs (> 0: judge scores higher).
-        repeat_sd: Sample SD (ddof=1) of the per-repeat MAEs; 0.0 with one repeat.
+        repeat_sd: Sample SD (ddof=1) of the per-repeat MAEs; None with fewer than two repeats
+            (one repeat measures no spread, so it is not reported as 0).
         coverage: Share of judge calls that returned a numeric score, in [0, 1].
         n_not_evaluable: Calls where the judge declared the target not evaluable (a valid
             answer, not a failure).
@@ -38,7 +39,7 @@ class Agreement(BaseModel):
 
     mae: float | None
     signed_error: float | None
-    repeat_sd: float
+    repeat_sd: float | None
     coverage: float
     n_not_evaluable: int = 0
     n_model_failures: int = 0
@@ -86,7 +87,7 @@ def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
     per_repeat = {
         int(rep): float(g["error"].abs().mean()) for rep, g in pairs.groupby("repeat", sort=True)  # type: ignore[arg-type]
     }
-    sd = float(np.std(list(per_repeat.values()), ddof=1)) if len(per_repeat) > 1 else 0.0
+    sd = float(np.std(list(per_repeat.values()), ddof=1)) if len(per_repeat) > 1 else None
     return Agreement(
         mae=float(pairs["error"].abs().mean()) if len(pairs) else None,
         signed_error=float(pairs["error"].mean()) if len(pairs) else None,
@@ -117,7 +118,7 @@ def constant_agreement(value: float, ratings: pd.DataFrame) -> Agreement:
     return Agreement(
         mae=mae,
         signed_error=float(err.mean()) if len(r) else None,
-        repeat_sd=0.0,
+        repeat_sd=None,
         coverage=1.0,
         n_calls=0,
         n_pairs=int(len(r)),
