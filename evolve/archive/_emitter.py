@@ -23,7 +23,8 @@ class Proposal:
         text: Proposed guidance, or None when the mutation call failed.
         note: The mutator's short analysis, or the failure reason.
         status: ``accepted`` or a rejection reason (``too_long``, ``empty``, ``duplicate``,
-            ``mutation_failure``), set by the emitter.
+            ``mutation_failure``), set by the emitter; ``pruned`` or ``low_coverage`` when the
+            engine withdraws an accepted text after judging it (:meth:`MutationEmitter.withdraw`).
         prompt_tokens: Tokens of the mutation call.
         completion_tokens: Tokens of the mutation call.
     """
@@ -129,6 +130,20 @@ class MutationEmitter(EmitterBase):
                     self._on_proposal(proposal)
         self.last_batch = batch
         return np.array([p.text for p in batch], dtype=object)
+
+    def withdraw(self, proposal: Proposal, status: str) -> None:
+        """Take back an accepted text that failed its evaluation (``pruned`` by racing, or
+        ``low_coverage``): it no longer counts as accepted, so the budget can still be met by
+        mutants that survive; it counts as a rejection under ``status``.
+
+        Raises:
+            ValueError: The proposal was not accepted.
+        """
+        if proposal.status != "accepted":
+            raise ValueError(f"only an accepted proposal can be withdrawn, not one that is {proposal.status!r}")
+        proposal.status = status
+        self.accepted -= 1
+        self.rejections[status] += 1
 
     def tell(self, solution, objective, measures, add_info, **fields) -> None:
         """Nothing to adapt: parents are sampled uniformly from the archive."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import ValidationError
-from ribs.schedulers import Scheduler
 
 from evolve.archive import MutationEmitter, Proposal, make_archive, measures_of
 from evolve.calibration._mutation import (
@@ -20,7 +19,9 @@ from evolve.calibration._mutation import (
     MutationReply,
     mutation_messages,
 )
+from evolve.calibration._racing import Race
 from evolve.calibration._seeds import derive_seed
+from evolve.calibration._selection import choose_winner, paper_order
 from evolve.config import CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
@@ -40,17 +41,18 @@ from evolve.runs import (
     with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
-from evolve.stats import agreement, item_errors
+from evolve.stats import agreement, item_errors, judge_pairs
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
     "outcome", "score", "prompt_tokens", "completion_tokens", "cached", "rubric_version",
-    "prompt_hash", "rationale",
+    "prompt_hash", "rationale", "cached_prompt_tokens",
 ]
 CANDIDATE_COLUMNS = [
     "candidate_id", "criterion", "parent_id", "origin", "length", "train_mae", "text", "seq",
     "status", "selected", "elite", "attempt", "train_signed_error", "train_coverage",
     "train_repeat_sd", "objective", "mutation_prompt_tokens", "mutation_completion_tokens", "note",
+    "race_targets", "calls_saved", "finalist", "finalist_mae", "pooled_mae", "best_initial",
 ]
 
 
@@ -87,6 +89,12 @@ class Candidate:
     elite: bool = False
     mutation_prompt_tokens: int = 0
     mutation_completion_tokens: int = 0
+    race_targets: int | None = None  # training targets judged before racing decided (None: not raced)
+    calls_saved: int = 0  # judge calls racing did not make
+    finalist: bool = False
+    finalist_mae: float | None = None  # MAE on the fresh finalist calls (robust selection)
+    pooled_mae: float | None = None  # MAE on evolution + finalist calls
+    best_initial: bool = False
 
     def row(self) -> dict:
         d = {k: getattr(self, k) for k in CANDIDATE_COLUMNS if k != "length"}
@@ -168,11 +176,13 @@ class CriterionRun:
         initial: list[tuple[str, str]],
         journal: Journal,
         progress: ProgressHook,
+        n_criteria: int = 1,
     ) -> None:
         self.config = config
         self.criterion = criterion
         self.cid = criterion.criterion_id
         self.index = index
+        self.n_criteria = n_criteria
         self.judge = judge
         self.client = client
         self.pack = pack
@@ -190,6 +200,9 @@ class CriterionRun:
         self.archive = make_archive(
             criterion, length_bins=config.archive.length_bins, bias_bins=config.archive.bias_bins, seed=seed
         )
+        self.race = Race(len(train), config.racing, derive_seed(config.seed, "racing", self.cid, 0)) \
+            if config.racing.enabled else None
+        self._trials: dict[str, Any] = {}  # candidate id -> its optuna trial while it races
 
     # -- judging ---------------------------------------------------------------------------
     def _judge_many(
@@ -227,18 +240,27 @@ class CriterionRun:
                     "rubric_version": self.judge.rubric.version,
                     "prompt_hash": out.prompt_hash,
                     "rationale": out.rationale,
+                    "cached_prompt_tokens": out.cached_prompt_tokens,
                 }
             )
         self.score_rows += new_rows
         return new_rows
 
-    def _evaluate_on_train(self, cands: Sequence[Candidate]) -> None:
+    def _judge_train(self, cands: Sequence[Candidate], items: Sequence[Item]) -> pd.DataFrame:
+        """Judge candidates on some training items with the evolution seeds; their rows are
+        added to what each candidate already has. Returns the new rows."""
         seeds = [derive_seed(self.config.seed, "evolution", self.cid, r) for r in range(self.config.budget.train_repeats)]
-        rows = self._judge_many(cands, self.train, seeds, "evolution")
-        batch = pd.DataFrame(rows, columns=SCORE_COLUMNS)
+        batch = pd.DataFrame(self._judge_many(cands, items, seeds, "evolution"), columns=SCORE_COLUMNS)
         for cand in cands:
-            frame = batch[batch["candidate_id"] == cand.candidate_id]
-            ag = agreement(frame, self.train_ratings)
+            mine = batch[batch["candidate_id"] == cand.candidate_id]
+            before = self._rows_by_candidate.get(cand.candidate_id)
+            self._rows_by_candidate[cand.candidate_id] = mine if before is None else pd.concat([before, mine])
+        return batch
+
+    def _score_on_train(self, cands: Sequence[Candidate]) -> None:
+        """Training MAE, bias, coverage and objective of fully judged candidates (journaled)."""
+        for cand in cands:
+            ag = agreement(self._rows_by_candidate[cand.candidate_id], self.train_ratings)
             cand.train_mae, cand.train_signed_error = ag.mae, ag.signed_error
             cand.train_coverage, cand.train_repeat_sd = ag.coverage, ag.repeat_sd
             selectable = ag.mae is not None and ag.coverage >= self.config.min_coverage
@@ -247,7 +269,6 @@ class CriterionRun:
             cand.objective = -ag.mae if selectable and ag.mae is not None else -float(self.criterion.scale_range)
             if not selectable:
                 cand.status = "low_coverage"
-            self._rows_by_candidate[cand.candidate_id] = frame
             self.journal.append(
                 Event.CANDIDATE_EVALUATED,
                 criterion=self.cid,
@@ -257,6 +278,14 @@ class CriterionRun:
                 signed_error=cand.train_signed_error,
                 repeat_sd=cand.train_repeat_sd,
             )
+
+    def _target_errors(self, cand: Candidate, indices: Iterable[int]) -> dict[int, float]:
+        """Per training target (by index): mean |judge - rater| over its pairs; a target without a
+        numeric judge score counts as the worst possible error (a failure is never a small one)."""
+        pairs = judge_pairs(self._rows_by_candidate[cand.candidate_id], self.train_ratings)
+        by_target = pairs.assign(abs_error=pairs["error"].abs()).groupby("target_id")["abs_error"].mean()
+        worst = float(self.criterion.scale_range)
+        return {int(i): float(by_target.get(self.train[i].target.target_id, worst)) for i in indices}
 
     def _measures(self, cands: Sequence[Candidate]) -> np.ndarray:
         rows = []
@@ -275,12 +304,15 @@ class CriterionRun:
         for parent, attempt in zip(parents, attempts):
             pid = str(parent["candidate_id"])
             pcand = self.candidates[pid]
-            errors = item_errors(self._rows_by_candidate[pid], self.train_ratings).head(mcfg.worst_items)
+            errors = item_errors(self._rows_by_candidate[pid], self.train_ratings)
+            # a target whose every call failed says nothing about the guidance (the endpoint failed)
+            errors = errors[errors["failures"] < errors["calls"]].head(mcfg.worst_items)
             worst = []
             for _, row in errors.iterrows():
                 it = by_id[row["target_id"]]
-                judge_mean = None if pd.isna(row.get("judge_mean")) else float(row["judge_mean"])
-                worst.append((it.case, it.target, judge_mean, it.ratings))
+                judge: float | str = "not evaluable (the judge declined to score)" if pd.isna(row.get("judge_mean")) \
+                    else float(row["judge_mean"])
+                worst.append((it.case, it.target, judge, it.ratings))
             messages = mutation_messages(
                 criterion=self.criterion,
                 parent_text=pcand.text,
@@ -356,49 +388,20 @@ class CriterionRun:
         cfg = self.config
         none = Candidate(candidate_id=f"{self.cid}:none", criterion=self.cid, parent_id="", origin="none", text="", seq=0)
         self.candidates[none.candidate_id] = none
-        inits = []
-        for name, text in self.initial:
-            cand = Candidate(
-                candidate_id=f"{self.cid}:{name}", criterion=self.cid, parent_id="", origin="initial",
-                text=text, seq=len(self.candidates),
-            )
-            self.candidates[cand.candidate_id] = cand
-            inits.append(cand)
+        inits = [self._add_initial(name, text) for name, text in self.initial]
         self.journal.append(
             Event.CRITERION_STARTED, criterion=self.cid, n_train=len(self.train), n_validation=len(self.validation),
             initial=[c.candidate_id for c in inits],
         )
-        self._evaluate_on_train(inits)
-        self.archive.add(
-            np.array([c.text for c in inits], dtype=object),
-            np.array([c.objective for c in inits]),
-            self._measures(inits),
-            candidate_id=np.array([c.candidate_id for c in inits], dtype=object),
-        )
-        emitter = MutationEmitter(
-            self.archive,
-            self._propose,
-            batch_size=cfg.budget.batch_size,
-            max_attempts=cfg.budget.max_attempts,
-            accepted_budget=cfg.budget.accepted,
-            known_texts=[c.text for c in inits],
-            on_proposal=self._record_proposal,
-        )
-        scheduler = Scheduler(self.archive, [emitter])
-        iteration = 0
-        while not emitter.exhausted:
-            texts = scheduler.ask()
-            batch = [self.candidates[p.extra["candidate_id"]] for p in emitter.last_batch]
-            if len(texts) == 0:  # only when the budget ran out inside ask()
-                break
-            self._evaluate_on_train(batch)
-            scheduler.tell(
-                np.array([c.objective for c in batch]),
-                self._measures(batch),
-                candidate_id=np.array([c.candidate_id for c in batch], dtype=object),
-            )
-            iteration += 1
-            self._snapshot(iteration)
+        self._judge_train(inits, self.train)
+        self._score_on_train(inits)
+        self._stop_if_every_call_failed(inits)
+        self._insert(inits)
+        if self.race is not None:
+            for cand in inits:
+                if cand.status == "accepted":
+                    self.race.add_incumbent(self._target_errors(cand, range(len(self.train))))
+        emitter = self._evolve(inits)
         self.journal.append(
             Event.EVOLUTION_FINISHED, criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
             rejections=dict(emitter.rejections), archive_cells=int(self.archive.cells), elites=len(self.archive),
@@ -407,9 +410,10 @@ class CriterionRun:
         for cand in self.candidates.values():
             cand.elite = cand.candidate_id in elite_ids
 
-        winner = self._select()
+        winner = self._select(inits)
         winner.selected = True
-        self.journal.append(Event.WINNER_SELECTED, criterion=self.cid, candidate_id=winner.candidate_id, train_mae=winner.train_mae)
+        self.journal.append(Event.WINNER_SELECTED, criterion=self.cid, candidate_id=winner.candidate_id,
+                            train_mae=winner.train_mae, rule=cfg.selection.rule)
 
         reeval = [none, *inits] + ([winner] if winner.origin == "mutation" else [])
         seeds = [derive_seed(cfg.seed, "reeval", self.cid, r) for r in range(cfg.budget.reeval_repeats)]
@@ -418,8 +422,105 @@ class CriterionRun:
         self._snapshot(None)
         return winner.candidate_id
 
-    def _select(self) -> Candidate:
-        """Lowest training MAE; ties: repeat SD, then length, then program id (SPEC §4)."""
+    def _add_initial(self, name: str, text: str) -> Candidate:
+        cand = Candidate(candidate_id=f"{self.cid}:{name}", criterion=self.cid, parent_id="", origin="initial",
+                         text=text, seq=len(self.candidates))
+        self.candidates[cand.candidate_id] = cand
+        return cand
+
+    def _insert(self, cands: Sequence[Candidate]) -> None:
+        """Add fully judged candidates to the archive (pyribs keeps the better one per cell)."""
+        if cands:
+            self.archive.add(
+                np.array([c.text for c in cands], dtype=object),
+                np.array([c.objective for c in cands]),
+                self._measures(cands),
+                candidate_id=np.array([c.candidate_id for c in cands], dtype=object),
+            )
+
+    def _evolve(self, inits: Sequence[Candidate]) -> MutationEmitter:
+        """Ask the mutation LLM for batches of mutants until the budget is spent; race or judge
+        each batch; insert the survivors that reached ``min_coverage`` into the archive."""
+        budget = self.config.budget
+        emitter = MutationEmitter(
+            self.archive, self._propose, batch_size=budget.batch_size,
+            max_attempts=budget.attempts_for(self.index, self.n_criteria),
+            accepted_budget=budget.accepted, known_texts=[c.text for c in inits], on_proposal=self._record_proposal,
+        )
+        iteration = 0
+        while not emitter.exhausted:
+            emitter.ask()
+            proposals = list(emitter.last_batch)
+            if not proposals:  # only when the budget ran out inside ask()
+                break
+            batch = [self.candidates[p.extra["candidate_id"]] for p in proposals]
+            survivors = self._race(batch) if self.race is not None else self._judge_fully(batch)
+            self._score_on_train(survivors)
+            self._stop_if_every_call_failed(batch)
+            for p, cand in zip(proposals, batch):
+                if cand.status != "accepted":  # pruned, or below min_coverage: never in the archive
+                    emitter.withdraw(p, cand.status)
+            kept = [c for c in survivors if c.status == "accepted"]
+            self._insert(kept)
+            if self.race is not None:
+                for cand in kept:
+                    self.race.finish(self._trials.pop(cand.candidate_id),
+                                     list(self._target_errors(cand, range(len(self.train))).values()))
+            iteration += 1
+            self._snapshot(iteration)
+        return emitter
+
+    def _judge_fully(self, batch: Sequence[Candidate]) -> list[Candidate]:
+        """Judge every mutant on every training target (the paper's protocol, ``--racing off``)."""
+        self._judge_train(batch, self.train)
+        return list(batch)
+
+    def _race(self, batch: Sequence[Candidate]) -> list[Candidate]:
+        """Judge the batch on growing batches of training targets, dropping each mutant as soon
+        as the pruner finds it worse than the criterion's best; returns the survivors, judged on
+        every target. Pruned mutants get status ``pruned``, their targets and the calls saved."""
+        assert self.race is not None
+        alive = list(batch)
+        for cand in alive:
+            self._trials[cand.candidate_id] = self.race.start()
+        seen = 0
+        per_target = self.config.budget.train_repeats
+        for indices in self.race.batches():
+            if not alive:
+                break
+            self._judge_train(alive, [self.train[i] for i in indices])
+            seen += len(indices)
+            still = []
+            for cand in alive:
+                if self.race.report(self._trials[cand.candidate_id], self._target_errors(cand, indices)):
+                    self._trials.pop(cand.candidate_id)
+                    cand.status, cand.race_targets = "pruned", seen
+                    cand.calls_saved = (len(self.train) - seen) * per_target
+                    partial = agreement(self._rows_by_candidate[cand.candidate_id], self.train_ratings).mae
+                    cand.note = (f"pruned after {seen} of {len(self.train)} training targets (MAE there "
+                                 f"{'n/a' if partial is None else f'{partial:.3f}'}); " + cand.note)[:1000]
+                    self.journal.append(Event.CANDIDATE_PRUNED, criterion=self.cid, candidate_id=cand.candidate_id,
+                                        targets=seen, calls_saved=cand.calls_saved, partial_mae=partial)
+                else:
+                    cand.race_targets = seen
+                    still.append(cand)
+            alive = still
+        return alive
+
+    def _stop_if_every_call_failed(self, cands: Sequence[Candidate]) -> None:
+        """A batch whose every judge call failed means the endpoint is not judging: stop the
+        criterion now, with the endpoint's own error, rather than spend the mutation budget."""
+        frames = [self._rows_by_candidate[c.candidate_id] for c in cands if c.candidate_id in self._rows_by_candidate]
+        rows = pd.concat(frames) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
+        if len(rows) and (rows["outcome"] == "model_failure").all():
+            raise NoWinnerError(
+                f"criterion {self.cid!r}: every one of {len(rows)} judge calls of the last batch failed "
+                f"({rows['rationale'].astype(str).mode().iloc[0][:300]!r}); stopped before spending more of the "
+                "budget. Fix the endpoint (see the error), then resume the run."
+            )
+
+    def _select(self, inits: Sequence[Candidate]) -> Candidate:
+        """The winner by ``config.selection.rule``; marks the best initial prompt by the same rule."""
         pool = [
             c for c in self.candidates.values()
             if c.origin in ("initial", "mutation") and c.status == "accepted" and c.train_mae is not None
@@ -430,7 +531,30 @@ class CriterionRun:
                 f"items (the judge failed or declined too often{self._failures()}). Check the endpoint with a small "
                 "run, raise judge max_tokens, or lower --min-coverage."
             )
-        return min(pool, key=lambda c: (round(c.train_mae or 0.0, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq))
+        if self.config.selection.rule == "paper":
+            initials = [c for c in pool if c.origin == "initial"]
+            if initials:
+                min(initials, key=paper_order).best_initial = True
+            return min(pool, key=paper_order)
+        return self._select_robust(pool)
+
+    def _select_robust(self, pool: list[Candidate]) -> Candidate:
+        """Finalists re-judged on training with fresh seeds; a mutant wins only if the paired
+        difference on those fresh calls shows it better than the best initial prompt."""
+        sel = self.config.selection
+        initials = [c for c in pool if c.origin == "initial"]
+        mutants = sorted((c for c in pool if c.origin == "mutation"), key=paper_order)[: sel.finalists]
+        finalists = initials + mutants
+        # fresh to evolution, and the re-evaluation's own training seeds: its training calls of the
+        # initial prompts and the winner are these calls again (from the cache), not new ones
+        seeds = [derive_seed(self.config.seed, "reeval", self.cid, r) for r in range(sel.finalist_repeats)]
+        fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist"), columns=SCORE_COLUMNS)
+        frames = {c.candidate_id: fresh[fresh["candidate_id"] == c.candidate_id] for c in finalists}
+        decision = choose_winner(initials, mutants, frames, self._rows_by_candidate, self.train_ratings,
+                                 confidence=sel.confidence, seed=derive_seed(self.config.seed, "selection", self.cid, 0),
+                                 gate=sel.gate)
+        self.journal.append(Event.FINALISTS_JUDGED, criterion=self.cid, **decision.journal())
+        return decision.winner
 
     def _failures(self) -> str:
         """``: 12 of 12 training calls failed, most often with "<error>"`` ('' when none failed)."""
@@ -451,6 +575,9 @@ class CriterionRun:
         if iteration is not None:
             self.journal.append(Event.ARCHIVE_SNAPSHOT, criterion=self.cid, iteration=iteration, elites=len(self.archive))
 
+
+MIN_PROPOSALS = 3
+"""Fewer mutants per criterion than this draws a budget warning (:func:`budget_warnings`)."""
 
 EXCLUSION_COLUMNS = ["criterion", "component", "split", "n_targets", "n_ratings", "reason"]
 
@@ -656,6 +783,8 @@ def calibrate(
     atomic_write(run_dir / CalibrationFolder.EXCLUSIONS, exclusions.to_csv(index=False))
     journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
                    criteria=[c.criterion_id for c in plan.criteria])
+    for warning in plan.warnings:
+        journal.append(Event.WARNING, message=warning)
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         winners, failed = _run_criteria(config, client, plan, journal, progress, owns=owns)
@@ -674,6 +803,7 @@ class CalibrationPlan:
         criteria: The criteria to calibrate, in order.
         initial: Initial guidance candidates per criterion id.
         items: ``(training items, validation items)`` per criterion id.
+        warnings: :func:`budget_warnings` of the run.
     """
 
     pack: RatingPack
@@ -683,6 +813,7 @@ class CalibrationPlan:
     criteria: list[Criterion]
     initial: dict
     items: dict[str, tuple[list, list]]
+    warnings: list[str] = field(default_factory=list)
 
 
 def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> CalibrationPlan:
@@ -719,7 +850,31 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
         pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=config.prompts_root),
         criteria=criteria, items=items,
         initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria},
+        warnings=budget_warnings(config, len(criteria)),
     )
+
+
+def budget_warnings(config: CalibrationConfig, n_criteria: int) -> list[str]:
+    """Warnings, before a run, about a budget too small to calibrate anything.
+
+    Returns:
+        One sentence per problem: fewer than three mutants per criterion (too few real
+        proposals to find, let alone show, an improvement), or a shared attempt budget whose
+        share per criterion is below the accepted budget.
+    """
+    b = config.budget
+    attempts = min(b.attempts_for(i, n_criteria) for i in range(n_criteria))
+    out = []
+    if min(b.accepted, attempts) < MIN_PROPOSALS:
+        out.append(f"the budget affords at most {min(b.accepted, attempts)} mutant(s) per criterion (accepted "
+                   f"{b.accepted}, attempts {attempts}): too few to find, let alone show, an improvement - this run "
+                   f"demonstrates the machinery. Raise --accepted and --max-attempts to at least {MIN_PROPOSALS} "
+                   "(the paper preset: 25 accepted, 320 attempts shared by the criteria).")
+    if b.shared_attempts is not None and attempts < b.accepted:
+        out.append(f"the shared budget of {b.shared_attempts} attempts gives {attempts} per criterion over "
+                   f"{n_criteria} criteria, fewer than the {b.accepted} accepted mutants asked for; the attempts will "
+                   "run out first.")
+    return out
 
 
 def _chosen_criteria(config: CalibrationConfig, rubric: Rubric) -> list[Criterion]:
@@ -754,6 +909,7 @@ def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPl
             runs.append(CriterionRun(
                 config=config, criterion=c, index=i, judge=judge, client=client, pack=plan.pack,
                 train=train, validation=val, initial=plan.initial[c.criterion_id], journal=journal, progress=progress,
+                n_criteria=len(plan.criteria),
             ))
         # The archives are isolated; only the client (concurrency bound, cache, usage) is shared.
         futures = [pool.submit(run.run) for run in runs]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from evolve.data._models import Case, Rating, Target
@@ -52,7 +54,7 @@ def mutation_messages(
     parent_text: str,
     parent_mae: float | None,
     parent_bias: float | None,
-    worst: list[tuple[Case, Target, float | None, list[Rating]]],
+    worst: Sequence[tuple[Case, Target, float | str | None, list[Rating]]],
     excerpt_chars: int,
 ) -> tuple[Message, ...]:
     """Messages asking for a revised guidance note.
@@ -62,8 +64,9 @@ def mutation_messages(
         parent_text: The parent elite's guidance ("" for none).
         parent_mae: Its training MAE.
         parent_bias: Its signed bias (judge - physician).
-        worst: Up to k training items it got most wrong: ``(case, target, judge mean score or
-            None if the judge failed, the physicians' ratings with comments)``. Training items only:
+        worst: Up to k training items it got most wrong: ``(case, target, judge mean score - or
+            what the judge said instead, e.g. that the item is not evaluable - the physicians'
+            ratings with comments)``. Training items only:
             validation ratings never reach this prompt (SPEC §4).
         excerpt_chars: Characters of case and target text shown per item.
     """
@@ -90,7 +93,7 @@ def mutation_messages(
             lines += [f"<<<TEXT JUDGED ({target.component})>>>", _clip(target.text, excerpt_chars), "<<<END TEXT JUDGED>>>"]
             if target.statement:
                 lines += ["<<<STATEMENT>>>", _clip(target.statement, 300), "<<<END STATEMENT>>>"]
-            lines.append("Judge score: " + ("failed to answer" if judge is None else f"{judge:g}"))
+            lines.append("Judge score: " + ("failed to answer" if judge is None else judge if isinstance(judge, str) else f"{judge:g}"))
             for r in ratings:
                 shown = "not evaluable" if r.score is None else str(r.score)
                 lines.append(f"Physician {_clip(r.rater_id, 80)}: {shown}")

@@ -379,6 +379,12 @@ def calibrate(
     reeval_repeats: Optional[int] = typer.Option(None, help="Fresh judge seeds in re-evaluation (>= 2)."),
     max_train_targets: Optional[int] = typer.Option(None, help="Subsample training targets."),
     max_validation_targets: Optional[int] = typer.Option(None, help="Subsample validation targets."),
+    racing: Optional[str] = typer.Option(None, "--racing", help="'on': stop a mutant once a paired test on the training "
+                                         "targets seen so far shows it worse than the best (default); 'off': judge every "
+                                         "mutant on every training target (the paper)."),
+    selection: Optional[str] = typer.Option(None, "--selection", help="'robust': re-judge finalists with fresh seeds, an "
+                                            "evolved prompt wins only if it is shown better than the best initial "
+                                            "(default); 'paper': lowest training MAE (SPEC §4)."),
     base_url: BaseUrlOption = None,
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
     api_key_env: ApiKeyEnvOption = None,
@@ -435,12 +441,15 @@ def calibrate(
                     "train_repeats": train_repeats, "reeval_repeats": reeval_repeats,
                     "max_train_targets": max_train_targets, "max_validation_targets": max_validation_targets,
                 },
+                "racing": {"enabled": _on_off(racing, "--racing")},
+                "selection": {"rule": selection},
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
         _interrupt_on_sigterm()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
-            result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar))
+            result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar),
+                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
@@ -448,6 +457,33 @@ def calibrate(
         raise typer.Exit(code=130) from None
     typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
+    _print_verdicts(result.report)
+
+
+def _on_off(value: str | None, option: str) -> bool | None:
+    """``on``/``off`` (also true/false, yes/no, 1/0) as a bool; None when not given."""
+    if value is None:
+        return None
+    key = value.strip().lower()
+    if key in ("on", "true", "yes", "1"):
+        return True
+    if key in ("off", "false", "no", "0"):
+        return False
+    raise EvolveError(f"{option} takes 'on' or 'off', not {value!r}.")
+
+
+def _print_verdicts(report: dict) -> None:
+    """The last lines of a calibration: per criterion, the winner and its paired verdicts on
+    validation; then the warnings in words."""
+    from evolve.report import verdict_text, verdict_warnings
+
+    for r in report.get("table5", []):
+        v = report["criteria"][r["criterion"]]["verdicts"]
+        kind = "evolved" if r["evolved_origin"] == "mutation" else "initial prompt kept"
+        out.print(f"{r['name'] or r['criterion']}: winner {r['evolved']} ({kind}); validation MAE vs best initial "
+                  f"{verdict_text(v['best_initial'])}; vs no guidance {verdict_text(v['no_guidance'])}", highlight=False)
+    for warning in verdict_warnings(report):
+        err.print(f"warning: {warning}", highlight=False)
 
 
 @app.command()

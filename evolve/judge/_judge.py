@@ -48,6 +48,8 @@ class JudgeOutcome(BaseModel):
         rationale: The judge's rationale (or the failure reason).
         prompt_tokens: Input tokens.
         completion_tokens: Output tokens.
+        cached_prompt_tokens: Prompt tokens the server took from its prefix cache (as the
+            endpoint reported them when the call was made; 0 when it reports none).
         cached: Served from the response cache.
         prompt_hash: SHA-256 (first 16 hex) of the exact messages sent.
     """
@@ -59,6 +61,7 @@ class JudgeOutcome(BaseModel):
     rationale: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     cached: bool = False
     prompt_hash: str = ""
 
@@ -183,6 +186,7 @@ class Judge:
         common: dict[str, Any] = dict(
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
+            cached_prompt_tokens=result.cached_prompt_tokens,
             cached=result.cached,
             prompt_hash=phash,
         )

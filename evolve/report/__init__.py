@@ -63,6 +63,8 @@ from evolve.report._report import (
     agreement_records,
     build_report,
     render_markdown,
+    verdict_text,
+    verdict_warnings,
     write_report,
 )
 from evolve.report._usage import render_usage, usage_report
@@ -91,5 +93,7 @@ __all__ = [
     "render_usage",
     "write_bench_report",
     "usage_report",
+    "verdict_text",
+    "verdict_warnings",
     "write_report",
 ]

@@ -29,12 +29,13 @@ from evolve.stats import (
     mae,
     median_baseline,
     numeric_ratings,
+    paired_mae_difference,
     rater_ceiling,
     rater_pairs,
     signed_error,
 )
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3
 
 N_BOOT = 2000
 """Bootstrap replicates behind every interval of the report (case-clustered, percentile)."""
@@ -47,6 +48,9 @@ TABLE5_COLUMNS = [
     "evolved", "evolved_origin", "evolved_train_mae", "evolved_val_mae", "delta_val_mae",
     "evolved_val_repeat_sd", "evolved_val_coverage", "evolved_val_signed_error",
     "ceiling_val_mae", "n_train_targets", "n_val_targets", "drift",
+    "vs_initial_diff", "vs_initial_low", "vs_initial_high", "vs_initial_verdict",
+    "vs_none_diff", "vs_none_low", "vs_none_high", "vs_none_verdict",
+    "selection", "attempts", "accepted", "pruned", "rejected", "judge_calls",
 ]
 """Columns of ``table5.csv`` (one row per criterion, then a ``macro`` row of column means)."""
 
@@ -215,7 +219,11 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         for cid in inits
     }
     ranked = [cid for cid in inits if evo_mae[cid] is not None]
-    best_init = min(ranked, key=lambda c: (evo_mae[c], c)) if ranked else None
+    chosen = ccands.loc[ccands.get("best_initial", pd.Series(dtype=str)).eq("True"), "candidate_id"].tolist() \
+        if "best_initial" in ccands else []
+    # the engine records the best initial prompt by the run's selection rule; runs made before
+    # it did fall back to the lowest evolution training MAE
+    best_init = chosen[0] if chosen else (min(ranked, key=lambda c: (evo_mae[c], c)) if ranked else None)
     for cid in inits:
         row = _row(f"initial {cid.split(':', 1)[1]}", "initial", cid, ag(cid, "train"), ag(cid, "validation"), *cost(cid))
         row["best_initial"] = cid == best_init
@@ -243,7 +251,10 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         "n_raters": int(crit_ratings["rater_id"].nunique()),
         "evolution": {
             "attempts": int(len(mutations)),
-            "accepted": int(status_counts.get("accepted", 0) + status_counts.get("low_coverage", 0)),
+            "accepted": int(status_counts.get("accepted", 0)),
+            "pruned": int(status_counts.get("pruned", 0)),
+            "rejected": int(len(mutations) - status_counts.get("accepted", 0) - status_counts.get("pruned", 0)),
+            "calls_saved": int(pd.to_numeric(mutations.get("calls_saved", pd.Series(dtype=str)), errors="coerce").fillna(0).sum()),
             "status_counts": {k: int(v) for k, v in status_counts.items()},
             "elites": int((ccands["elite"] == "True").sum()),
             "archive_cells": archive_cells,
@@ -258,8 +269,11 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
             "text": win["text"],
         },
+        "verdicts": _verdicts(reeval, split_ratings["validation"], none_id, best_init, win["candidate_id"], n_boot, seed),
+        "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
         "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
+        "prefix_cached_share": _prefix_share(crit_scores),
         "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
         "completion_tokens": int(crit_scores["completion_tokens"].sum()),
     }
@@ -283,6 +297,48 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     entry["agreement"] = stats
     return entry
+
+
+def _prefix_share(scores: pd.DataFrame) -> float | None:
+    """Share of prompt tokens of the calls sent to the endpoint (not the response cache) that
+    the server served from its prefix cache; None when no call reported it (runs before
+    ``cached_prompt_tokens`` was recorded, endpoints that do not report it)."""
+    if "cached_prompt_tokens" not in scores:
+        return None
+    sent = scores[~scores["cached"].astype(str).eq("True")]
+    prompt = pd.to_numeric(sent["prompt_tokens"], errors="coerce").sum()
+    cached = pd.to_numeric(sent["cached_prompt_tokens"], errors="coerce").sum()
+    return float(cached / prompt) if prompt and cached else None
+
+
+def _verdicts(reeval: pd.DataFrame, ratings: pd.DataFrame, none_id: str, best_init: str | None, winner: str,
+              n_boot: int, seed: int) -> dict:
+    """Winner minus best initial and winner minus no guidance on validation: paired MAE
+    differences with case-clustered 95% intervals and a verdict (``None`` where undefined)."""
+    val = reeval[reeval["split"] == "validation"]
+
+    def versus(other: str | None) -> dict | None:
+        if other is None:
+            return None
+        if other == winner:
+            return {"estimate": 0.0, "low": 0.0, "high": 0.0, "n_pairs": 0, "verdict": "same candidate"}
+        d = paired_mae_difference(val[val["candidate_id"] == winner], val[val["candidate_id"] == other], ratings,
+                                  n_boot=n_boot, seed=seed)
+        return {"estimate": _nan_to_none(d.estimate), "low": _nan_to_none(d.low), "high": _nan_to_none(d.high),
+                "n_pairs": d.n_pairs, "verdict": d.verdict}
+
+    return {"best_initial": versus(best_init), "no_guidance": versus(none_id)}
+
+
+def _selection_of(ccands: pd.DataFrame) -> dict:
+    """Which rule chose the winner and what the finalists scored (robust selection only)."""
+    if "finalist" not in ccands or not ccands["finalist"].eq("True").any():
+        return {"rule": "paper"}
+    fin = ccands[ccands["finalist"] == "True"]
+    return {"rule": "robust", "finalists": [
+        {"candidate_id": r["candidate_id"], "origin": r["origin"],
+         "finalist_mae": float(r["finalist_mae"]) if r["finalist_mae"] else None,
+         "pooled_mae": float(r["pooled_mae"]) if r["pooled_mae"] else None} for _, r in fin.iterrows()]}
 
 
 def _cov(agreement: dict) -> str:
@@ -330,7 +386,21 @@ def _table5_record(criterion: str, entry: dict) -> dict:
         "n_train_targets": entry["n_targets"]["train"],
         "n_val_targets": entry["n_targets"]["validation"],
         "drift": audit.get("flag"),
+        **_verdict_columns("vs_initial", entry["verdicts"]["best_initial"]),
+        **_verdict_columns("vs_none", entry["verdicts"]["no_guidance"]),
+        "selection": entry["selection"]["rule"],
+        "attempts": entry["evolution"]["attempts"],
+        "accepted": entry["evolution"]["accepted"],
+        "pruned": entry["evolution"]["pruned"],
+        "rejected": entry["evolution"]["rejected"],
+        "judge_calls": entry["calls"],
     }
+
+
+def _verdict_columns(prefix: str, v: dict | None) -> dict:
+    v = v or {}
+    return {f"{prefix}_diff": v.get("estimate"), f"{prefix}_low": v.get("low"), f"{prefix}_high": v.get("high"),
+            f"{prefix}_verdict": v.get("verdict")}
 
 
 def _macro(records: list[dict]) -> dict:
@@ -338,7 +408,8 @@ def _macro(records: list[dict]) -> dict:
     out: dict = {}
     for col in TABLE5_COLUMNS:
         values = {r["criterion"]: r[col] for r in records}
-        if col in ("number", "n_train_targets", "n_val_targets") or not all(
+        if col in ("number", "n_train_targets", "n_val_targets", "attempts", "accepted", "pruned", "rejected",
+                   "judge_calls") or col.endswith(("_low", "_high")) or not all(
             v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
         ):
             continue
@@ -415,6 +486,58 @@ def render_table5(report: dict) -> list[str]:
     return out + [""]
 
 
+def verdict_text(v: dict | None) -> str:
+    """``-0.120 [-0.200, -0.030] better`` (``—`` when undefined; ``same candidate`` when the
+    winner is that candidate)."""
+    if not v:
+        return "—"
+    if v["verdict"] == "same candidate":
+        return "same candidate"
+    return f"{format_interval(v['estimate'], v['low'], v['high'])} {v['verdict']}"
+
+
+def verdict_warnings(report: dict) -> list[str]:
+    """Plain-words warnings about winners: worse than no guidance, or not distinguishable from
+    the best initial prompt although an evolved prompt was selected."""
+    out = []
+    for r in report.get("table5", []):
+        name = r["name"] or r["criterion"]
+        if r["vs_none_verdict"] == "worse":
+            out.append(f"criterion {name}: the selected guidance agrees WORSE with the physicians than no guidance on "
+                       f"validation (MAE difference {_fmt(r['vs_none_diff'], 3)}, 95% CI [{_fmt(r['vs_none_low'], 3)}, "
+                       f"{_fmt(r['vs_none_high'], 3)}]); prefer no guidance for this criterion.")
+        if r["evolved_origin"] == "mutation" and r["vs_initial_verdict"] == "worse":
+            out.append(f"criterion {name}: the evolved winner is worse than the best initial prompt on validation; "
+                       "keep the initial prompt.")
+    return out
+
+
+def render_verdicts(report: dict) -> list[str]:
+    """Markdown lines: paired verdicts on validation and the evolution budget per criterion."""
+    rows = report.get("table5", [])
+    out = [
+        "## Paired verdicts and budget",
+        "",
+        "Winner minus the other candidate in validation MAE on the same targets, repeats and raters (negative: the "
+        "winner agrees better), with a case-clustered bootstrap 95% interval. *better* / *worse* only when the whole "
+        "interval is on one side of 0; otherwise *no distinguishable difference* - the data cannot tell them apart. "
+        "Attempts = mutation attempts; accepted = mutants judged on every training target that reached min_coverage; "
+        "pruned = mutants stopped by racing; rejected = invalid, duplicate, failed or low-coverage proposals.",
+        "",
+        "| criterion | winner | selection | vs best initial | vs no guidance | attempts | accepted | pruned | rejected | judge calls |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        v = report["criteria"][r["criterion"]]["verdicts"]
+        winner = r["evolved"].split(":", 1)[1] + ("" if r["evolved_origin"] == "mutation" else " (initial)")
+        out.append(f"| {r['name'] or r['criterion']} | `{winner}` | {r['selection']} | {verdict_text(v['best_initial'])} | "
+                   f"{verdict_text(v['no_guidance'])} | {r['attempts']} | {r['accepted']} | {r['pruned']} | "
+                   f"{r['rejected']} | {r['judge_calls']} |")
+    out.append("")
+    out += [f"**Warning:** {w}" for w in verdict_warnings(report)]
+    return out + ([""] if verdict_warnings(report) else [])
+
+
 def render_agreement(report: dict, split: str = "validation") -> list[str]:
     """Markdown lines: every agreement statistic with its case-clustered 95% interval."""
     b = report.get("bootstrap", {})
@@ -481,6 +604,7 @@ def render_markdown(report: dict) -> str:
         out += [f"**No winner** (no candidate reached `min_coverage`; see `journal.jsonl`): "
                 f"{', '.join(f'`{c}`' for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
     out += render_table5(report)
+    out += render_verdicts(report)
     out += render_agreement(report)
     out += render_exclusions(report)
     for criterion, c in report["criteria"].items():
@@ -515,10 +639,13 @@ def render_markdown(report: dict) -> str:
             "",
             f"Evolution: {e['attempts']} mutation attempts, {e['accepted']} accepted "
             f"({', '.join(f'{k}: {v}' for k, v in sorted(e['status_counts'].items())) or 'none'}); "
-            f"{e['elites']} elites in {e['archive_cells']} cells; {e['judge_calls']} training judge calls; "
+            + (f"{e.get('pruned', 0)} pruned by racing ({e.get('calls_saved', 0)} judge calls saved); " if e.get("pruned") else "")
+            + f"{e['elites']} elites in {e['archive_cells']} cells; {e['judge_calls']} training judge calls; "
             f"mutation tokens {e['mutation_prompt_tokens']}/{e['mutation_completion_tokens']}.",
             f"All judge calls for this criterion: {c['calls']} ({c['cached_calls']} from cache), "
-            f"tokens {c['prompt_tokens']}/{c['completion_tokens']}.",
+            f"tokens {c['prompt_tokens']}/{c['completion_tokens']}"
+            + (f"; the server's prefix cache served {c['prefix_cached_share']:.0%} of the prompt tokens sent."
+               if c.get("prefix_cached_share") is not None else "."),
             "",
             f"Winner `{w['candidate_id']}` ({w['origin']}"
             + (f", parent `{w['parent_id']}`" if w["parent_id"] else "")

@@ -26,6 +26,8 @@ class Event(str, Enum):
     RUN_FINISHED = "run_finished"
     CRITERION_STARTED = "criterion_started"
     CANDIDATE_EVALUATED = "candidate_evaluated"
+    CANDIDATE_PRUNED = "candidate_pruned"
+    FINALISTS_JUDGED = "finalists_judged"
     MUTATION_ATTEMPT = "mutation_attempt"
     EVOLUTION_FINISHED = "evolution_finished"
     CRITERION_FAILED = "criterion_failed"
@@ -63,7 +65,8 @@ RESUME_EVENTS = frozenset({Event.RUN_RESUMED, Event.BENCH_RESUMED})
 """Events that open a resumed process's part of the journal."""
 
 REPLAYED_EVENTS = frozenset({
-    Event.CRITERION_STARTED, Event.CANDIDATE_EVALUATED, Event.MUTATION_ATTEMPT, Event.EVOLUTION_FINISHED,
+    Event.CRITERION_STARTED, Event.CANDIDATE_EVALUATED, Event.CANDIDATE_PRUNED, Event.FINALISTS_JUDGED,
+    Event.MUTATION_ATTEMPT, Event.EVOLUTION_FINISHED,
     Event.ARCHIVE_SNAPSHOT, Event.MEASURES_CLIPPED, Event.WINNER_SELECTED, Event.REEVALUATION_FINISHED,
     Event.AUDIT_STARTED, Event.AUDIT_FINISHED,
 })

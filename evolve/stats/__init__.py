@@ -42,6 +42,12 @@ are too narrow. Replicates where a statistic is undefined are left out and count
 resampled cases in one fast pass; :func:`cluster_bootstrap` does the same for any
 ``statistic(judge, rater)``.
 
+**Paired verdicts.** Two candidates judged on the same targets with the same seeds are
+compared pair by pair: :func:`paired_mae_difference` gives MAE(A) - MAE(B) on the shared
+(target, repeat, rater) pairs with a case-clustered interval and a verdict - ``better`` or
+``worse`` only when the whole interval is on one side of 0, otherwise ``no distinguishable
+difference``. Two MAEs with overlapping intervals can still differ clearly when paired.
+
 **The ceiling.** Physicians disagree with each other too. :func:`rater_pairs` turns a long
 ratings table into physician-vs-physician pairs (each unordered pair of raters on a target)
 in the same schema, so ``agreement_table(rater_pairs(ratings), labels)`` gives the level of
@@ -75,6 +81,7 @@ from evolve.stats._bootstrap import (
     cluster_bootstrap,
     percentile_interval,
 )
+from evolve.stats._paired import PairedDifference, Verdict, paired_mae_difference
 from evolve.stats._pairs import rater_pairs
 from evolve.stats._statistics import (
     class_balanced_mae,
@@ -99,6 +106,8 @@ __all__ = [
     "rater_ceiling",
     "ClusterMeans",
     "Interval",
+    "PairedDifference",
+    "Verdict",
     "Statistic",
     "agreement_table",
     "class_balanced_mae",
@@ -107,6 +116,7 @@ __all__ = [
     "krippendorff_alpha_ordinal",
     "macro_mean",
     "mae",
+    "paired_mae_difference",
     "qwk",
     "rater_pairs",
     "signed_error",

@@ -149,11 +149,15 @@ def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
     """Per-target error of one candidate, worst first (for the mutation prompt).
 
     Returns:
-        Columns ``target_id, judge_mean, rater_mean, abs_error, failures``; targets whose
-        calls all failed get ``abs_error = inf`` so they surface first.
+        Columns ``target_id, judge_mean, rater_mean, abs_error, failures, declined, calls``:
+        ``failures`` counts failed calls (endpoint error, cut or invalid answer), ``declined``
+        the judge's "not evaluable" answers; targets without a numeric score get
+        ``abs_error = inf`` so they surface first.
     """
     calls = scores.groupby("target_id").agg(
-        failures=("outcome", lambda o: int((o != "score").sum())), calls=("outcome", "size")
+        failures=("outcome", lambda o: int((o == "model_failure").sum())),
+        declined=("outcome", lambda o: int((o == "not_evaluable").sum())),
+        calls=("outcome", "size"),
     )
     pairs = judge_pairs(scores, ratings)
     per = pairs.groupby("target_id").agg(

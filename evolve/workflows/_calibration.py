@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from evolve.audit import audit_run
 from evolve.calibration import CalibrationResult, calibrate, plan_calibration
@@ -21,6 +22,7 @@ def run_calibration(
     client: Client | None = None,
     resume: bool = False,
     progress: ProgressHook | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> CalibrationResult:
     """Calibrate every requested criterion, audit the winners, write the report.
 
@@ -37,6 +39,8 @@ def run_calibration(
             on any exit (calls in flight cancelled after an interrupt).
         resume: Continue the run in ``config.run_dir`` (finished calls come from the cache).
         progress: Progress hook.
+        on_warning: Receives each warning about the run before it starts (a budget too small
+            to calibrate, :func:`evolve.calibration.budget_warnings`); they are journaled too.
 
     Returns:
         The run folder, the winners and the parsed ``report.json``.
@@ -47,6 +51,9 @@ def run_calibration(
             candidate (the report covers the others).
     """
     plan = plan_calibration(config, resume=resume)  # refuses bad inputs before a server starts
+    if on_warning is not None:
+        for warning in plan.warnings:
+            on_warning(warning)
     journal = CalibrationFolder(config.run_dir).journal()
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client,
                       journal_usage=True) as client:
