@@ -96,7 +96,7 @@ class World:
 
     def pack(self) -> RatingPack:
         cases, targets, ratings = [], [], []
-        for tid, t in self.truth.items():
+        for tid in self.truth:
             cid = f"case-{tid}"
             cases.append(Case(case_id=cid, title=f"Invented question {tid}", text=f"Invented patient question {tid}?",
                               reference_answer="Invented reference."))

@@ -626,7 +626,8 @@ def structural_exclusions(
 def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     """``candidates.csv`` and ``scores.csv`` of all criteria, in criterion order."""
     cand_frame = pd.DataFrame([c.row() for run in runs for c in run.candidates.values()], columns=CANDIDATE_COLUMNS)
-    cand_frame["attempt"] = cand_frame["attempt"].astype("Int64")
+    for column in ("attempt", "race_targets"):
+        cand_frame[column] = cand_frame[column].astype("Int64")
     atomic_write(run_dir / CalibrationFolder.CANDIDATES, cand_frame.to_csv(index=False))
     scores = pd.DataFrame([row for run in runs for row in run.score_rows], columns=SCORE_COLUMNS)
     scores["score"] = scores["score"].astype("Int64")  # integers on the rubric's scale ("2", never "2.0")

@@ -449,7 +449,7 @@ def calibrate(
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
             result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar),
-                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False))
+                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
@@ -481,9 +481,10 @@ def _print_verdicts(report: dict) -> None:
         v = report["criteria"][r["criterion"]]["verdicts"]
         kind = "evolved" if r["evolved_origin"] == "mutation" else "initial prompt kept"
         out.print(f"{r['name'] or r['criterion']}: winner {r['evolved']} ({kind}); validation MAE vs best initial "
-                  f"{verdict_text(v['best_initial'])}; vs no guidance {verdict_text(v['no_guidance'])}", highlight=False)
+                  f"{verdict_text(v['best_initial'])}; vs no guidance {verdict_text(v['no_guidance'])}",
+                  highlight=False, soft_wrap=True)
     for warning in verdict_warnings(report):
-        err.print(f"warning: {warning}", highlight=False)
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
 
 @app.command()
