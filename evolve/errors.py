@@ -72,7 +72,7 @@ class UnsupportedFeatureError(EndpointError):
 
 class EndpointConnectionError(TransientEndpointError):
     """No connection to the endpoint (refused, reset, DNS, timeout): retried, and counted - a
-    few such calls in a row stop the run (:class:`EndpointUnreachableError`)."""
+    few such attempts in a row stop the run (:class:`EndpointUnreachableError`)."""
 
 
 class RunStoppedError(EvolveError):
@@ -84,7 +84,7 @@ class RunStoppedError(EvolveError):
 
 
 class EndpointUnreachableError(RunStoppedError):
-    """Several calls in a row could not connect to the endpoint; the message names its URL,
+    """Several connection attempts in a row failed; the message names the endpoint's URL,
     the last connection error and what to check."""
 
 

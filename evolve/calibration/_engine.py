@@ -659,7 +659,7 @@ def load_run_config(run_dir: Path) -> CalibrationConfig:
     if not path.exists():
         held = "the folder holds" if Path(run_dir).is_dir() else "no such folder, so"
         raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
-                       "wrong path). Check the path, or start the run again with the command you used, without --resume.")
+                       "wrong path). Check the path; a run stopped before it started is begun again with the command that started it.")
     try:
         return CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:

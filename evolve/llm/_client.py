@@ -45,10 +45,11 @@ class Client:
         max_retries: Retries after the first attempt for transient failures (429, 5xx, timeouts).
         backoff_initial: First backoff, seconds; doubles per retry with jitter.
         backoff_max: Longest backoff, seconds.
-        max_unreachable: Calls in a row that may end without a connection (after their
-            retries) before the client raises :class:`~evolve.errors.EndpointUnreachableError`
-            instead of returning another failure: an endpoint that went away stops the run at
-            once rather than failing every remaining call.
+        max_unreachable: Connection attempts in a row (retries included, over all calls in
+            flight) that may fail before the client raises
+            :class:`~evolve.errors.EndpointUnreachableError` instead of returning another
+            failure: an endpoint that went away stops the run within seconds rather than
+            failing every remaining call.
 
     Attributes:
         usage: Running totals per request tag (:class:`Usage`).
@@ -69,7 +70,7 @@ class Client:
         max_retries: int = 4,
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
-        max_unreachable: int = 3,
+        max_unreachable: int = 4,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -142,9 +143,12 @@ class Client:
                 ):
                     with attempt:
                         attempts += 1
-                        result = await call()
+                        try:
+                            result = await call()
+                        except EndpointConnectionError as exc:
+                            self._count_unreachable(exc)  # raises once too many attempts in a row failed
+                            raise
         except EndpointConnectionError as exc:
-            self._count_unreachable(exc)
             return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
         except TransientEndpointError as exc:
             return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
@@ -155,13 +159,14 @@ class Client:
         return result, attempts
 
     def _count_unreachable(self, exc: EndpointConnectionError) -> None:
-        """Count a call that never reached the endpoint; raise once too many came in a row."""
+        """Count an attempt that never reached the endpoint; raise once too many came in a row
+        (over all calls in flight, so a dead endpoint stops the run within a retry or two)."""
         with self._usage_lock:
             self._unreachable += 1
             n = self._unreachable
         if n >= self.max_unreachable:
             raise EndpointUnreachableError(
-                f"{n} calls in a row could not reach the endpoint {self.endpoint_id} (last error: {exc}). "
+                f"{n} connection attempts in a row could not reach the endpoint {self.endpoint_id} (last error: {exc}). "
                 "Check that the server is running and that the base URL, port and network are right; the "
                 "run stops here and can be resumed."
             ) from exc
