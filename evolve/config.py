@@ -19,7 +19,8 @@ from evolve.errors import BudgetError, ConfigError
 from evolve.judge import JudgeSettings
 from evolve.runs import EndpointSettings
 
-CONFIG_VERSION: Final = 1
+CONFIG_VERSION: Final = 2
+"""2: hashed seeds, racing and robust selection (version 1 runs are read, not resumed)."""
 
 
 class _Settings(BaseModel):
@@ -191,7 +192,7 @@ class CalibrationConfig(_Settings):
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
     """
 
-    version: Literal[1] = CONFIG_VERSION
+    version: Literal[1, 2] = CONFIG_VERSION
     run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     pack: Path
     splits: Path

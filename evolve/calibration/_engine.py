@@ -22,7 +22,7 @@ from evolve.calibration._mutation import (
 from evolve.calibration._racing import Race
 from evolve.calibration._seeds import derive_seed
 from evolve.calibration._selection import choose_winner, paper_order
-from evolve.config import CalibrationConfig
+from evolve.config import CONFIG_VERSION, CalibrationConfig
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
 from evolve.judge import Judge
@@ -643,6 +643,10 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
         stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
     except (OSError, ValidationError) as exc:
         raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
+    if stored.get("version", 1) < CONFIG_VERSION:
+        raise RunError(f"{config.run_dir} was started by an older evolve (configuration version {stored.get('version')}: "
+                       "other judge seeds, no racing, the paper's selection), so this version cannot replay it. Finish "
+                       "it with the evolve that started it, or start a new --run-id; `evolve report` still reads it.")
     # where the run folder and its cache sit, its name and how many archives run at once do not
     # change what the run computes (runs made before the cache path was recorded resume too)
     check_same_settings(path, stored, json.loads(config.model_dump_json()),

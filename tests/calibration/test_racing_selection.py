@@ -213,3 +213,14 @@ def test_racing_and_selection_options_are_checked(tmp_path, pack_and_splits):
     assert bad.exit_code == 2 and "--racing takes 'on' or 'off'" in bad.output
     bad = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--selection", "best"])
     assert bad.exit_code == 2 and "selection" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_run_from_before_hashed_seeds_is_reported_but_not_resumed(tmp_path, pack_and_splits):
+    """Resuming it would replay other seeds and another selection: every call paid again, other results."""
+    config = _config(tmp_path, pack_and_splits)
+    result, _ = _run(config)
+    stored = json.loads((result.run_dir / "config.json").read_text())
+    (result.run_dir / "config.json").write_text(json.dumps({**stored, "version": 1}))
+    refused = runner.invoke(app, ["calibrate", "--resume", str(result.run_dir)])
+    assert refused.exit_code == 2 and "started by an older evolve" in refused.output and "Traceback" not in refused.output
+    assert runner.invoke(app, ["report", str(result.run_dir), "--n-boot", "50"]).exit_code == 0
