@@ -107,14 +107,19 @@ class RacingSettings(_Settings):
     Attributes:
         enabled: Race mutants (``--racing on``); False judges every accepted mutant on every
             training target, as the paper did (``--racing off``).
-        first_batch: Training targets in the first batch (>= 4: below that no one-sided test
-            at p < 0.1 is possible).
-        p_threshold: p-value below which a mutant is pruned.
+        first_batch: Training targets in the first batch (>= 4: with fewer, a one-sided
+            signed-rank test cannot go below p = 0.125).
+        p_threshold: p-value below which a mutant is pruned (optuna also requires its mean
+            error so far to be worse than the best's). Racing asks "is this mutant unlikely
+            to beat the best?", not "is it proven worse?": a mutant pruned wrongly costs one
+            exploration step, one kept wrongly a full evaluation. 0.3 measured on
+            ``bench/racing.py``: the same true MAE as the paper protocol for fewer calls;
+            0.1 pruned too few mutants to save anything.
     """
 
     enabled: bool = True
     first_batch: int = Field(default=4, ge=4)
-    p_threshold: float = Field(default=0.1, gt=0.0, lt=1.0)
+    p_threshold: float = Field(default=0.3, gt=0.0, lt=1.0)
 
 
 class SelectionSettings(_Settings):
