@@ -86,7 +86,7 @@ __all__ = [
     "reply_format",
 ]
 
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers
 """Version of the pipeline's prompts and rules; bump it when any template of
 :func:`~evolve.consilium.prompt_catalog`, the block layout or a rule of this module changes."""
 

@@ -12,8 +12,10 @@ template, to the block layout or to a rule of the pipeline must bump
 :data:`~evolve.consilium.PIPELINE_VERSION`.
 
 Identifier stripping (SPEC §5.3: the consilium sees an identifier-stripped case):
-:func:`strip_identifiers` removes the case id, DOI-like strings and (long enough) title from a
-text; :func:`consilium_case_block` is the case as every consilium stage sees it.
+:func:`strip_identifiers` (``_deidentify.py``) removes what traces a case back to its
+publication - ids, DOIs, addresses, record numbers, the title heading, physicians' and
+institutions' names - and keeps its clinical content; :func:`consilium_case_block` is the case
+as every consilium stage sees it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from string import Template
 
+from evolve.consilium._deidentify import strip_identifiers
 from evolve.data import Case, generation_input
 
 __all__ = [
@@ -352,50 +355,6 @@ def case_block(case: Case) -> str:
         lines.append(f"Title: {given['title'].strip()}")
     lines += ["", given["text"]]
     return block("CASE", "\n".join(lines))
-
-
-_DOI_CORE = r"10\.\d{4,9}/[^\s()<>\"']*[^\s()<>\"'.,;:]"
-_DOI_PREFIX = r"(?:(?:https?://)?(?:dx\.)?doi\.org/|doi\s*:?\s*)?"
-_DOI_IN_PARENS = re.compile(r"[ \t]*\(\s*" + _DOI_PREFIX + _DOI_CORE + r"\s*\)", re.IGNORECASE)
-_DOI = re.compile(r"(?<![\w/])" + _DOI_PREFIX + _DOI_CORE, re.IGNORECASE)
-_MIN_TITLE_WORDS = 3
-
-
-def strip_identifiers(text: str, case: Case) -> str:
-    """``text`` without the identifiers of ``case`` (SPEC §5.3: the consilium sees no identifiers).
-
-    Removes, in order: DOI-like strings with an optional ``doi:``/``https://doi.org/`` prefix
-    (a parenthesised one with its parentheses, e.g. ``(DOI: 10.1056/NEJMcpc1503831)``); the
-    case id wherever it stands as a separate token; and the title wherever it occurs verbatim,
-    ignoring case, when it has at least three words (a one- or two-word title such as "Fever"
-    could be ordinary clinical wording, so it is left alone). What the removals leave behind is
-    tidied: repeated spaces, a space before punctuation, punctuation that now opens a line or
-    follows other punctuation (``infection; .`` -> ``infection.``). Line breaks and all other
-    text are kept.
-
-    Args:
-        text: Any text shown to the consilium (the case, opinions, reports, reviews).
-        case: The case whose identifiers are removed.
-
-    Returns:
-        The stripped text.
-    """
-    out = _DOI_IN_PARENS.sub("", text)
-    out = _DOI.sub("", out)
-    if case.case_id:
-        out = re.sub(r"(?<![\w./\-])" + re.escape(case.case_id) + r"(?![\w/\-])[ \t]*", "", out)
-    title = " ".join(case.title.split())
-    if len(title.split()) >= _MIN_TITLE_WORDS:
-        pattern = r"\s+".join(re.escape(w) for w in title.split()) + r"[ \t]*"
-        out = re.sub(pattern, "", out, flags=re.IGNORECASE)
-    # tidy what the removals leave behind: repeated spaces, a space before punctuation,
-    # punctuation that now opens a line or follows other punctuation
-    out = re.sub(r"[ \t]{2,}", " ", out)
-    out = re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", out)
-    out = re.sub(r"(?m)^[ \t]*[.,;:]+[ \t]*", "", out)
-    out = re.sub(r"[,;:]+\.", ".", out)
-    out = re.sub(r"[ \t]+\n", "\n", out)
-    return out.strip()
 
 
 def consilium_case_block(case: Case) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from evolve.consilium import (
+    PIPELINE_VERSION,
     CaseRun,
     ConsiliumPipeline,
     PipelineSettings,
@@ -544,7 +545,7 @@ def test_manifest_lists_prompts_settings_and_schemas():
     with client:
         manifest = pipe.manifest()
     json.dumps(manifest)
-    assert manifest["pipeline_version"] == "1" and manifest["settings"]["seed"] == 42
+    assert manifest["pipeline_version"] == PIPELINE_VERSION == "2" and manifest["settings"]["seed"] == 42
     assert "vote.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
         "role_assignment", "structured_opinion", "vote", "moderator", "structured_final"}
 

@@ -24,7 +24,7 @@ from evolve.consilium import (
 from evolve.consilium._prompts import block, case_block, consilium_case_block, render
 from evolve.data import Case, PanelRole
 
-CATALOG_DIGESTS = {"1": "164626a64301e235"}
+CATALOG_DIGESTS = {"1": "164626a64301e235", "2": "164626a64301e235"}  # 2: de-identification rules, same prompts
 """SHA-256 (16 hex) of the prompt catalog for each PIPELINE_VERSION: a prompt change must bump
 the version (and add its digest here), so a run manifest never pairs old numbers with new prompts."""
 
@@ -94,8 +94,9 @@ def test_doi_like_strings_are_removed(text, expected):
 
 def test_case_id_and_title_are_removed_but_clinical_text_kept():
     case = Case(case_id="case-17", title="A Man with  Chest Pain", text="t")
-    text = "Case case-17.\na man with chest pain was seen; case-170 differs.\nTroponin 0.5 ng/ml."
-    assert strip_identifiers(text, case) == "Case.\nwas seen; case-170 differs.\nTroponin 0.5 ng/ml."
+    text = "A Man with Chest Pain\nCase case-17.\na man with chest pain was seen; case-170 differs.\nTroponin 0.5 ng/ml."
+    # the title as a heading goes; its words inside a sentence are clinical content and stay
+    assert strip_identifiers(text, case) == "Case.\na man with chest pain was seen; case-170 differs.\nTroponin 0.5 ng/ml."
     short = Case(case_id="c", title="Fever", text="t")
     assert strip_identifiers("Fever for 3 days.", short) == "Fever for 3 days."  # short titles stay
 
