@@ -24,6 +24,7 @@ from evolve.stats import (
     class_balanced_mae,
     cluster_bootstrap,
     constant_agreement,
+    judge_as_rater,
     judge_pairs,
     macro_mean,
     mae,
@@ -47,7 +48,8 @@ TABLE5_COLUMNS = [
     "median_train_mae", "median_val_mae",
     "evolved", "evolved_origin", "evolved_train_mae", "evolved_val_mae", "delta_val_mae",
     "evolved_val_repeat_sd", "evolved_val_coverage", "evolved_val_signed_error",
-    "ceiling_val_mae", "n_train_targets", "n_val_targets", "drift",
+    "ceiling_val_mae", "ceiling_val_pairs", "evolved_val_mae_ceiling_targets", "evolved_val_pairs_ceiling_targets",
+    "n_train_targets", "n_val_targets", "drift",
     "vs_initial_diff", "vs_initial_low", "vs_initial_high", "vs_initial_verdict",
     "vs_none_diff", "vs_none_low", "vs_none_high", "vs_none_verdict",
     "selection", "attempts", "accepted", "pruned", "rejected", "judge_calls",
@@ -241,7 +243,13 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     ceiling = {}
     for split in ("train", "validation"):
         mae, n = rater_ceiling(split_ratings[split])
-        ceiling[split] = {"mae": mae, "n_pairs": n}
+        # the winner's MAE on the same targets (those with >= 2 physicians), so the two compare
+        loo = judge_as_rater(reeval[(reeval["candidate_id"] == win["candidate_id"]) & (reeval["split"] == split)],
+                             split_ratings[split])
+        pairs = int(loo["judge_pairs"].sum())
+        judge_mae = float((loo["judge_mae"].fillna(0) * loo["judge_pairs"]).sum() / pairs) if pairs else None
+        ceiling[split] = {"mae": mae, "n_pairs": n, "judge_mae_same_targets": judge_mae, "judge_pairs": pairs,
+                          "judge_as_rater": loo.astype(object).where(loo.notna(), None).to_dict(orient="records")}
     mutations = ccands[ccands["origin"] == "mutation"]
     status_counts = mutations["status"].value_counts().to_dict()
     entry: dict = {
@@ -383,6 +391,9 @@ def _table5_record(criterion: str, entry: dict) -> dict:
         "evolved_val_coverage": win["validation"]["coverage"],
         "evolved_val_signed_error": win["validation"]["signed_error"],
         "ceiling_val_mae": entry["ceiling"]["validation"]["mae"],
+        "ceiling_val_pairs": entry["ceiling"]["validation"]["n_pairs"],
+        "evolved_val_mae_ceiling_targets": entry["ceiling"]["validation"].get("judge_mae_same_targets"),
+        "evolved_val_pairs_ceiling_targets": entry["ceiling"]["validation"].get("judge_pairs", 0),
         "n_train_targets": entry["n_targets"]["train"],
         "n_val_targets": entry["n_targets"]["validation"],
         "drift": audit.get("flag"),
@@ -409,7 +420,7 @@ def _macro(records: list[dict]) -> dict:
     for col in TABLE5_COLUMNS:
         values = {r["criterion"]: r[col] for r in records}
         if col in ("number", "n_train_targets", "n_val_targets", "attempts", "accepted", "pruned", "rejected",
-                   "judge_calls") or col.endswith(("_low", "_high")) or not all(
+                   "judge_calls", "ceiling_val_pairs", "evolved_val_pairs_ceiling_targets") or col.endswith(("_low", "_high")) or not all(
             v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
         ):
             continue
@@ -441,6 +452,16 @@ AGREEMENT_LABELS = {
 }
 
 
+def _ceiling(r: dict) -> str:
+    """``0.300 (judge 0.412; 40 / 96 pairs)``: the ceiling and the judge on the same targets."""
+    if r.get("ceiling_val_mae") is None:
+        return "— (no target has two physicians)"
+    if r.get("evolved_val_mae_ceiling_targets") is None:
+        return f"{_fmt(r['ceiling_val_mae'], 3)} ({r.get('ceiling_val_pairs', 0)} pairs)"
+    return (f"{_fmt(r['ceiling_val_mae'], 3)} (judge {_fmt(r['evolved_val_mae_ceiling_targets'], 3)}; "
+            f"{r['ceiling_val_pairs']} / {r['evolved_val_pairs_ceiling_targets']} pairs)")
+
+
 def render_table5(report: dict) -> list[str]:
     """Markdown lines of Table 5 (per criterion and macro means)."""
     rows = report.get("table5", [])
@@ -450,9 +471,11 @@ def render_table5(report: dict) -> list[str]:
         "MAE against every individual physician rating, re-scored with fresh seeds; train / validation. "
         "Δ val = evolved − best initial on validation (negative: the evolved guidance agrees better). "
         "SD = repeat-to-repeat SD of the validation MAE; coverage = share of validation calls with a numeric score; "
-        "signed = mean(judge − physician) on validation.",
+        "signed = mean(judge − physician) on validation. Ceiling val = physician-vs-physician MAE on the validation "
+        "targets rated by two or more physicians, then the evolved judge's MAE on those same targets and the pair counts "
+        "behind each (the judge's MAE in the evolved column pools every target, so it does not compare with the ceiling).",
         "",
-        "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val | drift |",
+        "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val (judge) | drift |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
@@ -467,7 +490,7 @@ def render_table5(report: dict) -> list[str]:
             f"| {r['number'] or ''} | {r['name'] or r['criterion']} | {pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
             f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
             f"{evolved} | {_fmt(r['delta_val_mae'], 3)} | {_fmt(r['evolved_val_repeat_sd'], 3)} | "
-            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_fmt(r['ceiling_val_mae'], 3)} | "
+            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_ceiling(r)} | "
             f"{r['drift'] or 'not audited'} |"
         )
     m = report.get("macro", {})
@@ -634,6 +657,7 @@ def render_markdown(report: dict) -> str:
         out.append(
             f"| physician vs physician (ceiling) | {_fmt(ce['train']['mae'])} | {_fmt(ce['validation']['mae'])} | | | | | | | | |"
         )
+        out += _render_judge_as_rater(ce["validation"].get("judge_as_rater") or [])
         e, w = c["evolution"], c["winner"]
         out += [
             "",
@@ -656,6 +680,18 @@ def render_markdown(report: dict) -> str:
         ]
     out += render_usage(report.get("usage"))
     return "\n".join(out)
+
+
+def _render_judge_as_rater(rows: list[dict]) -> list[str]:
+    """The judge as one more rater, leave one physician out (validation, targets with >= 2 physicians)."""
+    if not rows:
+        return []
+    out = ["", "The evolved judge as one more rater (validation targets with two or more physicians): its MAE "
+           "against each physician beside the other physicians' MAE against that physician.", "",
+           "| physician | targets | judge vs physician (pairs) | other physicians vs physician (pairs) |", "|---|---|---|---|"]
+    out += [f"| {r['rater_id']} | {r['n_targets']} | {_fmt(r['judge_mae'], 3)} ({r['judge_pairs']}) | "
+            f"{_fmt(r['peers_mae'], 3)} ({r['peer_pairs']}) |" for r in rows]
+    return out
 
 
 def agreement_records(report: dict) -> list[dict]:

@@ -42,6 +42,11 @@ are too narrow. Replicates where a statistic is undefined are left out and count
 resampled cases in one fast pass; :func:`cluster_bootstrap` does the same for any
 ``statistic(judge, rater)``.
 
+**The judge as one more rater.** :func:`judge_as_rater` puts, for every physician, the
+judge's distance from them beside the other physicians' distance from them, on the same
+targets (those with two or more ratings) - does the judge agree with physicians as well as
+they agree with each other?
+
 **Paired verdicts.** Two candidates judged on the same targets with the same seeds are
 compared pair by pair: :func:`paired_mae_difference` gives MAE(A) - MAE(B) on the shared
 (target, repeat, rater) pairs with a case-clustered interval and a verdict - ``better`` or
@@ -68,6 +73,7 @@ from evolve.stats._agreement import (
     agreement,
     constant_agreement,
     item_errors,
+    judge_as_rater,
     judge_pairs,
     median_baseline,
     numeric_ratings,
@@ -100,6 +106,7 @@ __all__ = [
     "agreement",
     "constant_agreement",
     "item_errors",
+    "judge_as_rater",
     "judge_pairs",
     "median_baseline",
     "numeric_ratings",

@@ -145,6 +145,43 @@ def rater_ceiling(ratings: pd.DataFrame) -> tuple[float | None, int]:
     return float(np.mean(diffs)), len(diffs)
 
 
+def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """The judge as one more rater (HealthBench-style meta-evaluation), leave one rater out.
+
+    For every physician: how far the judge is from them, next to how far the *other*
+    physicians are from them, on the targets that physician rated - so a reader sees whether
+    the judge agrees with each physician as well as the physicians agree with each other. Only
+    targets with at least two physicians' numeric ratings count, on both sides, so the two
+    columns rest on the same targets (the ceiling's targets).
+
+    Args:
+        scores: Judge calls of one candidate (any repeats).
+        ratings: The physicians' ratings of those targets.
+
+    Returns:
+        One row per rater: ``rater_id``, ``n_targets``, ``judge_mae`` (mean |judge - rater|
+        over that rater's shared targets and the judge's repeats), ``judge_pairs``,
+        ``peers_mae`` (mean |other physician - rater|), ``peer_pairs``; sorted by rater id.
+        Empty when no target has two numeric ratings.
+    """
+    r = numeric_ratings(ratings)
+    shared = r.groupby(["criterion", "target_id"])["rater_id"].transform("nunique") >= 2
+    r = r[shared]
+    pairs = judge_pairs(scores, r)
+    rows = []
+    for rater, mine in r.groupby("rater_id", sort=True):
+        peers = r[r["target_id"].isin(mine["target_id"]) & (r["rater_id"] != rater)]
+        joined = peers.merge(mine[["criterion", "target_id", "score"]], on=["criterion", "target_id"], suffixes=("", "_rater"))
+        judged = pairs[pairs["rater_id"] == rater]
+        rows.append({
+            "rater_id": str(rater), "n_targets": int(mine["target_id"].nunique()),
+            "judge_mae": float(judged["error"].abs().mean()) if len(judged) else None, "judge_pairs": int(len(judged)),
+            "peers_mae": float((joined["score"] - joined["score_rater"]).abs().mean()) if len(joined) else None,
+            "peer_pairs": int(len(joined)),
+        })
+    return pd.DataFrame(rows, columns=["rater_id", "n_targets", "judge_mae", "judge_pairs", "peers_mae", "peer_pairs"])
+
+
 def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
     """Per-target error of one candidate, worst first (for the mutation prompt).
 

@@ -62,3 +62,20 @@ def test_item_errors_put_failed_items_first():
     errs = item_errors(one, RATINGS)
     assert errs["target_id"].tolist() == ["t3", "t2", "t1"]
     assert errs.loc[errs["target_id"] == "t2", "abs_error"].item() == 1.0
+
+
+def test_the_judge_as_one_more_rater_compares_on_the_ceilings_targets():
+    """Issue 13 item 5: the judge's MAE beside the physicians' own disagreement, same targets."""
+    from evolve.stats import judge_as_rater
+
+    ratings = pd.DataFrame({
+        "case_id": ["a", "a", "b", "c"], "target_id": ["t1", "t1", "t2", "t3"], "rater_id": ["r1", "r2", "r1", "r2"],
+        "criterion": ["c"] * 4, "score": [2.0, 1.0, 3.0, 0.0], "not_evaluable": [False] * 4, "comment": [""] * 4,
+    })
+    scores = pd.DataFrame({"criterion": ["c"] * 4, "target_id": ["t1", "t1", "t2", "t3"], "case_id": ["a", "a", "b", "c"],
+                           "repeat": [0, 1, 0, 0], "outcome": ["score"] * 4, "score": [2.0, 1.0, 0.0, 0.0]})
+    table = judge_as_rater(scores, ratings).set_index("rater_id")
+    # only t1 has two physicians: t2 and t3 (one rater each) are left out on both sides
+    assert table.loc["r1"].to_dict() == {"n_targets": 1, "judge_mae": 0.5, "judge_pairs": 2, "peers_mae": 1.0, "peer_pairs": 1}
+    assert table.loc["r2"].to_dict() == {"n_targets": 1, "judge_mae": 0.5, "judge_pairs": 2, "peers_mae": 1.0, "peer_pairs": 1}
+    assert judge_as_rater(scores, ratings[ratings["target_id"] != "t1"]).empty
