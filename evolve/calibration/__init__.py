@@ -4,11 +4,17 @@ This is the engine; :func:`evolve.workflows.run_calibration` runs it, then the d
 the report. For each criterion, :func:`calibrate` seeds an isolated MAP-Elites archive with the initial
 guidance candidates, scores them on training cases (fitness = MAE against every individual
 physician rating), asks the mutation LLM for new guidance from sampled elites and the
-training items they got most wrong, and repeats within the budget. The winner (lowest
-training MAE; ties by repeat SD, length, id) is re-scored with fresh seeds on training and
-validation cases next to the no-guidance and initial-prompt candidates; the report adds the
-training-median baseline and the physician-vs-physician ceiling. Validation ratings never
-feed mutation or parent selection.
+training items they got most wrong, and repeats within the budget. New mutants *race*: they
+are judged on growing batches of training targets and stopped once optuna's
+``WilcoxonPruner`` finds them unlikely to beat the criterion's best (``racing``); survivors
+are judged on every training target. The winner is chosen by ``selection.rule``: ``robust``
+re-judges the initial prompts and the best mutants with fresh seeds and picks on the pooled
+evidence; ``paper`` takes the lowest training MAE (ties by repeat SD, length, id). The winner
+is re-scored with fresh seeds on training and validation cases next to the no-guidance and
+initial-prompt candidates; the report adds the training-median baseline, the
+physician-vs-physician ceiling and paired verdicts. Seeds are hashed from (run seed, phase,
+criterion, repeat) (:func:`derive_seed`). Validation ratings never feed mutation or parent
+selection.
 
 Criteria run concurrently (threads over one shared client, cache and concurrency bound),
 each in its own archive; (criterion, component) pairs the rubric does not apply are never

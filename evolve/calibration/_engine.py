@@ -410,7 +410,7 @@ class CriterionRun:
         for cand in self.candidates.values():
             cand.elite = cand.candidate_id in elite_ids
 
-        winner = self._select(inits)
+        winner = self._select()
         winner.selected = True
         self.journal.append(Event.WINNER_SELECTED, criterion=self.cid, candidate_id=winner.candidate_id,
                             train_mae=winner.train_mae, rule=cfg.selection.rule)
@@ -463,9 +463,12 @@ class CriterionRun:
             kept = [c for c in survivors if c.status == "accepted"]
             self._insert(kept)
             if self.race is not None:
-                for cand in kept:
-                    self.race.finish(self._trials.pop(cand.candidate_id),
-                                     list(self._target_errors(cand, range(len(self.train))).values()))
+                for cand in survivors:
+                    trial = self._trials.pop(cand.candidate_id)
+                    if cand.status == "accepted":
+                        self.race.finish(trial, list(self._target_errors(cand, range(len(self.train))).values()))
+                    else:
+                        self.race.drop(trial)
             iteration += 1
             self._snapshot(iteration)
         return emitter
@@ -519,7 +522,7 @@ class CriterionRun:
                 "budget. Fix the endpoint (see the error), then resume the run."
             )
 
-    def _select(self, inits: Sequence[Candidate]) -> Candidate:
+    def _select(self) -> Candidate:
         """The winner by ``config.selection.rule``; marks the best initial prompt by the same rule."""
         pool = [
             c for c in self.candidates.values()
@@ -539,8 +542,9 @@ class CriterionRun:
         return self._select_robust(pool)
 
     def _select_robust(self, pool: list[Candidate]) -> Candidate:
-        """Finalists re-judged on training with fresh seeds; a mutant wins only if the paired
-        difference on those fresh calls shows it better than the best initial prompt."""
+        """Finalists re-judged on training with fresh seeds, the winner picked on the pooled
+        evidence (with ``selection.gate``, a mutant must also be shown better than the best
+        initial prompt on the fresh calls alone); see :func:`choose_winner`."""
         sel = self.config.selection
         initials = [c for c in pool if c.origin == "initial"]
         mutants = sorted((c for c in pool if c.origin == "mutation"), key=paper_order)[: sel.finalists]

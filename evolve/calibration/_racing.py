@@ -75,6 +75,10 @@ class Race:
             return True
         return False
 
+    def drop(self, trial: Trial) -> None:
+        """Close a mutant judged on every target that cannot be an incumbent (below min_coverage)."""
+        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+
     def finish(self, trial: Trial, errors: Sequence[float]) -> None:
         """Close a mutant judged on every target: it becomes an incumbent."""
         self.study.tell(trial, float(np.mean(errors)))

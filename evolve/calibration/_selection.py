@@ -65,9 +65,10 @@ def choose_winner(
 
     Every finalist gets ``finalist_mae`` (fresh calls only) and ``pooled_mae`` (evolution and
     fresh calls). The best initial prompt and the challenger (best mutant) are the lowest
-    pooled MAE of their kind; the challenger wins only if its paired MAE difference to the
-    best initial on the fresh calls - which played no part in choosing it - has an interval
-    wholly below 0. Otherwise the best initial prompt is kept.
+    pooled MAE of their kind, and the lower of the two wins. With ``gate`` the challenger wins
+    only if its paired MAE difference to the best initial on the fresh calls - which played no
+    part in choosing it - has an interval wholly below 0; otherwise the initial prompt is kept.
+    The paired difference is computed (and journaled) either way.
 
     Args:
         initials: Selectable initial prompts (all are finalists).
@@ -77,6 +78,7 @@ def choose_winner(
         ratings: Training ratings.
         confidence: Level of the paired interval.
         seed: Bootstrap seed.
+        gate: Require the challenger to be shown better (see above).
     """
     for cand in [*initials, *mutants]:
         cand.finalist = True
