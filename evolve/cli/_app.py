@@ -379,12 +379,12 @@ def calibrate(
     reeval_repeats: Optional[int] = typer.Option(None, help="Fresh judge seeds in re-evaluation (>= 2)."),
     max_train_targets: Optional[int] = typer.Option(None, help="Subsample training targets."),
     max_validation_targets: Optional[int] = typer.Option(None, help="Subsample validation targets."),
-    racing: Optional[str] = typer.Option(None, "--racing", help="'on': stop a mutant once a paired test on the training "
-                                         "targets seen so far shows it worse than the best (default); 'off': judge every "
-                                         "mutant on every training target (the paper)."),
-    selection: Optional[str] = typer.Option(None, "--selection", help="'robust': re-judge finalists with fresh seeds, an "
-                                            "evolved prompt wins only if it is shown better than the best initial "
-                                            "(default); 'paper': lowest training MAE (SPEC §4)."),
+    racing: Optional[str] = typer.Option(None, "--racing", help="'on' (default): judge a mutant on growing batches "
+                                         "of training targets and stop it once a paired test finds it unlikely to beat "
+                                         "the best (p < 0.3); 'off': every mutant on every training target (the paper)."),
+    selection: Optional[str] = typer.Option(None, "--selection", help="'robust' (default): re-judge the initial prompts "
+                                            "and the best mutants with fresh seeds, lowest MAE over all their calls "
+                                            "wins; 'paper': lowest training MAE (SPEC §4)."),
     base_url: BaseUrlOption = None,
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
     api_key_env: ApiKeyEnvOption = None,
@@ -404,6 +404,9 @@ def calibrate(
 
     config = None
     try:
+        racing_on = _on_off(racing, "--racing")  # the options first: a typo costs nothing
+        if selection is not None and selection not in ("robust", "paper"):
+            raise EvolveError(f"--selection takes 'robust' or 'paper', not {selection!r}.")
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick"}, allowed=("resume", "parallel_criteria"),
                                       command="evolve calibrate")
@@ -441,7 +444,7 @@ def calibrate(
                     "train_repeats": train_repeats, "reeval_repeats": reeval_repeats,
                     "max_train_targets": max_train_targets, "max_validation_targets": max_validation_targets,
                 },
-                "racing": {"enabled": _on_off(racing, "--racing")},
+                "racing": {"enabled": racing_on},
                 "selection": {"rule": selection},
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)

@@ -214,7 +214,10 @@ def test_racing_and_selection_options_are_checked(tmp_path, pack_and_splits):
     bad = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--racing", "maybe"])
     assert bad.exit_code == 2 and "--racing takes 'on' or 'off'" in bad.output
     bad = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--selection", "best"])
-    assert bad.exit_code == 2 and "selection" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 2 and "--selection takes 'robust' or 'paper', not 'best'" in bad.output
+    # checked before anything else: a missing pack is not what the user hears about first
+    bad = runner.invoke(app, ["calibrate", "--pack", str(tmp_path / "nowhere"), "--racing", "maybe"])
+    assert bad.exit_code == 2 and "--racing takes 'on' or 'off'" in bad.output
 
 
 def test_a_run_from_before_hashed_seeds_is_reported_but_not_resumed(tmp_path, pack_and_splits):
