@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from evolve.runs import (
     with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
-from evolve.stats import agreement, item_errors, judge_pairs
+from evolve.stats import agreement, item_errors
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
@@ -282,8 +283,8 @@ class CriterionRun:
     def _target_errors(self, cand: Candidate, indices: Iterable[int]) -> dict[int, float]:
         """Per training target (by index): mean |judge - rater| over its pairs; a target without a
         numeric judge score counts as the worst possible error (a failure is never a small one)."""
-        pairs = judge_pairs(self._rows_by_candidate[cand.candidate_id], self.train_ratings)
-        by_target = pairs.assign(abs_error=pairs["error"].abs()).groupby("target_id")["abs_error"].mean()
+        errors = item_errors(self._rows_by_candidate[cand.candidate_id], self.train_ratings)
+        by_target = errors.set_index("target_id")["abs_error"].replace(math.inf, math.nan).dropna()
         worst = float(self.criterion.scale_range)
         return {int(i): float(by_target.get(self.train[i].target.target_id, worst)) for i in indices}
 
