@@ -514,14 +514,18 @@ class CriterionRun:
     def _stop_if_every_call_failed(self, cands: Sequence[Candidate]) -> None:
         """A batch whose every judge call failed means the endpoint is not judging: stop the
         criterion now, with the endpoint's own error, rather than spend the mutation budget."""
-        frames = [self._rows_by_candidate[c.candidate_id] for c in cands if c.candidate_id in self._rows_by_candidate]
-        rows = pd.concat(frames) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
+        rows = self._training_rows(c.candidate_id for c in cands)
         if len(rows) and (rows["outcome"] == "model_failure").all():
             raise NoWinnerError(
                 f"criterion {self.cid!r}: every one of {len(rows)} judge calls of the last batch failed "
-                f"({rows['rationale'].astype(str).mode().iloc[0][:300]!r}); stopped before spending more of the "
+                f"({_commonest(rows['rationale'])!r}); stopped before spending more of the "
                 "budget. Fix the endpoint (see the error), then resume the run."
             )
+
+    def _training_rows(self, candidate_ids: Iterable[str]) -> pd.DataFrame:
+        """The training judge calls of these candidates, in one frame."""
+        frames = [self._rows_by_candidate[c] for c in candidate_ids if c in self._rows_by_candidate]
+        return pd.concat(frames) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
 
     def _select(self) -> Candidate:
         """The winner by ``config.selection.rule``; marks the best initial prompt by the same rule."""
@@ -563,14 +567,13 @@ class CriterionRun:
 
     def _failures(self) -> str:
         """``: 12 of 12 training calls failed, most often with "<error>"`` ('' when none failed)."""
-        frames = [f for f in self._rows_by_candidate.values() if len(f)]
-        if not frames:
+        rows = self._training_rows(self._rows_by_candidate)
+        if rows.empty:
             return ""
-        rows = pd.concat(frames)
-        failed = rows.loc[rows["outcome"] == "model_failure", "rationale"].astype(str)
+        failed = rows.loc[rows["outcome"] == "model_failure", "rationale"]
         if failed.empty:
             return f": {int((rows['outcome'] == 'not_evaluable').sum())} of {len(rows)} training calls declined"
-        return f": {len(failed)} of {len(rows)} training calls failed, most often with {failed.mode().iloc[0][:300]!r}"
+        return f": {len(failed)} of {len(rows)} training calls failed, most often with {_commonest(failed)!r}"
 
     def _snapshot(self, iteration: int | None) -> None:
         """Archive snapshot for inspection: ``archive_<criterion>.csv`` (overwritten)."""
@@ -579,6 +582,11 @@ class CriterionRun:
             atomic_write(path, self.archive.data(return_type="pandas").to_csv(index=False))
         if iteration is not None:
             self.journal.append(Event.ARCHIVE_SNAPSHOT, criterion=self.cid, iteration=iteration, elites=len(self.archive))
+
+
+def _commonest(rationales: pd.Series) -> str:
+    """The most frequent rationale (an endpoint's error message), at most 300 characters."""
+    return str(rationales.astype(str).mode().iloc[0])[:300]
 
 
 MIN_PROPOSALS = 3
