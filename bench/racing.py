@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from evolve.calibration import calibrate  # noqa: E402
 from evolve.config import resolve_config  # noqa: E402
-from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, write_pack  # noqa: E402
+from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, load_pack, write_pack  # noqa: E402
 from evolve.llm import ChatRequest, Client, FakeProvider, ResponseCache  # noqa: E402
 from evolve.splits import make_splits, write_splits  # noqa: E402
 
@@ -177,7 +177,7 @@ PROTOCOLS: dict[str, dict] = {
 def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, args: argparse.Namespace) -> dict:
     folder = tmp / f"{protocol}-{seed}"
     write_pack(world.pack(), folder / "pack")
-    splits = make_splits(_load(folder / "pack"), holdout_fraction=0.0, validation_fraction=args.validation_fraction, seed=seed)
+    splits = make_splits(load_pack(folder / "pack"), holdout_fraction=0.0, validation_fraction=args.validation_fraction, seed=seed)
     write_splits(splits, folder / "splits")
     overrides = {
         "run_id": "run", "pack": folder / "pack", "splits": folder / "splits", "archives_dir": folder, "seed": seed,
@@ -205,12 +205,6 @@ def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, a
         "pool_best_true_mae": min(world.true_mae(t, val_targets) for t in cands.loc[cands["status"] == "accepted", "text"]),
         "attempts": len(mutants), "pruned": int((mutants["status"] == "pruned").sum()),
     }
-
-
-def _load(path: Path) -> RatingPack:
-    from evolve.data import load_pack
-
-    return load_pack(path)
 
 
 def main() -> None:
