@@ -630,7 +630,7 @@ def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: 
             result.runs += future.result()
         result.packs = _write_packs(config, cases, result.runs, journal)
         result.records = {key: run_dir / "records" / key for key in result.packs}
-        result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+        result.usage = client.usage_snapshot()
     except BaseException as exc:
         stop.set()
         interrupted = holds_interrupt(exc)

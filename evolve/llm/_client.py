@@ -81,7 +81,7 @@ class Client:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.max_unreachable = max_unreachable
-        self._unreachable = 0  # calls in a row that ended without a connection
+        self._unreachable = 0  # connection attempts in a row that failed
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._usage_lock = threading.Lock()
         self.session = secrets.token_hex(6)

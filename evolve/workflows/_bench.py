@@ -53,7 +53,7 @@ def run_and_judge(
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared)
         if judge:
             result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)
-        result.usage = {tag: u.model_dump() for tag, u in client.usage.items()}
+        result.usage = client.usage_snapshot()
     if report:
         result.report = write_bench_report(config.run_dir)
     return result
