@@ -2,8 +2,8 @@
 
 Usage::
 
-    python bench/racing.py                 # 20 seeds per protocol, prints one table
-    python bench/racing.py --seeds 40 --noise high
+    python bench/racing.py                 # the paper's scale: 25 accepted of <= 50 attempts, 20 worlds
+    python bench/racing.py --accepted 8 --attempts 16 --cases 60 --seeds 40   # the quick preset's scale
 
 The world (all invented, no model, no network): a synthetic K-QA-style pack (one target per case,
 truth 0-2, two physicians who agree most of the time) and an OpenAI-compatible *simulated* endpoint
@@ -19,7 +19,14 @@ Two protocols run on the same worlds and seeds: ``paper`` (``--racing off --sele
 accepted mutant judged on every training target; winner = lowest training MAE) and ``default``
 (racing and robust selection). For each, the table gives judge calls paid (search: evolution and
 finalists; total: with the re-evaluation on validation), the winner's true validation MAE, and
-how often the winner is truly worse than the best initial prompt (the false-winner rate).
+how often the winner is truly worse than the best initial prompt (the false-winner rate), split
+into evolved winners truly worse than the best initial prompt and runs that kept the truly
+worse of the initial prompts. The two initial prompts are equally good on average and differ
+only by how their tips happen to suit the validation targets, so when a run keeps an initial
+prompt, training evidence cannot tell which of the two is better on validation: about half of
+such runs count as false winners whatever the rule (a rule that keeps initial prompts more
+often, such as ``selection.gate``, trades evolved false winners for these). The last lines check issue 11's targets
+(>= 2x fewer judge calls, true MAE no worse, false-winner rate <= 5%) and say which are met.
 Everything is measured in this one process; ratios compare the two protocols run side by side.
 """
 
@@ -192,6 +199,7 @@ def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, a
         calls = client.usage["judge"].calls
     scores = pd.read_csv(folder / "run" / "scores.csv", usecols=["phase", "cached"])
     search = int(((scores["phase"] != "reeval") & ~scores["cached"]).sum())
+    by_phase = scores[~scores["cached"]].groupby("phase").size().to_dict()
     cands = pd.read_csv(folder / "run" / "candidates.csv", keep_default_na=False, dtype=str)
     val = list(splits.validation)
     val_targets = [t for t in world.truth if f"case-{t}" in set(val)]
@@ -204,6 +212,7 @@ def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, a
         "winner_evolved": winner["origin"] == "mutation",
         "pool_best_true_mae": min(world.true_mae(t, val_targets) for t in cands.loc[cands["status"] == "accepted", "text"]),
         "attempts": len(mutants), "pruned": int((mutants["status"] == "pruned").sum()),
+        **{f"calls_{phase}": int(n) for phase, n in by_phase.items()},
     }
 
 
@@ -211,10 +220,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=20, help="worlds (and run seeds) per protocol (>= 20 for the claim)")
     ap.add_argument("--noise", choices=sorted(NOISE), default="high")
-    ap.add_argument("--cases", type=int, default=60, help="targets (one per case)")
+    ap.add_argument("--cases", type=int, default=100, help="targets (one per case)")
     ap.add_argument("--validation-fraction", type=float, default=0.5)
-    ap.add_argument("--accepted", type=int, default=8)
-    ap.add_argument("--attempts", type=int, default=16)
+    ap.add_argument("--accepted", type=int, default=25, help="accepted mutants per criterion (the paper's 25)")
+    ap.add_argument("--attempts", type=int, default=50)
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=JSON",
                     help="override a setting of the default protocol, e.g. selection.finalists=2")
     args = ap.parse_args()
@@ -234,18 +243,22 @@ def main() -> None:
     frame = pd.DataFrame(rows)
     frame["false_winner"] = frame["winner_true_mae"] > frame["best_initial_true_mae"] + 1e-12
     frame["false_evolved"] = frame["false_winner"] & frame["winner_evolved"]
+    frame["worse_initial_kept"] = frame["false_winner"] & ~frame["winner_evolved"]
     frame["gain_vs_initial"] = frame["best_initial_true_mae"] - frame["winner_true_mae"]
     summary = frame.groupby("protocol", sort=False).agg(
         runs=("seed", "size"), judge_calls=("judge_calls", "mean"), search_calls=("search_calls", "mean"),
         winner_true_mae=("winner_true_mae", "mean"), best_initial_true_mae=("best_initial_true_mae", "mean"),
         gain_vs_initial=("gain_vs_initial", "mean"), false_winner_rate=("false_winner", "mean"),
-        false_evolved_rate=("false_evolved", "mean"),
+        false_evolved_rate=("false_evolved", "mean"), worse_initial_kept_rate=("worse_initial_kept", "mean"),
         evolved_winner_rate=("winner_evolved", "mean"), attempts=("attempts", "mean"), pruned=("pruned", "mean"),
     )
     print(f"bench/racing.py: {args.seeds} worlds x {len(PROTOCOLS)} protocols, noise {args.noise}, {args.cases} targets, "
           f"accepted {args.accepted} of <= {args.attempts} attempts; "
           f"{time.perf_counter() - start:.0f} s")
     print(summary.to_string(float_format=lambda x: f"{x:.3f}"))
+    phases = [c for c in frame.columns if c.startswith("calls_")]
+    print("fresh judge calls per phase (mean per run):")
+    print(frame.groupby("protocol", sort=False)[phases].mean().to_string(float_format=lambda x: f"{x:.0f}"))
     paper, default = summary.loc["paper"], summary.loc["default"]
     paired = frame.pivot(index="seed", columns="protocol", values="winner_true_mae")
     diff = paired["default"] - paired["paper"]
@@ -256,8 +269,17 @@ def main() -> None:
     print(f"winner's true validation MAE, default - paper (paired by world): {diff.mean():+.4f} "
           f"[{np.percentile(boots, 2.5):+.4f}, {np.percentile(boots, 97.5):+.4f}] (bootstrap over worlds, 95%)")
     print(f"false-winner rate (winner truly worse than the best initial prompt): paper {paper.false_winner_rate:.0%}, "
-          f"default {default.false_winner_rate:.0%}")
-
+          f"default {default.false_winner_rate:.0%}; of which an evolved winner: paper {paper.false_evolved_rate:.0%}, "
+          f"default {default.false_evolved_rate:.0%}; the worse initial prompt kept: "
+          f"paper {paper.worse_initial_kept_rate:.0%}, default {default.worse_initial_kept_rate:.0%}")
+    ratio = paper.judge_calls / default.judge_calls
+    high = float(np.percentile(boots, 97.5))
+    print("issue 11 targets, default protocol:")
+    print(f"  >= 2x fewer judge calls: {ratio:.2f}x - {'met' if ratio >= 2 else 'NOT met'}")
+    print(f"  true MAE no worse than the paper protocol: {diff.mean():+.4f}, 95% upper bound {high:+.4f} - "
+          f"{'met (not shown worse: the interval includes 0, or better)' if diff.mean() <= 0 or np.percentile(boots, 2.5) < 0 else 'NOT met'}")
+    print(f"  false-winner rate <= 5%: {default.false_winner_rate:.0%} - "
+          f"{'met' if default.false_winner_rate <= 0.05 else 'NOT met'}")
 
 if __name__ == "__main__":
     main()
