@@ -689,6 +689,8 @@ def bench_run(
                   highlight=False, soft_wrap=True)
     for note in result.notes + (result.judge.warnings if result.judge is not None else []):
         err.print(f"note: {note}", highlight=False, soft_wrap=True)
+    if result.judge is not None:
+        _print_split_fallbacks(result.judge)
     _print_bench_report(result.run_dir)
     run = result.run_dir
     out.print(f"wrote {run}: {result.n_ok} pipeline runs with a record, {result.n_failed} failed "
@@ -718,6 +720,10 @@ def bench_judge(
     run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
     repeats: Optional[int] = typer.Option(None, "--repeats", min=1, help="Judge calls per target and criterion (default: the run's)."),
+    free_form_roles: bool = typer.Option(
+        False, "--free-form-roles",
+        help="Also judge the reasoning and opinion of free-form pipelines (split on their 'FINAL OPINION:' line; "
+             "the paper judged role components of the structured pipeline only)."),
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
     from evolve.consilium import judge_bench
@@ -726,7 +732,8 @@ def bench_judge(
         _interrupt_on_sigterm()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
-            result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar))
+            result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar),
+                                 free_form_roles=free_form_roles)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench judge {run_dir}")
     except KeyboardInterrupt:
@@ -737,6 +744,15 @@ def bench_judge(
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
     out.print(f"wrote {result.path}: {result.rows} judge calls ({counts}; {result.cached} from the cache), "
               f"{result.skipped_runs} failed pipeline runs not judged", highlight=False, soft_wrap=True)
+    _print_split_fallbacks(result)
+
+
+def _print_split_fallbacks(result) -> None:
+    """One line on free-form opinions without a 'FINAL OPINION:' line (none printed when all had one)."""
+    if result.split_fallbacks:
+        what = "judged as overlapping components" if result.free_form_roles else "not judged (structured role components only)"
+        out.print(f"free-form split fallbacks: {result.split_fallbacks} of {result.free_form_opinions} primary-role "
+                  f"opinions had no 'FINAL OPINION:' line - {what}", highlight=False, soft_wrap=True)
 
 
 @bench_app.command("report")

@@ -24,8 +24,9 @@ or ``paper`` < file < environment < options) into ``archives/<run_id>/`` - ``man
 (:class:`BenchManifest`: models, endpoint, decoding, limits, every prompt with its SHA-256, the
 case file's SHA-256), ``roles/``, ``cases/`` (one CaseRun each), ``records/<model>/`` (the
 ConsiliumRecords physicians rate) and ``pack/<model>/`` (a rating pack of them) - and resumes
-by replay over the response cache. :func:`judge_bench` scores the primary role's reasoning and
-opinion, the final report and the panel with the (calibrated) consilium judge into
+by replay over the response cache. :func:`judge_bench` scores the final report, the panel and -
+in the structured condition, as the paper did - the primary role's reasoning and opinion with
+the (calibrated) consilium judge into
 ``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`evolve.workflows.run_and_judge`
 does both, then writes the bench report.
 """
@@ -48,6 +49,7 @@ from evolve.consilium._judging import (
     JudgeBenchResult,
     judge_bench,
     load_calibrated_guidance,
+    split_fallbacks,
 )
 from evolve.consilium._models import (
     ARTIFACT_VERSION,
@@ -151,6 +153,7 @@ __all__ = [
     "default_backend",
     "harmonise_role",
     "judge_bench",
+    "split_fallbacks",
     "load_bench_cases",
     "load_bench_config",
     "load_bench_manifest",

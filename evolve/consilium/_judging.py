@@ -1,9 +1,13 @@
 """Judging a benchmark run with the (calibrated) consilium judge (SPEC §2-§3).
 
 For every successful :class:`~evolve.consilium.CaseRun` of a run folder the judge scores the
-primary role's ``reasoning`` and ``opinion`` (role-level scores are those of the primary role)
-and the ``final`` report; once per (case, model) it scores the ``case`` component (the panel:
-criteria 9-10). Only (criterion, component) pairs the rubric applies are called (SPEC §2);
+``final`` report and, in the structured condition, the primary role's ``reasoning`` and
+``opinion`` (role-level scores are those of the primary role); once per (case, model) it scores
+the ``case`` component (the panel: criteria 9-10). The paper judged role components only for
+the structured pipeline (SPEC §5.2): a free-form opinion's reasoning and opinion come from
+splitting its text on a "FINAL OPINION:" line, and where a model wrote none the two components
+overlap. ``free_form_roles=True`` judges them anyway, and every split that fell back is
+counted (:func:`split_fallbacks`). Only (criterion, component) pairs the rubric applies are called (SPEC §2);
 criterion 11 is physician-only and never judged. Each call sees the case and one target; the
 reference answer only for the conclusion criterion (:class:`~evolve.judge.Judge` does that).
 
@@ -29,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evolve.consilium._config import BenchConfig, load_bench_config
 from evolve.consilium._models import CaseRun
+from evolve.consilium._prompts import split_free_form
 from evolve.consilium._runner import (
     BENCH_RUBRIC_ID,
     load_case_runs,
@@ -52,6 +57,7 @@ __all__ = [
     "JudgeBenchResult",
     "judge_bench",
     "load_calibrated_guidance",
+    "split_fallbacks",
 ]
 
 JUDGE_SCORES_FILE = BenchFolder.JUDGE_SCORES
@@ -108,6 +114,10 @@ class JudgeBenchResult:
         skipped_runs: Failed pipeline runs (nothing to judge).
         guidance: The guidance per criterion (empty without a calibration run).
         warnings: E.g. the calibration used another judge model.
+        free_form_roles: Role components of free-form pipelines were judged.
+        split_fallbacks: Free-form primary-role opinions whose reasoning/opinion split fell
+            back (no "FINAL OPINION:" line), judged or not.
+        free_form_opinions: Free-form primary-role opinions of successful pipelines.
     """
 
     run_dir: Path
@@ -118,6 +128,9 @@ class JudgeBenchResult:
     skipped_runs: int = 0
     guidance: dict[str, GuidanceChoice] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    free_form_roles: bool = False
+    split_fallbacks: int = 0
+    free_form_opinions: int = 0
 
 
 def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dict[str, GuidanceChoice]:
@@ -174,6 +187,20 @@ def _calibration_judge_model(calibration_run: Path) -> str | None:
         return None
 
 
+def split_fallbacks(run: CaseRun) -> list[tuple[str, str]]:
+    """The free-form opinions of a pipeline run whose split into reasoning and opinion fell
+    back, as ``(role, note)`` (see :func:`~evolve.consilium.split_free_form`); empty for the
+    structured condition, whose components are fields of their own."""
+    if run.condition != "free-form":
+        return []
+    found = []
+    for o in run.opinions:
+        note = split_free_form(o.text)[2] if o.text.strip() else "empty opinion"
+        if note:
+            found.append((o.role, note))
+    return found
+
+
 def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHook) -> list[dict]:
     """Judge one batch of ``(row, case, target, criterion, text, seed)`` in one concurrent map."""
     requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
@@ -194,7 +221,7 @@ Call = tuple[dict, Any, Any, Any, "str | None", int]
 def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance: dict[str, GuidanceChoice],
                    seeds: list[int], result: JudgeBenchResult) -> list[list[Call]]:
     """Every judge call of a run, one batch per pipeline run, in output order (failed runs are
-    skipped and counted in ``result``).
+    skipped and counted in ``result``, and so are free-form split fallbacks).
 
     Raises:
         RunError: An artifact names a case that is not in the run's ``cases.jsonl``.
@@ -211,8 +238,12 @@ def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance:
         if case is None:
             raise RunError(f"{run_dir}: artifact of case {run.case_id!r} but the case is not in cases.jsonl; "
                            "the run folder was edited.")
+        if run.condition == "free-form":
+            primary = next((p.name for p in run.roles if p.primary), "")
+            result.free_form_opinions += 1
+            result.split_fallbacks += sum(role == primary for role, _ in split_fallbacks(run))
         batch = []
-        for target, condition, topology in _judged_targets(run, panels_done):
+        for target, condition, topology in _judged_targets(run, panels_done, result.free_form_roles):
             for crit in criteria:
                 if not rubric.applies(crit.criterion_id, target.component):
                     continue  # structurally inapplicable: never called (SPEC §2)
@@ -230,14 +261,17 @@ def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance:
     return batches
 
 
-def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str]]) -> list[tuple[Any, str, str]]:
-    """The targets judged for one pipeline run: the primary role's reasoning and opinion, the
-    final report, and - once per (case, model), first - the panel (which belongs to no condition)."""
+def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str]], free_form_roles: bool) -> list[tuple[Any, str, str]]:
+    """The targets judged for one pipeline run: the final report, the primary role's reasoning
+    and opinion (free-form ones only with ``free_form_roles``), and - once per (case, model),
+    first - the panel (which belongs to no condition)."""
     record = run.to_record()
     primary = record.primary_role.name
+    roles_judged = run.condition == "structured" or free_form_roles
     chosen: list[tuple[Any, str, str]] = []
     for target in consilium_targets(record):
-        if (target.component in _ROLE_COMPONENTS and target.role == primary) or target.component == "final":
+        is_primary_role = target.component in _ROLE_COMPONENTS and target.role == primary
+        if (is_primary_role and roles_judged) or target.component == "final":
             chosen.append((target, run.condition, run.topology))
         elif target.component == "case" and (run.case_id, run.model) not in panels_done:
             panels_done.add((run.case_id, run.model))
@@ -252,12 +286,14 @@ def judge_bench(
     client: Client | None = None,
     repeats: int | None = None,
     progress: ProgressHook | None = None,
+    free_form_roles: bool = False,
 ) -> JudgeBenchResult:
     """Score a benchmark run's outputs with the consilium judge; write ``judge_scores.csv``.
 
-    Judged per successful CaseRun: the primary role's ``reasoning`` and ``opinion`` and the
-    ``final`` report, on every criterion the rubric applies to them (SPEC §2); per (case,
-    model): the ``case`` component (panel adequacy, case complexity). Seeds are
+    Judged per successful CaseRun: the ``final`` report and, in the structured condition (or
+    with ``free_form_roles``), the primary role's ``reasoning`` and ``opinion``, on every
+    criterion the rubric applies to them (SPEC §2, §5.2); per (case, model): the ``case``
+    component (panel adequacy, case complexity). Seeds are
     ``judge_seed + repeat`` (config), temperature/top_p/output limit from ``config.judge``.
 
     Args:
@@ -267,6 +303,8 @@ def judge_bench(
         client: A ready client; None builds one from the run's endpoint and closes it.
         repeats: Judge calls per (target, criterion) (>= 1); None = ``config.judge_repeats``.
         progress: Progress hook (key ``judge``, one step per call).
+        free_form_roles: Also judge the role components of free-form pipelines (split on the
+            "FINAL OPINION:" line; a fallback split is counted and warned about).
 
     Returns:
         Counts, the guidance used and warnings.
@@ -286,7 +324,8 @@ def judge_bench(
     rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
     judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge)
     guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
-    result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance)
+    result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance,
+                              free_form_roles=free_form_roles)
     if calibration_run is not None:
         calib_model = _calibration_judge_model(calibration_run)
         if calib_model is not None and calib_model != config.judge.model:
@@ -296,6 +335,11 @@ def judge_bench(
     seeds = [config.judge_seed + r for r in range(n_repeats)]
 
     batches = _planned_calls(run_dir, config, rubric, guidance, seeds, result)
+    if free_form_roles and result.split_fallbacks:
+        result.warnings.append(
+            f"{result.split_fallbacks} of {result.free_form_opinions} free-form primary-role opinions have no "
+            "'FINAL OPINION:' line: their reasoning is the whole text and their opinion its last paragraph, so the "
+            "two components overlap (judge without --free-form-roles to score free-form finals only)")
     journal = BenchFolder(run_dir).journal()
     total = sum(len(b) for b in batches)
     journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
@@ -324,6 +368,9 @@ def judge_bench(
         "judge": config.judge.model_dump(mode="json"),
         "repeats": n_repeats,
         "seeds": seeds,
+        "free_form_roles": free_form_roles,
+        "split_fallbacks": result.split_fallbacks,
+        "free_form_opinions": result.free_form_opinions,
         "calibration_run": str(calibration_run) if calibration_run is not None else None,
         "guidance": {k: v.model_dump() for k, v in guidance.items()},
         "warnings": result.warnings,

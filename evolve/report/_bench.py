@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from evolve.consilium import CaseRun, harmonise_role
+from evolve.consilium import CaseRun, harmonise_role, split_fallbacks
 from evolve.errors import DataError, RunError
 from evolve.report._report import format_interval
 from evolve.report._usage import render_usage, usage_report
@@ -582,6 +582,21 @@ def _roles(runs: Sequence[CaseRun]) -> dict:
 # -- report ---------------------------------------------------------------------------------------
 
 
+def _free_form_split(runs: Sequence[CaseRun], run_dir: Path) -> dict:
+    """How many free-form opinions were split on their "FINAL OPINION:" line and how many fell
+    back, and whether the judge scored free-form role components (``judge.json``)."""
+    done = [r for r in runs if r.condition == "free-form" and r.stop_reason != "failure" and r.final]
+    fallbacks = [(r, role) for r in done for role, _ in split_fallbacks(r)]
+    primary = {id(r): next((p.name for p in r.roles if p.primary), "") for r in done}
+    try:
+        judged = json.loads((run_dir / BenchFolder.JUDGE).read_text(encoding="utf-8")).get("free_form_roles", True)
+    except (OSError, ValueError):
+        judged = None  # not judged (or judge.json unreadable)
+    return {"opinions": sum(len(r.opinions) for r in done), "fallbacks": len(fallbacks),
+            "primary_opinions": len(done), "primary_fallbacks": sum(role == primary[id(r)] for r, role in fallbacks),
+            "roles_judged": judged}
+
+
 def _clean(x):
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items()}
@@ -614,7 +629,9 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         columns of :data:`TABLE3_COLUMNS` ...; the judge-based ones empty when not judged) and
         ``roles`` (the harmonisation: totals, ``categories`` rows of :data:`ROLES_COLUMNS`, and
         ``labels``, one record per exact label with its category) and ``usage`` (every call
-        of every process of the run, from the journal: :func:`~evolve.report.usage_report`).
+        of every process of the run, from the journal: :func:`~evolve.report.usage_report`) and
+        ``free_form_split`` (free-form opinions, split fallbacks, whether their role components
+        were judged).
 
     Raises:
         ValueError: ``n_boot`` < 1.
@@ -674,6 +691,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "notes": notes,
         "tables": tables,
         "roles": _roles(runs),
+        "free_form_split": _free_form_split(runs, run_dir),
         "usage": usage_report(BenchFolder(run_dir).journal()),
     }
     return _clean(report)
@@ -727,7 +745,16 @@ def render_bench_markdown(report: dict) -> str:
          "`all` rows pool the models. Every number is recomputable from `cases/*.json` and `judge_scores.csv`."),
         "",
     ]
-    out += [f"- Note: {n}" for n in report["notes"]] + ([""] if report["notes"] else [])
+    split = report.get("free_form_split") or {}
+    notes = list(report["notes"])
+    if split.get("fallbacks"):
+        judged = {True: "their reasoning and opinion were judged as overlapping components",
+                  False: "free-form role components were not judged (structured ones only, as in the paper)",
+                  None: "not judged yet"}[split["roles_judged"]]
+        notes.append(f"{split['fallbacks']} of {split['opinions']} free-form role opinions ({split['primary_fallbacks']} of "
+                     f"{split['primary_opinions']} primary-role ones) have no 'FINAL OPINION:' line: reasoning = the whole "
+                     f"text, opinion = its last paragraph; {judged}.")
+    out += [f"- Note: {n}" for n in notes] + ([""] if notes else [])
 
     out += ["## Table 3 — consilium outcomes", "",
             ("Per model, condition and topology: shares and mean rounds over completed pipelines, failures over all; "

@@ -76,7 +76,7 @@ def test_bench_run_judge_report_end_to_end(tmp_path, endpoint, monkeypatch):
     assert manifest["case_ids"] == ["10.0000/bench-00", "10.0000/bench-01"]
     assert len(list((run / "cases").glob("*.json"))) == 4  # 2 cases x 2 conditions
     scores = pd.read_csv(run / "judge_scores.csv")
-    assert len(scores) == 4 * 20 + 2 * 2
+    assert len(scores) == 2 * 20 + 2 * 8 + 2 * 2  # structured runs: 20 pairs; free-form: the final (8)
     assert f"records: {run / 'records' / 'scripted'}" in result.stdout
     assert "judge scores:" in result.stdout and "4 pipeline runs with a record, 0 failed" in result.stdout
     if HAVE_REPORT:  # the tables, printed
@@ -86,7 +86,13 @@ def test_bench_run_judge_report_end_to_end(tmp_path, endpoint, monkeypatch):
     calls = _chats(endpoint)
     judged = runner.invoke(app, ["bench", "judge", str(run)])
     assert judged.exit_code == 0, judged.output
-    assert _chats(endpoint) == calls and "84 judge calls" in judged.stdout and "84 from the cache" in judged.stdout
+    assert _chats(endpoint) == calls and "60 judge calls" in judged.stdout and "60 from the cache" in judged.stdout
+    # free-form role components on request: only their 2 x 12 calls are new
+    roles = runner.invoke(app, ["bench", "judge", str(run), "--free-form-roles"])
+    assert roles.exit_code == 0, roles.output
+    assert "84 judge calls" in roles.stdout and "60 from the cache" in roles.stdout and _chats(endpoint) == calls + 24
+    assert "split fallbacks" not in roles.stdout  # every scripted opinion has its FINAL OPINION line
+    calls = _chats(endpoint)
 
     # resuming a finished run calls nothing and keeps every artifact
     resumed = runner.invoke(app, ["bench", "run", "--resume", str(run), "--no-judge"])

@@ -18,6 +18,7 @@ from evolve.consilium import (
 )
 from evolve.errors import ConfigError, EndpointError, RunError
 from evolve.llm import ChatRequest
+from evolve.report import write_bench_report
 from evolve.rubric import load_rubric
 from tests.consilium.bench_support import (
     consilium_endpoint,
@@ -55,13 +56,16 @@ def test_only_applicable_pairs_are_judged_with_the_contract_columns(tmp_path, be
         client.close()
     frame = pd.read_csv(bench_run / "judge_scores.csv", keep_default_na=False)
     assert list(frame.columns) == JUDGE_SCORE_COLUMNS  # the contract the bench report reads
-    expected = 4 * sum(PER_RUN.values()) + 2 * 2  # per run, plus criteria 9-10 once per (case, model)
+    # structured runs: every component; free-form runs: the final only (SPEC §5.2); plus
+    # criteria 9-10 once per (case, model)
+    expected = 2 * sum(PER_RUN.values()) + 2 * PER_RUN["final"] + 2 * 2
     assert len(frame) == result.rows == expected == len(provider.requests)  # inapplicable pairs never called
     assert all(RUBRIC.applies(c, k) for c, k in zip(frame["criterion"], frame["component"]))
     assert "overall_quality" not in set(frame["criterion"])
     counts = frame.groupby(["case_id", "condition", "component"]).size()
     for (_case_id, _condition, component), n in counts.items():
         assert n == (2 if component == "case" else PER_RUN[component])
+    assert set(frame.loc[frame["condition"] == "free-form", "component"]) == {"final"}
     # the role-level targets are the primary role's; the panel is judged once per case and model
     roles = frame[frame["component"].isin(["reasoning", "opinion"])]
     assert set(roles["role"]) == {"Cardiology"}
@@ -81,6 +85,7 @@ def test_only_applicable_pairs_are_judged_with_the_contract_columns(tmp_path, be
     assert {(r.temperature, r.top_p, r.max_tokens, r.model) for r in provider.requests} == {(0.0, 1.0, 160, "model-a")}
     info = json.loads((bench_run / "judge.json").read_text())
     assert info["repeats"] == 1 and info["seeds"] == [42] and info["guidance"] == {} and info["calibration_run"] is None
+    assert info["free_form_roles"] is False and info["split_fallbacks"] == 0 and result.free_form_opinions == 2
     events = [json.loads(line)["event"] for line in (bench_run / "journal.jsonl").read_text().splitlines()]
     assert events[-2:] == ["judge_started", "judge_finished"]
 
@@ -119,7 +124,7 @@ def test_calibrated_guidance_is_used_per_criterion(tmp_path, bench_run):
     assert set(frame.loc[~guided, "guidance_id"]) == {"none"}
     assert set(frame.loc[guided, "score"]) == {3} and set(frame.loc[~guided, "score"]) == {2}  # the scripted judge follows guidance
     prompts = [r.messages[-1].content for r in provider.requests]
-    assert sum("count only data the case states" in p for p in prompts) == 2 * 4  # reasoning + final, 4 runs
+    assert sum("count only data the case states" in p for p in prompts) == 2 * 2 + 2  # reasoning + final of 2 structured runs, final of 2 free-form
     assert not any("not the winner" in p for p in prompts)
     info = json.loads((bench_run / "judge.json").read_text())
     assert info["calibration_run"] == str(calib)
@@ -167,7 +172,7 @@ def test_repeats_use_fresh_seeds_and_a_second_judging_is_free(tmp_path, bench_ru
     finally:
         client.close()
     frame = pd.read_csv(result.path, keep_default_na=False)
-    assert result.rows == 2 * (4 * 20 + 4) and n == result.rows
+    assert result.rows == 2 * (2 * 20 + 2 * 8 + 4) and n == result.rows  # free-form runs: the final only
     assert sorted(set(zip(frame["repeat"], frame["seed"]))) == [(0, 42), (1, 43)]
     assert provider.calls == n and again.cached == again.rows  # replayed from the cache
 
@@ -200,3 +205,34 @@ def test_failed_pipeline_runs_are_not_judged_and_judge_failures_are_recorded(tmp
 def test_judging_a_folder_that_is_no_bench_run_fails_with_the_fix(tmp_path):
     with pytest.raises(RunError, match="evolve bench run"):
         judge_bench(tmp_path)
+
+
+def _no_marker(request: ChatRequest) -> str:
+    """The consilium endpoint, but free-form opinions close without a 'FINAL OPINION:' line."""
+    answer = consilium_endpoint(request)
+    return answer.replace("FINAL OPINION:", "")
+
+
+def test_free_form_role_components_are_judged_only_on_request_and_fallback_splits_are_reported(tmp_path):
+    config = make_config(tmp_path, write_cases(tmp_path / "cases.jsonl", n=2))
+    client, provider = make_client(tmp_path, _no_marker)
+    try:
+        run_bench(config, client=client)
+        default = judge_bench(config.run_dir, client=client)
+        assert default.split_fallbacks == 2 and default.free_form_opinions == 2 and default.warnings == []
+        write_bench_report(config.run_dir)
+        report = (config.run_dir / "bench_report.md").read_text()
+        assert "4 of 4 free-form role opinions (2 of 2 primary-role ones) have no 'FINAL OPINION:' line" in report
+        assert "free-form role components were not judged" in report
+        asked = judge_bench(config.run_dir, client=client, free_form_roles=True)
+    finally:
+        client.close()
+    frame = pd.read_csv(asked.path, keep_default_na=False)
+    free = frame[frame["condition"] == "free-form"]
+    assert set(free["component"]) == {"reasoning", "opinion", "final"}
+    assert asked.rows == 4 * sum(PER_RUN.values()) + 2 * 2
+    assert len(asked.warnings) == 1 and "2 of 2 free-form primary-role opinions have no 'FINAL OPINION:'" in asked.warnings[0]
+    info = json.loads((config.run_dir / "judge.json").read_text())
+    assert info["free_form_roles"] is True and info["split_fallbacks"] == 2
+    write_bench_report(config.run_dir)
+    assert "judged as overlapping components" in (config.run_dir / "bench_report.md").read_text()
