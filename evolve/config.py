@@ -191,7 +191,13 @@ class CalibrationConfig(_Settings):
             None = whatever rubric the pack names.
         criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
         conditions: Use only targets produced under these conditions (``Target.condition``,
-            e.g. ``structured``, as in the paper's calibration); None = all targets.
+            e.g. ``structured``, as in the paper's calibration); None = all targets (but see
+            ``prefer_condition``).
+        prefer_condition: Without ``conditions``: when the pack has targets produced under
+            this condition, use only those, and record the choice as ``conditions`` in
+            ``config.json``. The ``paper`` preset sets ``structured``: the paper calibrated on
+            the structured consilium's outputs (SPEC §4, §5.2). Packs without such targets
+            (K-QA, Savage) keep all theirs.
         parallel_criteria: Criterion archives evolved at the same time (threads sharing one
             client, its concurrency bound and its cache); each archive stays isolated.
         audit: After re-evaluation, audit every winner for semantic drift (SPEC §4 semantic
@@ -212,6 +218,7 @@ class CalibrationConfig(_Settings):
     rubric: str | None = None
     criteria: tuple[str, ...] | None = None
     conditions: tuple[str, ...] | None = None
+    prefer_condition: str | None = None
     parallel_criteria: int = Field(default=9, ge=1)
     audit: bool = True
     seed: int = 42
@@ -245,6 +252,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # lowest training MAE
         "racing": {"enabled": False},
         "selection": {"rule": "paper"},
+        # the paper calibrated on the structured pipeline's outputs (a consilium pack's other
+        # condition is left out; packs without structured targets keep all theirs)
+        "prefer_condition": "structured",
     },
     # A demo that finishes in about 15 minutes on 2 CPU cores with the embedded 0.5B model.
     "quick": {

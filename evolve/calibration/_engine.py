@@ -792,6 +792,7 @@ def calibrate(
     progress = progress or NoProgress()
     config = with_cache_path(config)  # recorded, so a resume finds the same cache whatever EVOLVE_CACHE_DIR says
     plan = plan or plan_calibration(config, resume=resume)
+    config = config.model_copy(update={"conditions": plan.conditions})  # prefer_condition resolved
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     journal = CalibrationFolder(run_dir).journal()
@@ -822,6 +823,9 @@ class CalibrationPlan:
         initial: Initial guidance candidates per criterion id.
         items: ``(training items, validation items)`` per criterion id.
         warnings: :func:`budget_warnings` of the run.
+        conditions: The target conditions used: ``config.conditions``, or
+            ``(config.prefer_condition,)`` when that was None and the pack has such targets.
+        notes: What the plan chose on the user's behalf (one sentence each).
     """
 
     pack: RatingPack
@@ -832,6 +836,8 @@ class CalibrationPlan:
     initial: dict
     items: dict[str, tuple[list, list]]
     warnings: list[str] = field(default_factory=list)
+    conditions: tuple[str, ...] | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> CalibrationPlan:
@@ -854,10 +860,11 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
             "or drop --rubric."
         )
     criteria = _chosen_criteria(config, rubric)
+    conditions, notes = _conditions(config, pack)
     items = {}
     for i, c in enumerate(criteria):
-        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, config.conditions)
-        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i, config.conditions)
+        train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, conditions)
+        val = _select_items(pack, splits, c, "validation", config.budget.max_validation_targets, config.seed + i, conditions)
         if not train or not val:
             raise RunError(
                 f"criterion {c.criterion_id!r}: {len(train)} training and {len(val)} validation targets have "
@@ -868,8 +875,23 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
         pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=config.prompts_root),
         criteria=criteria, items=items,
         initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria},
-        warnings=budget_warnings(config, len(criteria)),
+        warnings=budget_warnings(config, len(criteria)), conditions=conditions, notes=notes,
     )
+
+
+def _conditions(config: CalibrationConfig, pack: RatingPack) -> tuple[tuple[str, ...] | None, list[str]]:
+    """The target conditions a run uses (see ``CalibrationConfig.prefer_condition``) and a note
+    when the preferred condition was chosen for the user."""
+    prefer = config.prefer_condition
+    if config.conditions is not None or prefer is None:
+        return config.conditions, []
+    present = sorted({t.condition for t in pack.targets})
+    if prefer not in present:
+        return None, []
+    n = sum(t.condition == prefer for t in pack.targets)
+    note = (f"calibrating on the {n} {prefer!r} targets of {len(pack.targets)} (conditions in the pack: "
+            f"{', '.join(map(repr, present))}), as the paper did; pass --condition to choose others")
+    return (prefer,), ([note] if len(present) > 1 else [])
 
 
 def budget_warnings(config: CalibrationConfig, n_criteria: int) -> list[str]:

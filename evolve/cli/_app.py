@@ -452,7 +452,8 @@ def calibrate(
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
             result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar),
-                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
+                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True),
+                                on_note=lambda n: err.print(f"note: {n}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:

@@ -172,6 +172,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         "run_id": config.run_id,
         "pack": pack.manifest.name,
         "rubric": {"id": pack.manifest.rubric.id, "version": pack.manifest.rubric.version},
+        "conditions": list(config.conditions) if config.conditions is not None else None,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
         "criteria": {},
         "exclusions": exclusions.to_dict(orient="records"),
@@ -614,8 +615,9 @@ def render_markdown(report: dict) -> str:
     out = [
         f"# Calibration report — run `{report['run_id']}`",
         "",
-        f"Pack `{report['pack']}`, rubric `{report['rubric']['id']}` v{report['rubric']['version']}. "
-        "MAE = mean absolute error between judge scores and every individual physician rating "
+        f"Pack `{report['pack']}`, rubric `{report['rubric']['id']}` v{report['rubric']['version']}"
+        + (f", targets of condition {', '.join(f'`{c}`' for c in report['conditions'])} only" if report.get("conditions") else "")
+        + ". MAE = mean absolute error between judge scores and every individual physician rating "
         "(pooled over re-evaluation repeats with fresh seeds); signed = mean(judge − physician); "
         "SD = sample SD of per-repeat MAE; coverage = share of judge calls with a numeric score, then how many "
         "calls the judge declared not evaluable (n.e.) and how many failed (failed: endpoint error, cut or invalid "

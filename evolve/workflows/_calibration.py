@@ -23,6 +23,7 @@ def run_calibration(
     resume: bool = False,
     progress: ProgressHook | None = None,
     on_warning: Callable[[str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> CalibrationResult:
     """Calibrate every requested criterion, audit the winners, write the report.
 
@@ -41,6 +42,8 @@ def run_calibration(
         progress: Progress hook.
         on_warning: Receives each warning about the run before it starts (a budget too small
             to calibrate, :func:`evolve.calibration.budget_warnings`); they are journaled too.
+        on_note: Receives each choice the plan made for the user before the run starts (the
+            ``paper`` preset's structured targets, ``CalibrationConfig.prefer_condition``).
 
     Returns:
         The run folder, the winners and the parsed ``report.json``.
@@ -54,6 +57,9 @@ def run_calibration(
     if on_warning is not None:
         for warning in plan.warnings:
             on_warning(warning)
+    if on_note is not None:
+        for note in plan.notes:
+            on_note(note)
     journal = CalibrationFolder(config.run_dir).journal()
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client,
                       journal_usage=True) as client:
