@@ -44,6 +44,7 @@ __all__ = [
     "BenchConfig",
     "BenchManifest",
     "GenerationSettings",
+    "ModelOutputLimits",
     "OutputLimits",
     "PromptRecord",
     "load_bench_config",
@@ -100,6 +101,15 @@ class OutputLimits(_Settings):
     finalizer: int = Field(default=16000, ge=16)
 
 
+class ModelOutputLimits(_Settings):
+    """One model's output limits, tokens; a stage left out keeps the run's limit."""
+
+    role_assignment: int | None = Field(default=None, ge=16)
+    opinion: int | None = Field(default=None, ge=16)
+    consilium: int | None = Field(default=None, ge=16)
+    finalizer: int | None = Field(default=None, ge=16)
+
+
 class GenerationSettings(_Settings):
     """Decoding of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds).
 
@@ -111,6 +121,10 @@ class GenerationSettings(_Settings):
         max_rounds: Most review rounds of the consilium (1-5; SPEC §5.3).
         max_reasks: Re-asks of one call after an invalid, cut or rule-breaking answer.
         limits: Output limits per stage.
+        model_limits: Output limits of particular models (model id -> the stages that differ
+            from ``limits``): the paper gave each model its own (role assignment
+            1,024-4,096, pre-consilium ~16k, consilium 16k-32k tokens; SPEC §5.6). Every id must
+            be a model of the run (generating, worker or consolidator).
         max_field_chars: Character bound on every text field of a structured answer (see
             ``PipelineSettings``); None = unbounded (the paper's setting).
         max_text_chars: Character bound on free-form texts, asked for as ``{"text": ...}``;
@@ -123,6 +137,7 @@ class GenerationSettings(_Settings):
     max_rounds: int = Field(default=5, ge=1, le=5)
     max_reasks: int = Field(default=2, ge=0)
     limits: OutputLimits = OutputLimits()
+    model_limits: dict[str, ModelOutputLimits] = {}
     max_field_chars: int | None = Field(default=None, ge=20)
     max_text_chars: int | None = Field(default=None, ge=50)
 
@@ -196,6 +211,11 @@ class BenchConfig(_Settings):
             raise ValueError("topology 'n+1' needs worker models (--worker M, repeatable; the paper used 3)")
         if self.workers and "n+1" not in self.topologies:
             raise ValueError("worker models are only used by topology 'n+1'; add --topology n+1 or drop --worker")
+        used = {*self.models, *self.workers, *([self.consolidator] if self.consolidator else [])}
+        unknown = sorted(set(self.generation.model_limits) - used)
+        if unknown:
+            raise ValueError(f"generation.model_limits names {unknown}, which this run does not use (its models: "
+                             f"{sorted(used)}); spell the model id as given to --model/--worker")
         slugs: dict[str, str] = {}
         for m in self.models:
             s = model_slug(m)
@@ -217,9 +237,12 @@ class BenchConfig(_Settings):
         from evolve.consilium._pipeline import PipelineSettings, StageLimits
 
         g = self.generation
+        run_limits = g.limits.model_dump()
         return PipelineSettings(
             temperature=g.temperature, top_p=g.top_p, seed=g.seed, max_rounds=g.max_rounds, max_reasks=g.max_reasks,
-            limits=StageLimits(**g.limits.model_dump()), schema_limits=self.endpoint.schema_limits,
+            limits=StageLimits(**run_limits), schema_limits=self.endpoint.schema_limits,
+            model_limits={m: StageLimits(**{**run_limits, **own.model_dump(exclude_none=True)})
+                          for m, own in g.model_limits.items()},
             max_field_chars=g.max_field_chars, max_text_chars=g.max_text_chars,
         )
 
@@ -227,7 +250,7 @@ class BenchConfig(_Settings):
 BENCH_PRESETS: dict[str, dict[str, Any]] = {
     # SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds; role assignment 4,096, pre-consilium
     # 16,000, consilium 16,000 output tokens (the paper gave some models 16,384 / 32,768: set
-    # generation.limits in a config file); judge as in SPEC §3 (8,000 tokens).
+    # generation.model_limits in a config file); judge as in SPEC §3 (8,000 tokens).
     "paper": {
         "generation": {
             "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 5, "max_reasks": 2,

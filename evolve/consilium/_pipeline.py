@@ -141,6 +141,8 @@ class PipelineSettings(_Settings):
             dissent is kept without another vote.
         max_reasks: Re-asks after an invalid, cut or rule-breaking answer (0 = none), per call.
         limits: Output limits per stage, tokens.
+        model_limits: Output limits of particular models (model id -> limits), replacing
+            ``limits`` for that model's calls (the paper gave each model its own, SPEC §5.6).
         schema_limits: Keep ``maxLength``/``minLength`` in the JSON schemas sent (constrained
             decoders need them; some hosted strict modes reject them).
         max_field_chars: Bound every text field of a structured answer to this many
@@ -160,9 +162,14 @@ class PipelineSettings(_Settings):
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1)
     max_reasks: int = Field(default=2, ge=0)
     limits: StageLimits = Field(default_factory=StageLimits)
+    model_limits: dict[str, StageLimits] = Field(default_factory=dict)
     schema_limits: bool = True
     max_field_chars: int | None = Field(default=None, ge=20)
     max_text_chars: int | None = Field(default=None, ge=50)
+
+    def limit(self, model: str, stage: Stage) -> int:
+        """Output limit of one call, tokens: the model's own limits, else the run's."""
+        return self.model_limits.get(model, self.limits).for_stage(stage)
 
 
 def _bound_strings(schema: Any, limit: int, wide: dict[str, int]) -> Any:
@@ -387,7 +394,7 @@ class ConsiliumPipeline:
             temperature=s.temperature,
             top_p=s.top_p,
             seed=s.seed,
-            max_tokens=s.limits.for_stage(ask.stage),
+            max_tokens=s.limit(ask.model, ask.stage),
             response_format=ask.fmt if ask.fmt is not None else self._text_format,
             tag=ask.stage,
         )
@@ -448,7 +455,8 @@ class ConsiliumPipeline:
                     limit = _LIMIT_OF_STAGE.get(ask.stage, ask.stage)
                     hint = (
                         f"raise the output limit in a --config file: {{\"generation\": {{\"limits\": "
-                        f"{{\"{limit}\": N}}}}}}"
+                        f"{{\"{limit}\": N}}}}}}, or for this model only: {{\"generation\": {{\"model_limits\": "
+                        f"{{\"{ask.model}\": {{\"{limit}\": N}}}}}}}}"
                         if answer.finish_reason != "stop"
                         else "try another --model, or allow more re-asks in a --config file: "
                              "{\"generation\": {\"max_reasks\": N}}"
