@@ -515,11 +515,13 @@ def _endpoint_overrides(
     max_concurrency: Optional[int] = None,
     local_model: Optional[str] = None,
     schema_limits: Optional[bool] = None,
+    context_tokens: Optional[int] = None,
 ) -> dict:
     """Endpoint fields from the shared endpoint options of ``calibrate`` and ``audit`` (None =
     not given); a base URL selects the ``openai_compatible`` provider."""
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
-                "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits}
+                "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits,
+                "context_tokens": context_tokens}
     if base_url:
         endpoint["provider"] = "openai_compatible"
     return {k: v for k, v in endpoint.items() if v is not None}
@@ -629,6 +631,11 @@ def bench_run(
     max_concurrency: MaxConcurrencyOption = None,
     schema_limits: SchemaLimitsOption = None,
     local_model: LocalModelOption = None,
+    context_tokens: Optional[int] = typer.Option(
+        None, "--context-tokens", min=256,
+        help="Context window of one request at the endpoint, tokens (prompt and output). Every stage's prompt "
+             "is checked against it before any call (default: the embedded server's 8,192-token slot; "
+             "unknown, so unchecked, for other endpoints)."),
 ) -> None:
     """Generate consilium second opinions for a case set, judge them and write the bench tables.
 
@@ -655,7 +662,8 @@ def bench_run(
             if cases is None:
                 raise EvolveError("--cases FILE_OR_PACK is required (or --resume RUN_DIR to continue a run).")
             endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
-                                           local_model=local_model, schema_limits=schema_limits)
+                                           local_model=local_model, schema_limits=schema_limits,
+                                           context_tokens=context_tokens)
             overrides = {
                 "run_id": run_id or f"bench-{cases.stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "archives_dir": archives_dir,
@@ -678,7 +686,8 @@ def bench_run(
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=False) as bar:
             result = run_and_judge(config, judge=judge, calibration_run=guidance, resume=resume is not None,
-                                   progress=_RichProgress(bar))
+                                   progress=_RichProgress(bar),
+                                   on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench run --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:

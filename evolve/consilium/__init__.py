@@ -43,6 +43,7 @@ from evolve.consilium._config import (
     model_slug,
     resolve_bench_config,
 )
+from evolve.consilium._context import CHARS_PER_TOKEN, ContextCheck, StageBound, check_context, stage_bounds
 from evolve.consilium._judging import (
     JUDGE_SCORE_COLUMNS,
     JUDGE_SCORES_FILE,
@@ -99,6 +100,7 @@ from evolve.consilium._runner import (
     load_bench_cases,
     load_case_runs,
     load_run_cases,
+    plan_context,
     prepare_bench,
     records_key,
     role_file_path,
@@ -136,6 +138,12 @@ __all__ = [
     "reply_format",
     "split_free_form",
     "strip_identifiers",
+    # prompt sizes against the context
+    "CHARS_PER_TOKEN",
+    "ContextCheck",
+    "StageBound",
+    "check_context",
+    "stage_bounds",
     # benchmark runner and judging
     "BENCH_PRESETS",
     "JUDGE_SCORES_FILE",
@@ -162,6 +170,7 @@ __all__ = [
     "load_calibrated_guidance",
     "load_case_runs",
     "load_run_cases",
+    "plan_context",
     "prepare_bench",
     "model_slug",
     "records_key",

@@ -503,15 +503,7 @@ class ConsiliumPipeline:
             valid panel came back.
         """
         trace = _Trace()
-        ask = _Ask(
-            stage="role_assignment", model=model, fmt=self._formats["role_assignment"],
-            messages=(
-                Message(role="system", content=render("role_assignment.system")),
-                Message(role="user", content=render("role_assignment.user", case=case_block(case))),
-            ),
-            parse=_parse_roles,
-        )
-        outcome = self._ask_all([ask], trace)[0]
+        outcome = self._ask_all([self._role_ask(case, model)], trace)[0]
         if isinstance(outcome, _Failed):
             return RoleAssignment(case_id=case.case_id, model=model, calls=tuple(trace.calls), error=outcome.error)
         reply: RoleAssignmentReply = outcome.value
@@ -522,6 +514,16 @@ class ConsiliumPipeline:
         return RoleAssignment(
             case_id=case.case_id, model=model, roles=roles,
             panel_rationale=reply.panel_rationale.strip(), calls=tuple(trace.calls),
+        )
+
+    def _role_ask(self, case: Case, model: str) -> _Ask[RoleAssignmentReply]:
+        return _Ask(
+            stage="role_assignment", model=model, fmt=self._formats["role_assignment"],
+            messages=(
+                Message(role="system", content=render("role_assignment.system")),
+                Message(role="user", content=render("role_assignment.user", case=case_block(case))),
+            ),
+            parse=_parse_roles,
         )
 
     # -- the whole case ------------------------------------------------------------------------
@@ -656,28 +658,30 @@ class ConsiliumPipeline:
             r.name: tuple(o.value.text for o in outcomes[k * n:(k + 1) * n])  # type: ignore[union-attr]
             for k, r in enumerate(panel)
         }
-        structured = condition == "structured"
-        merge_asks = [
-            _Ask(
-                stage="opinion_consolidation", model=consolidator, role=r.name,
-                fmt=self._formats["structured_opinion"] if structured else None,
-                messages=(
-                    Message(role="system", content=render("consolidation.system", role=fence(r.name))),
-                    Message(role="user", content=render(
-                        f"consolidation.{condition}.user", case=case_block(case), role=fence(r.name), count=n,
-                        opinions=numbered_blocks("WORKER OPINION", worker_texts[r.name]),
-                    )),
-                ),
-                parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
-            )
-            for r in panel
-        ]
+        merge_asks = [self._consolidation_ask(case, r.name, consolidator, condition, worker_texts[r.name]) for r in panel]
         merged = self._ask_all(merge_asks, trace)
         opinions = tuple(
             _role_opinion(r.name, o.value, worker_texts[r.name])
             for r, o in zip(panel, merged) if isinstance(o, _Parsed)
         )
         return opinions, "; ".join(o.error for o in merged if isinstance(o, _Failed))
+
+    def _consolidation_ask(
+        self, case: Case, role: str, consolidator: str, condition: Condition, texts: Sequence[str]
+    ) -> _Ask[_OpinionValue]:
+        structured = condition == "structured"
+        return _Ask(
+            stage="opinion_consolidation", model=consolidator, role=role,
+            fmt=self._formats["structured_opinion"] if structured else None,
+            messages=(
+                Message(role="system", content=render("consolidation.system", role=fence(role))),
+                Message(role="user", content=render(
+                    f"consolidation.{condition}.user", case=case_block(case), role=fence(role), count=len(texts),
+                    opinions=numbered_blocks("WORKER OPINION", texts),
+                )),
+            ),
+            parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
+        )
 
     # -- SPEC §5.3 interactive consilium and §5.4 finalizer -------------------------------------
 
@@ -692,14 +696,7 @@ class ConsiliumPipeline:
     ) -> CaseRun:
         """Synthesis, review rounds and finalizer on the identifier-stripped case."""
         seen = _ConsiliumMaterial(case, opinions)
-        synthesis = self._ask_all([_Ask(
-            stage="synthesis", model=model,
-            messages=(
-                Message(role="system", content=render("synthesis.system")),
-                Message(role="user", content=render("synthesis.user", case=seen.case, opinions=seen.opinions)),
-            ),
-            parse=_parse_text,
-        )], trace)[0]
+        synthesis = self._ask_all([self._synthesis_ask(seen, model)], trace)[0]
         if isinstance(synthesis, _Failed):
             return done("failure", synthesis.error, opinions=opinions)
 
@@ -718,6 +715,16 @@ class ConsiliumPipeline:
         if condition == "structured":
             return done(stop, final=render_structured_final(final.value), final_structured=final.value, **outcome)
         return done(stop, final=final.value, **outcome)
+
+    def _synthesis_ask(self, seen: _ConsiliumMaterial, model: str) -> _Ask[str]:
+        return _Ask(
+            stage="synthesis", model=model,
+            messages=(
+                Message(role="system", content=render("synthesis.system")),
+                Message(role="user", content=render("synthesis.user", case=seen.case, opinions=seen.opinions)),
+            ),
+            parse=_parse_text,
+        )
 
     def _review(
         self, seen: _ConsiliumMaterial, model: str, report: str, trace: _Trace

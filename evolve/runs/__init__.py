@@ -32,7 +32,14 @@ The floors of the package, each importing only its own floor or the ones below i
     0  errors                       one error tree
 """
 
-from evolve.runs._client import EndpointSettings, default_cache_path, open_client, owned_client, with_cache_path
+from evolve.runs._client import (
+    EndpointSettings,
+    context_window,
+    default_cache_path,
+    open_client,
+    owned_client,
+    with_cache_path,
+)
 from evolve.runs._files import atomic_write, holds_interrupt
 from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
@@ -41,19 +48,20 @@ from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
     "JOURNAL_VERSION",
+    "REPLAYED_EVENTS",
+    "RESUME_EVENTS",
     "BenchFolder",
     "CalibrationFolder",
     "EndpointSettings",
     "Event",
     "Journal",
     "NoProgress",
-    "REPLAYED_EVENTS",
-    "RESUME_EVENTS",
     "ProgressHook",
     "RunFolder",
     "atomic_write",
     "check_resumable",
     "check_same_settings",
+    "context_window",
     "default_cache_path",
     "holds_interrupt",
     "open_client",

@@ -16,7 +16,7 @@ from evolve.llm import Client, OpenAICompatibleProvider, Provider, ResponseCache
 from evolve.local import running_llama_servers
 from evolve.runs._journal import Event, Journal
 
-__all__ = ["EndpointSettings", "default_cache_path", "open_client", "owned_client", "with_cache_path"]
+__all__ = ["EndpointSettings", "context_window", "default_cache_path", "open_client", "owned_client", "with_cache_path"]
 
 _C = TypeVar("_C", bound=BaseModel)
 
@@ -37,6 +37,9 @@ class EndpointSettings(BaseModel):
         timeout_s: Per-request timeout, seconds.
         schema_limits: Send ``maxLength`` in output JSON schemas (needed by constrained
             decoders such as llama.cpp; turn off for hosted strict modes that reject it).
+        context_tokens: Context window of one request, tokens (prompt and output together),
+            checked before a benchmark pays for calls. None: the embedded server's slot
+            (:data:`evolve.local.SLOT_CONTEXT`); unknown, and not checked, for other endpoints.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,12 +53,25 @@ class EndpointSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
     schema_limits: bool = True
+    context_tokens: int | None = Field(default=None, ge=256)
 
     @model_validator(mode="after")
     def _needs_url(self) -> EndpointSettings:
         if self.provider == "openai_compatible" and not self.base_url:
             raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
         return self
+
+
+def context_window(endpoint: EndpointSettings) -> tuple[int | None, str]:
+    """The context of one request at this endpoint, tokens, and where the figure comes from
+    (``(None, ...)`` when nobody knows it)."""
+    if endpoint.context_tokens is not None:
+        return endpoint.context_tokens, "endpoint.context_tokens"
+    if endpoint.provider == "embedded":
+        from evolve.local import SLOT_CONTEXT
+
+        return SLOT_CONTEXT, "the embedded server's slot"
+    return None, "unknown: set endpoint.context_tokens to check prompts against it"
 
 
 def default_cache_path() -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from evolve.consilium import (
@@ -10,6 +11,7 @@ from evolve.consilium import (
     PipelineBackend,
     default_backend,
     judge_bench,
+    plan_context,
     prepare_bench,
     run_bench,
 )
@@ -30,6 +32,7 @@ def run_and_judge(
     resume: bool = False,
     progress: ProgressHook | None = None,
     backend: PipelineBackend | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> BenchResult:
     """:func:`~evolve.consilium.run_bench`, then :func:`~evolve.consilium.judge_bench`, then
     the bench report - over one client (the embedded server starts once).
@@ -42,12 +45,21 @@ def run_and_judge(
         client: A ready client; None builds one from ``config.endpoint`` and releases it on any
             exit (calls in flight cancelled after an interrupt).
         resume, progress, backend: As for :func:`~evolve.consilium.run_bench`.
+        on_warning: Receives, before any call, each stage whose prompts may not fit the
+            endpoint's context (:func:`~evolve.consilium.plan_context`) and each pipeline run
+            failed for that reason without a call.
 
     Raises:
         As :func:`~evolve.consilium.run_bench` and :func:`~evolve.consilium.judge_bench`.
     """
     backend = backend or default_backend()
     prepared = prepare_bench(config, resume, backend)  # refuses a bad resume before a server starts
+    if on_warning is not None:
+        context = plan_context(config, prepared[0])
+        for warning in context.warnings:
+            on_warning(f"context: {warning}")
+        for (case_id, model, condition, topology), reason in context.blocked.items():
+            on_warning(f"context: {case_id} {model} {condition} {topology} will fail without a call: {reason}")
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=BenchFolder(config.run_dir).journal(),
                       client=client, journal_usage=True) as client:
         result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared)
