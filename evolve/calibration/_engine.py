@@ -210,15 +210,20 @@ class CriterionRun:
         self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str
     ) -> list[dict]:
         """Score candidates x items x seeds; returns the new rows (also kept in ``score_rows``).
-        Item-major order keeps the calls that share a (case, target) prefix together for the
-        server's prompt cache."""
+
+        Calls that share an item share their prompt up to the guidance, which the server can
+        serve from the prefix cache of the slot that last saw that item. With ``lanes`` calls in
+        flight, the items go in groups of ``lanes``, interleaved - call k and call k + lanes
+        have the same item - so the slot freed by call k usually gets call k + lanes."""
         new_rows: list[dict] = []
         jobs = []
-        for it in items:
+        lanes = max(1, self.client.max_concurrency)
+        for start in range(0, len(items), lanes):
             for cand in cands:
                 for rep, seed in enumerate(seeds):
-                    req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
-                    jobs.append((cand, it, rep, seed, req))
+                    for it in items[start:start + lanes]:
+                        req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
+                        jobs.append((cand, it, rep, seed, req))
         self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid)
         results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance(key=self.cid))
         for (cand, it, rep, seed, req), res in zip(jobs, results):
