@@ -95,7 +95,7 @@ def stage_bounds(pipe: ConsiliumPipeline, case: Case, *, model: str, condition: 
     Args:
         pipe: A pipeline with the run's settings (no client is needed).
         case: The case.
-        model: The pipeline's model (role assignment, consilium, finalizer; opinions in ``single``).
+        model: The pipeline's model (every stage in ``single``; the default consolidator in ``n+1``).
         condition: ``free-form`` or ``structured``.
         topology: ``single`` or ``n+1``.
         workers: Worker models of ``n+1``.
@@ -106,23 +106,32 @@ def stage_bounds(pipe: ConsiliumPipeline, case: Case, *, model: str, condition: 
     """
     s = pipe.settings
     role = _filler(40)
-    out = [StageBound("role_assignment", model, _tokens(pipe._role_ask(case, model).messages),
-                      s.limit(model, "role_assignment"), True)]
+    merger = consolidator or model
+    if topology == "n+1":  # every worker proposes a panel, the consolidator merges them
+        out = [StageBound("role_worker", w, _tokens(pipe._role_ask(case, w, "role_worker").messages),
+                          s.limit(w, "role_worker"), True) for w in workers]
+        proposal, guessed = _bounded(None, s.limit(merger, "role_consolidation"), TYPICAL_FIELD_TOKENS)
+        panels = pipe._role_consolidation_ask(case, merger, [_filler(proposal)] * len(workers)).messages
+        out.append(StageBound("role_consolidation", merger, _tokens(panels), s.limit(merger, "role_consolidation"),
+                              False, guessed))
+    else:
+        out = [StageBound("role_assignment", model, _tokens(pipe._role_ask(case, model).messages),
+                          s.limit(model, "role_assignment"), True)]
     opinion_models = list(workers) if topology == "n+1" else [model]
-    stage = "opinion_worker" if topology == "n+1" else "opinion"
+    stage: Stage = "opinion_worker" if topology == "n+1" else "opinion"
     for m in opinion_models:
-        ask = pipe._opinion_ask(case, role, m, condition, stage)  # type: ignore[arg-type]
-        out.append(StageBound(stage, m, _tokens(ask.messages), s.limit(m, stage), True))  # type: ignore[arg-type]
+        own = pipe._opinion_ask(case, role, m, condition, stage).messages  # type: ignore[arg-type]
+        out.append(StageBound(stage, m, _tokens(own), s.limit(m, stage), True))
     opinion_chars, assumed = _opinion_chars(pipe, condition, opinion_models)
     if topology == "n+1":
-        merger = consolidator or model
         texts = [_filler(opinion_chars)] * len(workers)
-        ask = pipe._consolidation_ask(case, role, merger, condition, texts)  # type: ignore[arg-type]
-        out.append(StageBound("opinion_consolidation", merger, _tokens(ask.messages),
+        merged = pipe._consolidation_ask(case, role, merger, condition, texts).messages  # type: ignore[arg-type]
+        out.append(StageBound("opinion_consolidation", merger, _tokens(merged),
                               s.limit(merger, "opinion_consolidation"), False, assumed))
         merged_chars, merged_assumed = _opinion_chars(pipe, condition, [merger])
         opinion_chars, assumed = max(opinion_chars, merged_chars), assumed or merged_assumed
-    return out + _consilium_bounds(pipe, case, model, condition, opinion_chars, assumed)
+    consilium_model = merger if topology == "n+1" else model  # the consolidator runs the n+1 consilium
+    return out + _consilium_bounds(pipe, case, consilium_model, condition, opinion_chars, assumed)
 
 
 def _bounded(chars: int | None, limit_tokens: int, typical_tokens: int) -> tuple[int, bool]:

@@ -229,7 +229,7 @@ def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance:
     cases = {c.case_id: c for c in load_run_cases(run_dir)}
     criteria = [c for c in rubric.criteria if c.judged]
     batches: list[list[Call]] = []
-    panels_done: set[tuple[str, str]] = set()
+    panels_done: set[tuple[str, str, str]] = set()
     for run in load_case_runs(run_dir, config):
         if run.stop_reason == "failure" or not run.final:
             result.skipped_runs += 1
@@ -261,10 +261,11 @@ def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance:
     return batches
 
 
-def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str]], free_form_roles: bool) -> list[tuple[Any, str, str]]:
+def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str, str]], free_form_roles: bool) -> list[tuple[Any, str, str]]:
     """The targets judged for one pipeline run: the final report, the primary role's reasoning
-    and opinion (free-form ones only with ``free_form_roles``), and - once per (case, model),
-    first - the panel (which belongs to no condition)."""
+    and opinion (free-form ones only with ``free_form_roles``), and - first, once per case,
+    model and panel - the panel, which belongs to no condition: the single-model panel's rows
+    leave the topology empty, the ``n+1`` panel's (merged by the consolidator) say ``n+1``."""
     record = run.to_record()
     primary = record.primary_role.name
     roles_judged = run.condition == "structured" or free_form_roles
@@ -273,9 +274,9 @@ def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str]], free_form_r
         is_primary_role = target.component in _ROLE_COMPONENTS and target.role == primary
         if (is_primary_role and roles_judged) or target.component == "final":
             chosen.append((target, run.condition, run.topology))
-        elif target.component == "case" and (run.case_id, run.model) not in panels_done:
-            panels_done.add((run.case_id, run.model))
-            chosen.insert(0, (target, "", ""))
+        elif target.component == "case" and (run.case_id, run.model, run.topology) not in panels_done:
+            panels_done.add((run.case_id, run.model, run.topology))
+            chosen.insert(0, (target, "", "" if run.topology == "single" else run.topology))
     return chosen
 
 

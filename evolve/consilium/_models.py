@@ -30,7 +30,7 @@ Condition = Literal["free-form", "structured"]
 Topology = Literal["single", "n+1"]
 StopReason = Literal["consensus", "no_substantive_change", "repeated_report", "max_rounds", "failure"]
 Stage = Literal[
-    "role_assignment", "opinion", "opinion_worker", "opinion_consolidation",
+    "role_assignment", "role_worker", "role_consolidation", "opinion", "opinion_worker", "opinion_consolidation",
     "synthesis", "vote", "moderator", "finalizer", "judge",
 ]
 

@@ -86,7 +86,8 @@ __all__ = [
     "reply_format",
 ]
 
-PIPELINE_VERSION = "2"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers
+PIPELINE_VERSION = "3"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers;
+# 3: n+1 is the paper's 3+1 throughout (workers propose panels, the consolidator merges them and runs the consilium)
 """Version of the pipeline's prompts and rules; bump it when any template of
 :func:`~evolve.consilium.prompt_catalog`, the block layout or a rule of this module changes."""
 
@@ -119,7 +120,7 @@ class StageLimits(_Settings):
         Raises:
             ValueError: ``stage`` is not a generation stage (``judge``).
         """
-        if stage == "role_assignment":
+        if stage in ("role_assignment", "role_worker", "role_consolidation"):
             return self.role_assignment
         if stage in ("opinion", "opinion_worker", "opinion_consolidation"):
             return self.opinion
@@ -485,25 +486,41 @@ class ConsiliumPipeline:
 
     # -- SPEC §5.1 role assignment ------------------------------------------------------------
 
-    def assign_roles(self, case: Case, *, model: str) -> RoleAssignment:
-        """Ask ``model`` for the case's panel: 1-5 roles, one primary, a rationale each (SPEC §5.1).
+    def assign_roles(
+        self, case: Case, *, model: str, workers: Sequence[str] = (), consolidator: str | None = None
+    ) -> RoleAssignment:
+        """Ask for the case's panel: 1-5 roles, one primary, a rationale each (SPEC §5.1).
 
-        One structured call (:class:`~evolve.consilium.RoleAssignmentReply`) on
-        :func:`evolve.data.generation_input` (case id, title, text; never the reference
-        answer). A panel that breaks :func:`~evolve.consilium.panel_problem` (duplicate names
-        ignoring case, not exactly one primary ...), invalid JSON or a cut answer is re-asked
-        up to ``max_reasks`` times. Rationales longer than the schema allows are clipped.
+        Without ``workers``: one structured call to ``model``
+        (:class:`~evolve.consilium.RoleAssignmentReply`) on :func:`evolve.data.generation_input`
+        (case id, title, text; never the reference answer). With ``workers`` (the ``n+1``
+        topology, the paper's 3+1): every worker proposes a panel (stage ``role_worker``), then
+        ``consolidator`` (default ``model``) merges the proposals into the panel
+        (``role_consolidation``); a worker that fails fails the assignment. A panel that breaks
+        :func:`~evolve.consilium.panel_problem` (duplicate names ignoring case, not exactly one
+        primary ...), invalid JSON or a cut answer is re-asked up to ``max_reasks`` times.
+        Rationales longer than the schema allows are clipped.
 
         Args:
             case: The case.
-            model: The model id.
+            model: The pipeline's model (recorded as the assignment's model).
+            workers: Worker models of ``n+1``; empty for a single-model assignment.
+            consolidator: The model merging the workers' panels (default ``model``).
 
         Returns:
             The assignment with every call; ``error`` is set (and ``roles`` empty) when no
             valid panel came back.
         """
         trace = _Trace()
-        outcome = self._ask_all([self._role_ask(case, model)], trace)[0]
+        if workers:
+            proposals = self._ask_all([self._role_ask(case, w, stage="role_worker") for w in workers], trace)
+            failed = [o.error for o in proposals if isinstance(o, _Failed)]
+            if failed:
+                return RoleAssignment(case_id=case.case_id, model=model, calls=tuple(trace.calls), error="; ".join(failed))
+            texts = [_panel_text(o.value) for o in proposals if isinstance(o, _Parsed)]
+            outcome = self._ask_all([self._role_consolidation_ask(case, consolidator or model, texts)], trace)[0]
+        else:
+            outcome = self._ask_all([self._role_ask(case, model)], trace)[0]
         if isinstance(outcome, _Failed):
             return RoleAssignment(case_id=case.case_id, model=model, calls=tuple(trace.calls), error=outcome.error)
         reply: RoleAssignmentReply = outcome.value
@@ -516,12 +533,25 @@ class ConsiliumPipeline:
             panel_rationale=reply.panel_rationale.strip(), calls=tuple(trace.calls),
         )
 
-    def _role_ask(self, case: Case, model: str) -> _Ask[RoleAssignmentReply]:
+    def _role_ask(self, case: Case, model: str, stage: Stage = "role_assignment") -> _Ask[RoleAssignmentReply]:
         return _Ask(
-            stage="role_assignment", model=model, fmt=self._formats["role_assignment"],
+            stage=stage, model=model, fmt=self._formats["role_assignment"],
             messages=(
                 Message(role="system", content=render("role_assignment.system")),
                 Message(role="user", content=render("role_assignment.user", case=case_block(case))),
+            ),
+            parse=_parse_roles,
+        )
+
+    def _role_consolidation_ask(self, case: Case, model: str, proposals: Sequence[str]) -> _Ask[RoleAssignmentReply]:
+        return _Ask(
+            stage="role_consolidation", model=model, fmt=self._formats["role_assignment"],
+            messages=(
+                Message(role="system", content=render("role_consolidation.system")),
+                Message(role="user", content=render(
+                    "role_consolidation.user", case=case_block(case), count=len(proposals),
+                    proposals=numbered_blocks("PANEL PROPOSAL", proposals),
+                )),
             ),
             parse=_parse_roles,
         )
@@ -541,7 +571,8 @@ class ConsiliumPipeline:
     ) -> CaseRun:
         """Generate the consilium of one case under one condition and topology (SPEC §5.1-5.5).
 
-        Stages: role assignment (skipped when ``roles`` is given); pre-consilium opinions, one
+        Stages: role assignment (skipped when ``roles`` is given; in ``n+1`` every worker
+        proposes a panel and the consolidator merges them); pre-consilium opinions, one
         request per role sent together, each seeing the case input and its role name only
         (free-form: split at the final-opinion marker, see
         :func:`~evolve.consilium.split_free_form`; structured: the five fields rendered by
@@ -557,16 +588,21 @@ class ConsiliumPipeline:
         The role-assignment calls are part of ``calls`` of every run built on that
         assignment, also when it is passed in (so one run's tokens are the whole cost of its
         output; summing runs of several conditions counts a shared assignment once per
-        condition - filter ``stage == "role_assignment"`` to count it once).
+        condition - filter the ``role_*`` stages to count it once).
+
+        In ``n+1`` (the paper's 3+1) the workers propose panels and write the opinions, and the
+        consolidator merges both and runs the consilium and the finalizer; ``model`` only names
+        the pipeline (and is the default consolidator).
 
         Args:
             case: The case.
-            model: The model of role assignment, single-topology opinions, consilium and
-                finalizer.
+            model: In ``single``, the model of every stage; in ``n+1``, the pipeline's name and
+                the default consolidator.
             condition: ``free-form`` or ``structured`` (SPEC §5.2).
             topology: ``single`` or ``n+1``.
             workers: Worker models of ``n+1`` (at least one); must be empty for ``single``.
-            consolidator: Model merging the workers' opinions in ``n+1``; default ``model``.
+            consolidator: Model merging the workers' panels and opinions and running the
+                consilium in ``n+1``; default ``model``.
             roles: A panel from :meth:`assign_roles` for this case, reused without a call.
 
         Returns:
@@ -590,10 +626,10 @@ class ConsiliumPipeline:
                 f"the role assignment passed is for case {roles.case_id!r}, not {case.case_id!r}; "
                 "pass the assignment of this case."
             )
-        if roles is None:
-            roles = self.assign_roles(case, model=model)
-        trace = _Trace(calls=list(roles.calls))
         consolidator = (consolidator or model) if topology == "n+1" else ""
+        if roles is None:
+            roles = self.assign_roles(case, model=model, workers=workers, consolidator=consolidator or None)
+        trace = _Trace(calls=list(roles.calls))
         base: dict[str, Any] = dict(
             case_id=case.case_id, model=model, condition=condition, topology=topology,
             workers=workers, consolidator=consolidator, roles=roles.roles, panel_rationale=roles.panel_rationale,
@@ -612,7 +648,8 @@ class ConsiliumPipeline:
         if error:
             return done("failure", error, opinions=opinions)
 
-        return self._consilium(case, model, condition, opinions, trace, done)
+        # in n+1 the consolidating model runs the consilium and the finalizer (the paper's 3+1)
+        return self._consilium(case, consolidator or model, condition, opinions, trace, done)
 
     # -- SPEC §5.2 pre-consilium ---------------------------------------------------------------
 
@@ -868,6 +905,12 @@ def _parse_text(text: str) -> _Parsed[str]:
     return _Parsed(text)
 
 
+def _panel_text(reply: RoleAssignmentReply) -> str:
+    """A proposed panel as plain text for the consolidator."""
+    lines = [f"- {r.name}{' (primary)' if r.primary else ''}: {r.rationale}" for r in reply.roles]
+    return "\n".join([*lines, f"Why this panel: {reply.panel_rationale}"])
+
+
 def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
     reply: RoleAssignmentReply = _json_reply(RoleAssignmentReply, text, _clip_rationales)  # type: ignore[assignment]
     problem = panel_problem(reply.roles)
@@ -877,7 +920,8 @@ def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
 
 
 _LIMIT_OF_STAGE = {  # stage -> its output limit in the configuration (generation.limits)
-    "role_assignment": "role_assignment", "opinion": "opinion", "opinion_worker": "opinion",
+    "role_assignment": "role_assignment", "role_worker": "role_assignment", "role_consolidation": "role_assignment",
+    "opinion": "opinion", "opinion_worker": "opinion",
     "opinion_consolidation": "opinion", "synthesis": "consilium", "vote": "consilium", "moderator": "consilium",
     "finalizer": "finalizer",
 }

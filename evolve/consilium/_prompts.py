@@ -108,6 +108,32 @@ clinical question, and to false for all the others.
 
 Reply with only a JSON object with the fields "roles" (a list of objects, each with "name", \
 "primary" and "rationale") and "panel_rationale".""",
+    # -- SPEC §5.1 role assignment, N+1: a consolidator merges the workers' panels -----------
+    "role_consolidation.system": """\
+You put together the final panel of physicians for a second opinion on a clinical case. \
+Several colleagues have each proposed a panel without seeing one another's proposals; you merge \
+them into one. You decide only which clinical specialties the case needs; you do not analyse the \
+case yourself.
+
+${material_rule}""",
+    "role_consolidation.user": """\
+${case}
+
+${proposals}
+
+Merge these ${count} independent panel proposals into one panel for this case.
+- Keep the specialties the proposals agree on. Where they differ, keep a specialty only if this \
+case really needs its expertise, and merge roles that overlap. The panel has from 1 to 5 roles.
+- Each role needs a different name; names that differ only in upper or lower case count as the \
+same.
+- Set "primary" to true for exactly one role, the specialty best placed to lead on the main \
+clinical question, and to false for all the others.
+- Give every role a "rationale" of one or two sentences on what it adds for this case.
+- Give a short "panel_rationale" on why these roles together cover the case and how you settled \
+any disagreement between the proposals.
+
+Reply with only a JSON object with the fields "roles" (a list of objects, each with "name", \
+"primary" and "rationale") and "panel_rationale".""",
     # -- SPEC §5.2 pre-consilium opinions ------------------------------------------------------
     "opinion.system": """\
 You are a physician asked for a second opinion on a clinical case, in this role: ${role}. You \

@@ -153,7 +153,8 @@ def default_backend() -> PipelineBackend:
 
 
 class RoleFile(BaseModel):
-    """``roles/<stem>.<model>.json``: one case's role assignment by one model (SPEC §5.1).
+    """``roles/<stem>.<model>[.n+1].json``: one case's role assignment by one model, or by the
+    ``n+1`` pipeline of that model (workers' proposals merged by the consolidator) (SPEC §5.1).
 
     Attributes:
         version: File format version.
@@ -174,9 +175,10 @@ class RoleFile(BaseModel):
     calls: tuple[CallRecord, ...] = ()
 
 
-def role_file_path(run_dir: Path, case_id: str, model: str) -> Path:
-    """``<run_dir>/roles/<record_file_stem(case_id)>.<model_slug(model)>.json``."""
-    return Path(run_dir) / "roles" / f"{record_file_stem(case_id)}.{model_slug(model)}.json"
+def role_file_path(run_dir: Path, case_id: str, model: str, topology: str = "single") -> Path:
+    """``<run_dir>/roles/<record_file_stem(case_id)>.<records_key(model, topology)>.json``: the
+    single-model panel, or (``n+1``) the panel the consolidator merged."""
+    return Path(run_dir) / "roles" / f"{record_file_stem(case_id)}.{records_key(model, topology)}.json"
 
 
 def case_artifact_path(run_dir: Path, case_id: str, model: str, condition: str, topology: str) -> Path:
@@ -428,26 +430,31 @@ class _Unit:
         self.run_dir = config.run_dir
         self.ids = {"case_id": case.case_id, "model": model}
 
-    def _roles(self) -> RoleAssignment:
-        """The persisted assignment of this case and model, or a new one (persisted when valid)."""
-        path = role_file_path(self.run_dir, self.case.case_id, self.model)
+    def _roles(self, topology: str) -> RoleAssignment:
+        """The persisted assignment of this case, model and topology, or a new one (persisted when
+        valid): in ``n+1`` the workers propose panels and the consolidator merges them."""
+        path = role_file_path(self.run_dir, self.case.case_id, self.model, topology)
         if path.is_file():
             try:
                 stored = RoleFile.model_validate_json(path.read_text(encoding="utf-8"))
             except ValidationError as exc:
                 raise RunError(f"{path}: unreadable role assignment ({exc}). Delete it and resume to assign again.") from exc
-            self.journal.append(Event.ROLES_REUSED, **self.ids, roles=[r.name for r in stored.roles])
+            self.journal.append(Event.ROLES_REUSED, **self.ids, topology=topology, roles=[r.name for r in stored.roles])
             return RoleAssignment(case_id=self.case.case_id, model=self.model, roles=stored.roles,
                                   panel_rationale=stored.panel_rationale, calls=stored.calls)
-        ra = self.pipe.assign_roles(self.case, model=self.model)
+        if topology == "n+1":
+            ra = self.pipe.assign_roles(self.case, model=self.model, workers=self.config.workers,
+                                        consolidator=self.config.consolidator)
+        else:
+            ra = self.pipe.assign_roles(self.case, model=self.model)
         calls = tuple(ra.calls)
         tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
         if ra.error:
-            self.journal.append(Event.ROLES_FAILED, **self.ids, error=str(ra.error)[:500], calls=len(calls), tokens=tokens)
+            self.journal.append(Event.ROLES_FAILED, **self.ids, topology=topology, error=str(ra.error)[:500], calls=len(calls), tokens=tokens)
             return ra
         atomic_write(path, _dump(RoleFile(case_id=self.case.case_id, model=self.model, roles=tuple(ra.roles),
                                            panel_rationale=ra.panel_rationale, calls=calls)))
-        self.journal.append(Event.ROLES_ASSIGNED, **self.ids, roles=[r.name for r in ra.roles], calls=len(calls),
+        self.journal.append(Event.ROLES_ASSIGNED, **self.ids, topology=topology, roles=[r.name for r in ra.roles], calls=len(calls),
                             tokens=tokens, cached_calls=sum(c.cached for c in calls))
         return ra
 
@@ -467,12 +474,13 @@ class _Unit:
         for condition, topology, path in [x for x in todo if reasons[(x[0], x[1])]]:
             out.append(self._too_long(condition, topology, path, reasons[(condition, topology)] or ""))
         todo = [x for x in todo if not reasons[(x[0], x[1])]]
-        if todo:
-            ra = self._roles()
-            for condition, topology, path in todo:
-                if self.stop.is_set():  # the run is ending (an error elsewhere): no new pipeline run
-                    break
-                out.append(self._one(ra, condition, topology, path))
+        panels: dict[str, RoleAssignment] = {}
+        for condition, topology, path in todo:
+            if self.stop.is_set():  # the run is ending (an error elsewhere): no new pipeline run
+                break
+            if topology not in panels:
+                panels[topology] = self._roles(topology)
+            out.append(self._one(panels[topology], condition, topology, path))
         order: dict[tuple[str, str], int] = {(c, t): i for i, (c, t) in enumerate(
             (c, t) for c in self.config.conditions for t in self.config.topologies)}
         return sorted(out, key=lambda s: order[(s.condition, s.topology)])

@@ -236,11 +236,14 @@ def _read_scores(folder: BenchFolder) -> pd.DataFrame | None:
 
     fail(~frame["outcome"].isin(_OUTCOMES), "outcome", f"use one of {list(_OUTCOMES)}.")
     fail(~frame["component"].isin(_COMPONENTS), "component", f"use one of {list(_COMPONENTS)}.")
-    # case-level rows judged once per case and model leave condition and topology empty
+    # case-level rows (the panel) are judged once per case, model and panel and leave the
+    # condition empty; the single-model panel's leave the topology empty too (it serves every
+    # pipeline of a run from before n+1 had its own panel), the n+1 panel's say n+1
     case_wide = (frame["component"] == "case") & (frame["condition"] == "")
     fail((frame["condition"] == "") & ~case_wide, "condition",
          "only 'case' rows (judged once per case and model) may leave the condition empty.")
-    frame.loc[case_wide, ["condition", "topology"]] = ALL
+    frame.loc[case_wide, "condition"] = ALL
+    frame.loc[case_wide & (frame["topology"] == ""), "topology"] = ALL
     frame["topology"] = frame["topology"].replace("", "single")
     number = pd.to_numeric(frame["number"], errors="coerce")
     fail(number.isna(), "number", "give the rubric criterion number (1-10).")
@@ -337,9 +340,14 @@ def _output_quality(units: pd.DataFrame, pipes: pd.DataFrame) -> pd.DataFrame:
     final = units[(units["component"] == "final") & units["number"].isin(_QUALITY_CRITERIA) & units["score"].notna()]
     quality = final.groupby(_OUTPUT_KEY, sort=True)["score"].mean().rename("quality")
     cplx = units[(units["component"] == "case") & (units["number"] == _COMPLEXITY) & units["score"].notna()]
-    wide = cplx[cplx["condition"] == ALL].drop(columns=["condition", "topology"])
-    wide = wide.merge(pipes[_OUTPUT_KEY], on=["case_id", "model"])
-    cplx = pd.concat([cplx[cplx["condition"] != ALL], wide], ignore_index=True)
+    panel = cplx[cplx["condition"] == ALL]
+    own = panel[panel["topology"] != ALL].drop(columns=["condition"])  # a topology's own panel (n+1)
+    own = own.merge(pipes[_OUTPUT_KEY], on=["case_id", "model", "topology"])
+    shared = panel[panel["topology"] == ALL].drop(columns=["condition", "topology"])
+    shared = shared.merge(pipes[_OUTPUT_KEY], on=["case_id", "model"])
+    shared = shared[~shared.set_index(["case_id", "model", "topology"]).index.isin(
+        own.set_index(["case_id", "model", "topology"]).index)]  # an own panel wins over the shared one
+    cplx = pd.concat([cplx[cplx["condition"] != ALL], own, shared], ignore_index=True)
     complexity = cplx.groupby(_OUTPUT_KEY, sort=True)["score"].mean().rename("complexity")
     return pd.concat([quality, complexity], axis=1).reset_index()
 

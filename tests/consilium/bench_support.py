@@ -62,7 +62,7 @@ def _answer(request: ChatRequest) -> str:
     """
     tag = request.tag
     user = request.messages[-1].content
-    if tag == "role_assignment":
+    if tag in ("role_assignment", "role_worker", "role_consolidation"):
         return json.dumps({"roles": [
             {"name": "Cardiology", "primary": True, "rationale": "Chest pain needs a cardiac view."},
             {"name": "Nephrology", "primary": False, "rationale": "The creatinine rise needs a renal view."},

@@ -49,9 +49,10 @@ def test_prompts_grow_stage_by_stage_and_only_case_only_stages_are_exact():
     # n+1: worker opinions on the workers, a consolidation on the consolidator
     n1 = stage_bounds(pipe, _case(LONG_TEXT), model="m", condition="free-form", topology="n+1",
                       workers=("w1", "w2", "w3"), consolidator="c")
-    assert [(b.stage, b.model) for b in n1][:5] == [("role_assignment", "m"), ("opinion_worker", "w1"),
-                                                    ("opinion_worker", "w2"), ("opinion_worker", "w3"),
-                                                    ("opinion_consolidation", "c")]
+    assert [(b.stage, b.model) for b in n1] == [
+        ("role_worker", "w1"), ("role_worker", "w2"), ("role_worker", "w3"), ("role_consolidation", "c"),
+        ("opinion_worker", "w1"), ("opinion_worker", "w2"), ("opinion_worker", "w3"), ("opinion_consolidation", "c"),
+        ("synthesis", "c"), ("vote", "c"), ("moderator", "c"), ("finalizer", "c")]  # 3+1 throughout
 
 
 def test_the_embedded_slot_is_the_default_context_and_other_endpoints_are_unknown_unless_stated():

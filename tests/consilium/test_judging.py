@@ -236,3 +236,30 @@ def test_free_form_role_components_are_judged_only_on_request_and_fallback_split
     assert info["free_form_roles"] is True and info["split_fallbacks"] == 2
     write_bench_report(config.run_dir)
     assert "judged as overlapping components" in (config.run_dir / "bench_report.md").read_text()
+
+
+def test_the_n_plus_one_panel_is_its_own_and_judged_as_such(tmp_path):
+    """3+1 throughout: the workers propose panels, the consolidator merges them (its own role
+    file) and runs the consilium; the judge scores each panel once, the n+1 one marked n+1."""
+    config = make_config(tmp_path, write_cases(tmp_path / "cases.jsonl", n=1), conditions=("structured",),
+                         topologies=("single", "n+1"), workers=("w1", "w2"), consolidator="boss")
+    client, provider = make_client(tmp_path)
+    try:
+        run_bench(config, client=client)
+        judge_bench(config.run_dir, client=client)
+    finally:
+        client.close()
+    roles = sorted(p.name for p in (config.run_dir / "roles").iterdir())
+    assert roles == ["10.0000_bench-00.model-a.json", "10.0000_bench-00.model-a.n+1.json"]
+    by_tag = {}
+    for r in provider.requests:
+        by_tag.setdefault(r.tag, set()).add(r.model)
+    assert by_tag["role_worker"] == {"w1", "w2"} and by_tag["role_consolidation"] == {"boss"}
+    assert by_tag["role_assignment"] == {"model-a"}  # the single pipeline's own panel
+    assert by_tag["finalizer"] == {"model-a", "boss"}  # the n+1 consilium runs on the consolidator
+    frame = pd.read_csv(config.run_dir / "judge_scores.csv", keep_default_na=False)
+    panel = frame[frame["component"] == "case"]
+    assert sorted(zip(panel["topology"], panel["number"])) == [("", 9), ("", 10), ("n+1", 9), ("n+1", 10)]
+    assert set(panel["condition"]) == {""}
+    report = write_bench_report(config.run_dir)
+    assert report["counts"]["topologies"] == ["n+1", "single"] and report["tables"]["table9"]

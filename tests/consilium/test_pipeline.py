@@ -94,7 +94,7 @@ class Script:
             if out is not None:
                 return out
         structured = request.response_format is not None
-        if request.tag == "role_assignment":
+        if request.tag in ("role_assignment", "role_worker", "role_consolidation"):
             attempt = sum(m.role == "assistant" for m in request.messages)
             reply = self.roles[min(attempt, len(self.roles) - 1)]
             return reply if isinstance(reply, str) else json.dumps(reply)
@@ -462,7 +462,15 @@ def test_n_plus_one_workers_and_consolidator(run_with):
         for op in run.opinions:
             assert len(op.worker_texts) == 3 and all(f"by w{k}" in t for k, t in zip((1, 2, 3), op.worker_texts))
             assert "from 3" in op.opinion or "from 3" in op.text
-        assert {r.model for r in provider.requests if r.tag in ("synthesis", "vote", "finalizer", "role_assignment")} == {"m"}
+        # the paper's 3+1 throughout: every worker proposes a panel, the consolidator merges the
+        # proposals (it sees each of them) and runs the consilium and the finalizer
+        proposals = tags(provider, "role_worker")
+        assert sorted(r.model for r in proposals) == workers and not tags(provider, "role_assignment")
+        (merge,) = tags(provider, "role_consolidation")
+        assert merge.model == "boss" and merge.messages[-1].content.count("<<<PANEL PROPOSAL ") == 3
+        assert "Rheumatology (primary)" in merge.messages[-1].content  # the proposals, rendered
+        assert {r.model for r in provider.requests if r.tag in ("synthesis", "vote", "moderator", "finalizer")} == {"boss"}
+        assert [c.stage for c in run.calls][:4] == ["role_worker"] * 3 + ["role_consolidation"]
         run.to_record()
 
 
@@ -545,8 +553,8 @@ def test_manifest_lists_prompts_settings_and_schemas():
     with client:
         manifest = pipe.manifest()
     json.dumps(manifest)
-    assert manifest["pipeline_version"] == PIPELINE_VERSION == "2" and manifest["settings"]["seed"] == 42
-    assert "vote.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
+    assert manifest["pipeline_version"] == PIPELINE_VERSION == "3" and manifest["settings"]["seed"] == 42
+    assert "vote.user" in manifest["prompts"] and "role_consolidation.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
         "role_assignment", "structured_opinion", "vote", "moderator", "structured_final"}
 
 
@@ -555,7 +563,7 @@ def test_tokens_and_prompt_hash_recorded_for_every_call(run_with):
 
     run, provider = run_with(Script(vote=lambda role, v: _yes(role, v) if v >= 2 else _no(role, v)),
                              condition="structured", topology="n+1", workers=["w1", "w2", "w3"])
-    assert run.stop_reason == "consensus" and len(run.calls) == provider.calls == 1 + 6 + 2 + 1 + 6 + 2 + 1
+    assert run.stop_reason == "consensus" and len(run.calls) == provider.calls == 3 + 1 + 6 + 2 + 1 + 6 + 2 + 1  # 3 panel proposals + their merge
     assert all((c.prompt_tokens, c.completion_tokens, c.finish_reason, c.error, c.cached) == (100, 20, "stop", "", False)
                for c in run.calls)
     assert sorted(c.prompt_hash for c in run.calls) == sorted(prompt_hash(r) for r in provider.requests)

@@ -24,7 +24,8 @@ from evolve.consilium import (
 from evolve.consilium._prompts import block, case_block, consilium_case_block, render
 from evolve.data import Case, PanelRole
 
-CATALOG_DIGESTS = {"1": "164626a64301e235", "2": "164626a64301e235"}  # 2: de-identification rules, same prompts
+CATALOG_DIGESTS = {"1": "164626a64301e235", "2": "164626a64301e235",  # 2: de-identification rules, same prompts
+                  "3": "18a5137f98ef1964"}  # 3: role_consolidation (the 3+1 role assignment)
 """SHA-256 (16 hex) of the prompt catalog for each PIPELINE_VERSION: a prompt change must bump
 the version (and add its digest here), so a run manifest never pairs old numbers with new prompts."""
 
@@ -43,7 +44,7 @@ def test_catalog_names_and_every_template_renders():
     catalog = prompt_catalog()
     expected = {
         "common.material_rule", "common.fact_rule", "reask.user",
-        "role_assignment.system", "role_assignment.user",
+        "role_assignment.system", "role_assignment.user", "role_consolidation.system", "role_consolidation.user",
         "opinion.system", "opinion.free-form.user", "opinion.structured.user",
         "consolidation.system", "consolidation.free-form.user", "consolidation.structured.user",
         "synthesis.system", "synthesis.user",
