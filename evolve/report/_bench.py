@@ -23,6 +23,8 @@ Nothing here calls a model. Every number is recomputed from the run's artifacts:
   mean vs the primary role's reasoning and opinion means, and the differences.
 - **Table 9** (:data:`TABLE9_COLUMNS`) - final-report quality and case complexity by rounds
   completed (1, 2, 3 or more).
+- **Table 2**, panel sizes, score distributions, quality by case complexity and the
+  structured-minus-free-form difference: :mod:`evolve.report._bench_cohort`.
 - **Roles** (:data:`ROLES_COLUMNS`) - exact role labels collapsed into specialty categories by
   :func:`harmonise_role` (used by Table 4).
 
@@ -52,8 +54,21 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from evolve.consilium import CaseRun, harmonise_role, split_fallbacks
+from evolve.consilium import CaseRun, harmonise_role, load_run_cases, split_fallbacks
 from evolve.errors import DataError, RunError
+from evolve.report._bench_cohort import (
+    COMPLEXITY_COLUMNS,
+    DISTRIBUTION_COLUMNS,
+    FORMAT_COLUMNS,
+    PANELS_COLUMNS,
+    TABLE2_COLUMNS,
+    complexity_table,
+    distribution_table,
+    format_table,
+    panels_table,
+    render_cohort,
+    table2,
+)
 from evolve.report._report import format_interval
 from evolve.report._usage import render_usage, usage_report
 from evolve.runs import BenchFolder
@@ -655,6 +670,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     notes: list[str] = []
     tables: dict[str, list[dict]] = {"table3": _table3(pipes, n_boot, seed), "table4": _table4(pipes, trans, n_boot, seed)}
     quality = None
+    units: pd.DataFrame | None = None
     if scores is not None:
         keys = pipes[_OUTPUT_KEY + ["primary_role"]]
         joined = scores.merge(keys, on=_OUTPUT_KEY, how="left", indicator=True)
@@ -676,12 +692,23 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         tables["table7"] = _table7(pipes, quality, n_boot, seed)
         tables["table8"] = _table8(units, n_boot, seed)
         tables["table9"] = _table9(pipes, quality, n_boot, seed)
+        tables["distribution"] = distribution_table(units)
+        tables["complexity"] = complexity_table(pipes[_OUTPUT_KEY].merge(quality, on=_OUTPUT_KEY), n_boot, seed)
+        tables["format"] = format_table(units, n_boot, seed)
         no_rounds = pipes.merge(quality, on=_OUTPUT_KEY)
         n_zero = int((no_rounds["rounds_completed"] < 1).sum())
         if n_zero:
             notes.append(f"{n_zero} judged outputs completed no review round and are not in Table 9.")
     else:
-        tables.update(table6=[], table7=_table7(pipes, None, n_boot, seed), table8=[], table9=[])
+        tables.update(table6=[], table7=_table7(pipes, None, n_boot, seed), table8=[], table9=[], distribution=[],
+                      complexity=[], format=[])
+    try:
+        cases = load_run_cases(run_dir)
+    except RunError as exc:
+        cases = []
+        notes.append(f"Table 2 has no case texts: {exc}")
+    tables["table2"] = [table2(cases, units, n_boot, seed)]
+    tables["panels"] = panels_table(runs)
     report = {
         "version": BENCH_REPORT_VERSION,
         "run_dir": str(run_dir),
@@ -763,6 +790,10 @@ def render_bench_markdown(report: dict) -> str:
                      f"{split['primary_opinions']} primary-role ones) have no 'FINAL OPINION:' line: reasoning = the whole "
                      f"text, opinion = its last paragraph; {judged}.")
     out += [f"- Note: {n}" for n in notes] + ([""] if notes else [])
+    cohort = {"table2": (t.get("table2") or [{}])[0], "panels": t.get("panels", []), "judged": report["judged"],
+              "distribution": t.get("distribution", []), "complexity": t.get("complexity", []),
+              "format": t.get("format", [])}
+    out += render_cohort(cohort, {"num": _num, "pct": _pct, "ci": _ci})
 
     out += ["## Table 3 — consilium outcomes", "",
             ("Per model, condition and topology: shares and mean rounds over completed pipelines, failures over all; "
@@ -866,9 +897,11 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
 
     Files: ``bench_report.json`` (everything :func:`build_bench_report` returns),
     ``bench_report.md`` (each table with a one-line explanation; shares as percentages, 95%
-    intervals in brackets), ``table3.csv``, ``table4.csv``, ``table6.csv``, ``table7.csv``,
-    ``table8.csv``, ``table9.csv`` (columns :data:`TABLE3_COLUMNS` ...; a judge-based table of an
-    unjudged run has its header only) and ``roles.csv`` (:data:`ROLES_COLUMNS`).
+    intervals in brackets), ``table2.csv``, ``table3.csv``, ``table4.csv``, ``table6.csv``,
+    ``table7.csv``, ``table8.csv``, ``table9.csv``, ``panels.csv``, ``distribution.csv``,
+    ``complexity.csv``, ``format.csv`` (columns :data:`TABLE3_COLUMNS` ... and those of
+    :mod:`evolve.report._bench_cohort`; a judge-based table of an unjudged run has its header
+    only) and ``roles.csv`` (:data:`ROLES_COLUMNS`).
 
     Args:
         run_dir: The bench run folder.
@@ -886,8 +919,9 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     folder = BenchFolder(run_dir)
     folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     folder.write(folder.REPORT_MD, render_bench_markdown(report))
-    columns = {"table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS, "table7": TABLE7_COLUMNS,
-               "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS}
+    columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
+               "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,
+               "distribution": DISTRIBUTION_COLUMNS, "complexity": COMPLEXITY_COLUMNS, "format": FORMAT_COLUMNS}
     for name, cols in columns.items():
         folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
     folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))

@@ -596,7 +596,8 @@ def test_report_without_judge_scores(tmp_path, runs):
     assert report["tables"]["table3"] and report["tables"]["table4"]
     assert all(r["quality"] is None and r["mean_tokens"] > 0 for r in report["tables"]["table7"])
     md = (folder / "bench_report.md").read_text("utf-8")
-    assert md.count("Not judged yet") == 3
+    assert md.count("Not judged yet") == 4  # tables 6, 8, 9 and the score distributions
+    assert report["tables"]["panels"] and report["tables"]["distribution"] == report["tables"]["format"] == []
     assert pd.read_csv(folder / "table6.csv").empty
     assert list(pd.read_csv(folder / "table9.csv").columns) == TABLE9_COLUMNS
 
