@@ -159,8 +159,11 @@ class BenchConfig(_Settings):
         conditions: ``free-form`` and/or ``structured`` (SPEC §5.2).
         topologies: ``single`` and/or ``n+1`` (N worker models write the opinions, a
             consolidator merges them; the paper used 3+1).
-        workers: Worker models of ``n+1`` (at least one when ``n+1`` is requested).
-        consolidator: Consolidating model of ``n+1``; None = the pipeline's model.
+        workers: Worker models of ``n+1`` (at least one when ``n+1`` is requested): each
+            proposes a panel and writes every role's opinion.
+        consolidator: Consolidating model of ``n+1``: merges the workers' panels and opinions
+            and runs the consilium and the finalizer (the paper's 3+1); None = the pipeline's
+            model.
         endpoint: Where calls go (the embedded model by default).
         generation: Decoding parameters and output limits of the pipeline.
         judge: Judge decoding (model, temperature, top_p, output limit). The judge model
