@@ -613,8 +613,10 @@ def bench_run(
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="free-form and/or structured (repeatable; default both)."),
     topologies: Optional[list[str]] = typer.Option(None, "--topology", help="single and/or n+1 (repeatable; default single)."),
-    workers: Optional[list[str]] = typer.Option(None, "--worker", help="Worker model of the n+1 topology: proposes a panel and writes every role's opinion (repeatable; the paper used 3)."),
-    consolidator: Optional[str] = typer.Option(None, "--consolidator", help="n+1 consolidator: merges the workers' panels and opinions and runs the consilium and finalizer (default: the generating model)."),
+    workers: Optional[list[str]] = typer.Option(None, "--worker", help="Worker model of the n+1 topology: proposes a panel and writes every role's opinion "
+        "(repeatable; the paper used 3)."),
+    consolidator: Optional[str] = typer.Option(None, "--consolidator", help="n+1 consolidator: merges the workers' panels and opinions and runs the "
+        "consilium and finalizer (default: the generating model)."),
     max_cases: Optional[int] = typer.Option(None, "--max-cases", min=1, help="Use the first N cases in source order (quick preset: 3)."),
     max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, max=5, help="Most review rounds (paper: 5)."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: bench-<cases>-<UTC time>)."),
