@@ -23,7 +23,7 @@ The floors of the package, each importing only its own floor or the ones below i
     8  cli                          thin commands: parse, call one workflow, exit code
     7  workflows, report            calibrate -> audit -> report; bench run -> judge -> report
     6  calibration, consilium,      engines: never import a reporter or a workflow
-       audit
+       audit, otb
     5  config                       calibration settings, presets, layering
     4  judge, splits                judge prompts and outcomes; case-disjoint splits
     3  data, archive                rating packs and cases; MAP-Elites archives and emitter

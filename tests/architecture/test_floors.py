@@ -21,11 +21,11 @@ FLOORS = {
     "archive": 3, "data": 3,
     "judge": 4, "splits": 4,
     "config": 5,
-    "calibration": 6, "consilium": 6, "audit": 6,
+    "calibration": 6, "consilium": 6, "audit": 6, "otb": 6,
     "report": 7, "workflows": 7,
     "cli": 8,
 }
-ENGINES = ("calibration", "consilium", "audit")
+ENGINES = ("calibration", "consilium", "audit", "otb")
 ABOVE_ENGINES = ("report", "workflows", "cli")
 
 

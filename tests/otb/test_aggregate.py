@@ -1,0 +1,65 @@
+"""OpenTumorBoard aggregation recomputed by hand, and ROUGE-L against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from evolve.otb import JudgedItem, rouge_l, summarize
+
+
+def _turn(i: int, **kw) -> JudgedItem:
+    return JudgedItem(task="turn", item_id=f"qa-{i}", case_id=f"case-{i % 2}", model="m", **kw)
+
+
+def test_malformed_answers_sit_at_the_floor_and_judge_failures_are_left_out():
+    items = [
+        _turn(1, qa_type="uncertainty", score=5, critical_error=False, unsupported_claim=True),
+        _turn(2, qa_type="uncertainty", score=3, critical_error=True, unsupported_claim=False),
+        _turn(3, qa_type="treatment_recommendation", score=4, critical_error=False, unsupported_claim=False),
+        _turn(4, qa_type="treatment_recommendation", malformed=True),
+        _turn(5, qa_type="uncertainty", judge_failed=True),
+    ]
+    s = summarize(items)
+    assert (s["items"], s["scored"], s["format_failures"], s["judge_failures"]) == (5, 3, 1, 1)
+    assert s["mean"] == pytest.approx((5 + 3 + 4 + 1) / 4)  # the malformed answer counts 1; the failure nothing
+    assert s["critical_error_rate"] == pytest.approx(1 / 3) and s["unsupported_claim_rate"] == pytest.approx(1 / 3)
+    by_type = s["by_question_type"]
+    assert by_type["uncertainty"] == {"count": 3, "scored": 2, "mean": 4.0, "critical_error_rate": 0.5,
+                                      "unsupported_claim_rate": 0.5}
+    assert by_type["treatment_recommendation"]["mean"] == 4.0  # no floor by question type
+    assert by_type["treatment_recommendation"]["count"] == 2
+
+
+def test_four_decisions_count_only_decisions_in_scope():
+    board = [
+        JudgedItem(task="board", item_id="s1", case_id="c1", model="m", score=4,
+                   decisions={"therapy": 5, "surgery": -1, "next_action": 3, "clinical_trial": -1}),
+        JudgedItem(task="board", item_id="s2", case_id="c2", model="m", score=2,
+                   decisions={"therapy": 3, "surgery": 2, "next_action": -1, "clinical_trial": -1}),
+        JudgedItem(task="board", item_id="s3", case_id="c3", model="m", malformed=True),
+    ]
+    s = summarize(board)
+    assert s["mean"] == pytest.approx((4 + 2 + 1) / 3)
+    d = s["four_decisions"]
+    assert d["therapy"] == {"cases": 2, "mean": 4.0} and d["surgery"] == {"cases": 1, "mean": 2.0}
+    assert d["clinical_trial"] == {"cases": 0, "mean": None}
+    assert s["critical_error_rate"] is None  # no flags on the board task
+
+
+def test_nothing_scored_gives_no_mean_rather_than_zero():
+    s = summarize([_turn(1, judge_failed=True)])
+    assert s["mean"] is None and s["scored"] == 0 and s["judge_failures"] == 1
+
+
+@pytest.mark.parametrize(("candidate", "reference", "expected"), [
+    # tokens: the cat sat on the mat / the cat is on a mat -> LCS "the cat on mat" = 4; P = R = 4/6
+    ("The cat sat on the mat.", "the cat is on a mat", 4 / 6),
+    # punctuation splits tokens and case is ignored: "5-FU" -> [5, fu]; LCS 4 of 4 and 5 tokens
+    ("Give 5-FU now", "give 5 fu now please", 2 * (4 / 4) * (4 / 5) / (4 / 4 + 4 / 5)),
+    # no stemming: "treated" and "treatment" differ
+    ("treated", "treatment", 0.0),
+    ("", "anything", 0.0),
+    ("!!!", "...", 0.0),
+])
+def test_rouge_l_uses_the_released_tokenisation(candidate, reference, expected):
+    assert rouge_l(candidate, reference) == pytest.approx(expected)
