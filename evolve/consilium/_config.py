@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -35,7 +34,7 @@ from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import ConfigError, RunError
 from evolve.judge import JudgeSettings
-from evolve.runs import BenchFolder
+from evolve.runs import BenchFolder, model_slug
 
 __all__ = [
     "BENCH_CONFIG_VERSION",
@@ -63,19 +62,6 @@ MANIFEST_FILE = BenchFolder.MANIFEST
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def model_slug(model: str) -> str:
-    """A model id as a file-name segment: runs of characters other than letters, digits, ``.``,
-    ``_`` and ``-`` become ``-`` (``openai/gpt-oss-120b`` -> ``openai-gpt-oss-120b``).
-
-    Raises:
-        ConfigError: Nothing usable is left (e.g. ``"//"``).
-    """
-    slug = re.sub(r"[^A-Za-z0-9._\-]+", "-", model).strip("-.")
-    if not slug:
-        raise ConfigError(f"model id {model!r} has no letter or digit to name its files by; use a real model id.")
-    return slug
 
 
 def sha256_text(text: str) -> str:

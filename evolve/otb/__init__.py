@@ -17,10 +17,29 @@ the released code does (:func:`extract_board`, :func:`extract_turn`: fallbacks a
 ``parse_status``; an answer with nothing usable is *malformed*, kept and counted), and
 aggregates judged items as released (:func:`summarize`: malformed answers at the floor of the
 mean, judge failures excluded and counted, flag rates over scored items; :func:`rouge_l`).
+
+A run (:class:`OtbConfig`, :func:`resolve_otb_config`) answers every item with every model
+(:func:`generate_otb`: ``<task>/<model>/responses.jsonl`` in the released layout, resumable by
+id over the response cache), then judges the extracted answers (:func:`judge_otb`: strict JSON
+schemas at temperature 0, top_p 1, seed 0; ``judge_scores.jsonl``, ``metrics.csv`` and each
+(task, model)'s ``summary.json``).
 """
 
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
+from evolve.otb._config import OTB_PRESETS, Decoding, OtbConfig, OtbJudgeSettings, resolve_otb_config
 from evolve.otb._extract import Extraction, ParseStatus, extract_board, extract_turn, final_text, sentence_count
+from evolve.otb._judging import BERTSCORE_MISSING, METRIC_COLUMNS, OtbJudgeResult, judge_otb, load_otb_config
+from evolve.otb._prompts import (
+    JUDGE_RUBRIC_VERSION,
+    PROMPT_VERSION,
+    ClinicalEquivalence,
+    ConclusionAlignment,
+    FourDecisions,
+    board_messages,
+    judge_messages,
+    judge_schema,
+    turn_messages,
+)
 from evolve.otb._records import (
     NO_SLIDES,
     BoardCase,
@@ -30,23 +49,48 @@ from evolve.otb._records import (
     load_turn_questions,
     open_jsonl,
 )
+from evolve.otb._runner import GenerationCounts, generate_otb, load_otb_items, read_responses, run_key
 
 __all__ = [
+    "BERTSCORE_MISSING",
     "DECISIONS",
+    "JUDGE_RUBRIC_VERSION",
+    "METRIC_COLUMNS",
     "NO_SLIDES",
+    "OTB_PRESETS",
+    "PROMPT_VERSION",
     "BoardCase",
+    "ClinicalEquivalence",
+    "ConclusionAlignment",
+    "Decoding",
     "Extraction",
+    "FourDecisions",
+    "GenerationCounts",
     "JudgedItem",
+    "OtbConfig",
+    "OtbJudgeResult",
+    "OtbJudgeSettings",
     "ParseStatus",
     "SourceAlias",
     "TurnQuestion",
+    "board_messages",
     "extract_board",
     "extract_turn",
     "final_text",
+    "generate_otb",
+    "judge_messages",
+    "judge_otb",
+    "judge_schema",
     "load_board_cases",
+    "load_otb_config",
+    "load_otb_items",
     "load_turn_questions",
     "open_jsonl",
+    "read_responses",
+    "resolve_otb_config",
     "rouge_l",
+    "run_key",
     "sentence_count",
     "summarize",
+    "turn_messages",
 ]

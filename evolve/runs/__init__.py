@@ -41,7 +41,7 @@ from evolve.runs._client import (
     with_cache_path,
 )
 from evolve.runs._files import atomic_write, holds_interrupt
-from evolve.runs._folder import BenchFolder, CalibrationFolder, RunFolder
+from evolve.runs._folder import BenchFolder, CalibrationFolder, OtbFolder, RunFolder, model_slug
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import NoProgress, ProgressHook
 from evolve.runs._resume import check_resumable, check_same_settings
@@ -56,6 +56,7 @@ __all__ = [
     "Event",
     "Journal",
     "NoProgress",
+    "OtbFolder",
     "ProgressHook",
     "RunFolder",
     "atomic_write",
@@ -64,6 +65,7 @@ __all__ = [
     "context_window",
     "default_cache_path",
     "holds_interrupt",
+    "model_slug",
     "open_client",
     "owned_client",
     "run_usage",

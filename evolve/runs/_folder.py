@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evolve.errors import RunError
+from evolve.errors import ConfigError, RunError
 from evolve.runs._files import atomic_write
 from evolve.runs._journal import Journal
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["BenchFolder", "CalibrationFolder", "RunFolder"]
+__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "model_slug"]
+
+
+def model_slug(model: str) -> str:
+    """A model id as a file-name segment: runs of characters other than letters, digits, ``.``,
+    ``_`` and ``-`` become ``-`` (``openai/gpt-oss-120b`` -> ``openai-gpt-oss-120b``).
+
+    Raises:
+        ConfigError: Nothing usable is left (e.g. ``"//"``).
+    """
+    slug = re.sub(r"[^A-Za-z0-9._\-]+", "-", model).strip("-.")
+    if not slug:
+        raise ConfigError(f"model id {model!r} has no letter or digit to name its files by; use a real model id.")
+    return slug
 
 
 class RunFolder:
@@ -157,3 +171,42 @@ class BenchFolder(RunFolder):
     REPORT_MD = "bench_report.md"
     REPORT_JSON = "bench_report.json"
     ROLES = "roles.csv"
+
+
+class OtbFolder(RunFolder):
+    """The files of an OpenTumorBoard run (``evolve otb run``), by name.
+
+    Per task (``board``, ``turn``) and model, in the released layout:
+    ``<task>/<model slug>/responses.jsonl`` (one line per answered item), ``errors.jsonl`` (calls
+    that failed; asked again on resume) and ``summary.json`` (the released aggregation, after
+    judging).
+
+    Attributes:
+        CONFIG: The resolved configuration (``run_config.json``; no API key).
+        JUDGE_SCORES: One line per judge call (``judge_scores.jsonl``).
+        METRICS: ROUGE-L (and BERTScore, or why it is missing) per answered item.
+        REPORT_MD, REPORT_JSON: The OpenTumorBoard tables; each also as CSV.
+    """
+
+    RESUME = "evolve otb run --resume {path}"
+    CONFIG = "run_config.json"
+    JUDGE_SCORES = "judge_scores.jsonl"
+    METRICS = "metrics.csv"
+    REPORT_MD = "otb_report.md"
+    REPORT_JSON = "otb_report.json"
+
+    def task_dir(self, task: str, model: str) -> Path:
+        """``<task>/<model slug>/``."""
+        return self.path / task / model_slug(model)
+
+    def responses(self, task: str, model: str) -> Path:
+        """``<task>/<model slug>/responses.jsonl``."""
+        return self.task_dir(task, model) / "responses.jsonl"
+
+    def errors(self, task: str, model: str) -> Path:
+        """``<task>/<model slug>/errors.jsonl``."""
+        return self.task_dir(task, model) / "errors.jsonl"
+
+    def summary(self, task: str, model: str) -> Path:
+        """``<task>/<model slug>/summary.json``."""
+        return self.task_dir(task, model) / "summary.json"

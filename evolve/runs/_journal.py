@@ -43,6 +43,9 @@ class Event(str, Enum):
     BENCH_STARTED = "bench_started"
     BENCH_RESUMED = "bench_resumed"
     BENCH_FINISHED = "bench_finished"
+    OTB_STARTED = "otb_started"
+    OTB_RESUMED = "otb_resumed"
+    OTB_FINISHED = "otb_finished"
     INTERRUPTED = "interrupted"
     ROLES_ASSIGNED = "roles_assigned"
     ROLES_FAILED = "roles_failed"
@@ -61,7 +64,7 @@ class Event(str, Enum):
     WARNING = "warning"
 
 
-RESUME_EVENTS = frozenset({Event.RUN_RESUMED, Event.BENCH_RESUMED})
+RESUME_EVENTS = frozenset({Event.RUN_RESUMED, Event.BENCH_RESUMED, Event.OTB_RESUMED})
 """Events that open a resumed process's part of the journal."""
 
 REPLAYED_EVENTS = frozenset({

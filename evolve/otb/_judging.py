@@ -1,0 +1,210 @@
+"""Judging OpenTumorBoard answers and aggregating them as released (``OTB_FORMAT.md`` §3-§4).
+
+Per answered item, the judge sees the extracted conclusion (board) or answer (turn) only -
+never the model's name or the raw output - and replies in a strict JSON schema at temperature 0,
+top_p 1, seed 0: *conclusion alignment* (and, by default, the *four decisions*) for a board
+answer, *clinical equivalence* with its two flags for a turn answer. A malformed answer is not
+sent; a reply that is cut or does not fit the schema is a *judge failure* (excluded, counted).
+Every judge call is a line of ``judge_scores.jsonl`` with the rubric version; every
+(task, model) gets the released ``summary.json``; ``metrics.csv`` holds ROUGE-L per answer, and
+says why BERTScore is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from evolve.errors import RunError
+from evolve.judge import prompt_hash
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, parse_json_object
+from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
+from evolve.otb._config import OtbConfig, Task
+from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
+from evolve.otb._records import BoardCase, TurnQuestion
+from evolve.otb._runner import load_otb_items, read_responses
+from evolve.runs import Event, NoProgress, OtbFolder, ProgressHook, atomic_write, owned_client
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evolve.llm import Client
+
+__all__ = ["BERTSCORE_MISSING", "METRIC_COLUMNS", "OtbJudgeResult", "judge_otb", "load_otb_config"]
+
+BERTSCORE_MISSING = ("BERTScore not computed: the released model (microsoft/deberta-xlarge-mnli, layer 40) "
+                     "is not available offline and no substitute encoder is configured")
+"""Why ``metrics.csv`` has no BERTScore (never a silent 0)."""
+
+METRIC_COLUMNS = ["task", "model", "item_id", "case_id", "malformed", "output_tokens", "rouge_l", "bertscore",
+                  "bertscore_model", "bertscore_missing"]
+
+PROGRESS_KEY = "otb_judge"
+
+
+def load_otb_config(run_dir: Path | str) -> OtbConfig:
+    """The configuration stored in an OpenTumorBoard run folder.
+
+    Raises:
+        RunError: Not such a folder, or an unreadable ``run_config.json``.
+    """
+    folder = OtbFolder(run_dir)
+    if not (folder / folder.CONFIG).is_file():
+        raise RunError(f"{folder.path}: no {folder.CONFIG}; pass a folder written by `evolve otb run`.")
+    try:
+        return OtbConfig.model_validate(folder.read_json(folder.CONFIG))
+    except ValidationError as exc:
+        raise RunError(f"{folder / folder.CONFIG}: not a valid OpenTumorBoard configuration ({exc.errors()[0]['msg']}).") from exc
+
+
+@dataclass
+class OtbJudgeResult:
+    """What :func:`judge_otb` did: judge calls, their outcomes, the summaries per (task, model)."""
+
+    calls: int = 0
+    failures: int = 0
+    cached: int = 0
+    summaries: dict[tuple[str, str], dict] = field(default_factory=dict)
+
+
+def _rubrics(config: OtbConfig, task: Task) -> list[Rubric]:
+    if task == "turn":
+        return ["clinical_equivalence"]
+    return ["conclusion_alignment", "four_decisions"] if config.judge.four_decisions else ["conclusion_alignment"]
+
+
+def _judge_request(config: OtbConfig, rubric: Rubric, item: BoardCase | TurnQuestion, candidate: str,
+                   guidance: dict[str, str]) -> ChatRequest:
+    j = config.judge
+    _, fmt = judge_schema(rubric)
+    return ChatRequest(model=j.model or config.endpoint.model, messages=judge_messages(rubric, item, candidate, guidance.get(rubric)),
+                       temperature=j.temperature, top_p=j.top_p, seed=j.seed, response_format=fmt, tag="otb_judge",
+                       max_tokens=j.max_tokens_board if isinstance(item, BoardCase) else j.max_tokens_turn)
+
+
+def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure) -> tuple[dict | None, str]:
+    """The validated reply fields, or None and why the judge failed."""
+    if isinstance(res, CallFailure):
+        return None, f"endpoint: {res.error}"
+    if res.finish_reason != "stop":
+        return None, f"reply cut (finish_reason={res.finish_reason}); raise the judge's max_tokens"
+    model, _ = judge_schema(rubric)
+    try:
+        return model.model_validate(parse_json_object(res.text)).model_dump(), ""
+    except (ValueError, ValidationError) as exc:
+        return None, f"reply does not fit the {rubric} schema ({str(exc).splitlines()[0][:200]})"
+
+
+def _score_row(row: dict, rubric: Rubric, request: ChatRequest, res: Any, reply: dict | None, error: str,
+               guidance: dict[str, str]) -> dict:
+    out: dict = {
+        "task": row["task"], "item_id": row["item_id"], "case_id": row["case_id"], "model": row["model"],
+        "qa_type": row.get("qa_type", ""), "rubric": rubric, "rubric_version": JUDGE_RUBRIC_VERSION,
+        "judge_model": request.model, "outcome": "scored" if reply is not None else "judge_failure", "error": error,
+        "guided": rubric in guidance, "prompt_hash": prompt_hash(request),
+        "prompt_tokens": getattr(res, "prompt_tokens", 0), "completion_tokens": getattr(res, "completion_tokens", 0),
+        "cached": bool(getattr(res, "cached", False)),
+    }
+    if reply is not None:
+        if rubric == "conclusion_alignment":
+            out.update(score=reply["conclusion_alignment"]["score"], rationale=reply["conclusion_alignment"]["rationale"])
+        elif rubric == "clinical_equivalence":
+            out.update(score=reply["clinical_equivalence_score"], critical_error=reply["critical_error"],
+                       unsupported_claim=reply["unsupported_claim"], rationale=reply["rationale"])
+        else:
+            out.update({d: reply[d] for d in DECISIONS}, rationale=reply["rationale"])
+    return out
+
+
+def _judged_item(task: str, row: dict, scores: Sequence[dict]) -> JudgedItem:
+    main = next((s for s in scores if s["rubric"] != "four_decisions"), None)
+    decisions = next((s for s in scores if s["rubric"] == "four_decisions" and s["outcome"] == "scored"), None)
+    scored = main is not None and main["outcome"] == "scored"
+    return JudgedItem(
+        task=task, item_id=row["item_id"], case_id=row["case_id"], model=row["model"], qa_type=row.get("qa_type", ""),  # type: ignore[arg-type]
+        malformed=row["malformed"], judge_failed=not row["malformed"] and not scored,
+        score=main["score"] if scored and main else None,
+        critical_error=main.get("critical_error") if scored and main else None,
+        unsupported_claim=main.get("unsupported_claim") if scored and main else None,
+        decisions={d: decisions[d] for d in DECISIONS} if decisions else {},
+    )
+
+
+def _metric_row(task: str, row: dict, reference: str) -> dict:
+    text = row["extracted_final_response"]
+    # board: a missing conclusion counts 0; turn: a failed answer is left out (released)
+    score = rouge_l(text, reference) if text else (0.0 if task == "board" else None)
+    return {"task": task, "model": row["model"], "item_id": row["item_id"], "case_id": row["case_id"],
+            "malformed": row["malformed"], "output_tokens": row["usage"]["completion_tokens"], "rouge_l": score,
+            "bertscore": None, "bertscore_model": "", "bertscore_missing": BERTSCORE_MISSING}
+
+
+def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: dict[str, str] | None = None,
+              progress: ProgressHook | None = None) -> OtbJudgeResult:
+    """Judge every answer of an OpenTumorBoard run; write ``judge_scores.jsonl``, ``metrics.csv``
+    and each (task, model)'s ``summary.json``.
+
+    Args:
+        run_dir: A folder written by :func:`~evolve.otb.generate_otb`.
+        client: A ready client; None opens one from the run's endpoint and releases it.
+        guidance: Extra judge guidance per rubric (``<GUIDANCE>`` block), e.g. calibrated.
+        progress: Progress hook (key ``otb_judge``, one step per call).
+
+    Raises:
+        RunError: Not an OpenTumorBoard run folder, or a response naming an unknown item.
+    """
+    progress = progress or NoProgress()
+    guidance = guidance or {}
+    folder = OtbFolder(run_dir)
+    config = load_otb_config(run_dir)
+    items = {t: {it.item_id: it for it in records} for t, records in load_otb_items(config).items()}
+    plan: list[tuple[dict, Rubric, ChatRequest]] = []
+    answered: list[tuple[str, dict]] = []
+    metrics = []
+    for task, by_id in items.items():
+        for model in config.models:
+            for r in read_responses(folder.responses(task, model)):
+                item_id = str(r.get("simulation_id") or r.get("qa_id"))
+                item = by_id.get(item_id)
+                if item is None:
+                    raise RunError(f"{folder.responses(task, model)}: answer to {item_id!r}, which the run's {task} "
+                                   "file does not hold; the folder was edited.")
+                row = {"task": task, "item_id": item_id, "case_id": r["case_id"], "model": model,
+                       "qa_type": r.get("qa_type", ""), "malformed": bool(r.get("malformed")),
+                       "extracted_final_response": r.get("extracted_final_response", ""), "usage": r.get("usage", {})}
+                answered.append((task, row))
+                reference = item.reference_conclusion if isinstance(item, BoardCase) else item.reference_answer
+                metrics.append(_metric_row(task, row, reference))
+                if not row["malformed"]:
+                    plan += [(row, rb, _judge_request(config, rb, item, row["extracted_final_response"], guidance))
+                             for rb in _rubrics(config, task)]
+    journal = folder.journal()
+    journal.append(Event.JUDGE_STARTED, calls=len(plan), judge_model=config.judge.model, guided=sorted(guidance))
+    result = OtbJudgeResult(calls=len(plan))
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
+        progress.phase("judging", len(plan), key=PROGRESS_KEY)
+        results = client.map([p[2] for p in plan], on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+    scores = []
+    for (row, rubric, request), res in zip(plan, results):
+        reply, error = _read_reply(rubric, res)
+        scores.append(_score_row(row, rubric, request, res, reply, error, guidance))
+    result.failures = sum(s["outcome"] == "judge_failure" for s in scores)
+    result.cached = sum(s["cached"] for s in scores)
+    atomic_write(folder / folder.JUDGE_SCORES, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in scores))
+    atomic_write(folder / folder.METRICS, pd.DataFrame(metrics, columns=METRIC_COLUMNS).to_csv(index=False))
+    by_item: dict[tuple[str, str, str], list[dict]] = {}
+    for s in scores:
+        by_item.setdefault((s["task"], s["model"], s["item_id"]), []).append(s)
+    for task in items:
+        for model in config.models:
+            judged = [_judged_item(task, row, by_item.get((task, model, row["item_id"]), []))
+                      for t, row in answered if t == task and row["model"] == model]
+            summary = {"task": task, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **summarize(judged)}
+            result.summaries[(task, model)] = summary
+            atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
+    journal.append(Event.JUDGE_FINISHED, rows=len(scores), failures=result.failures, cached=result.cached)
+    return result

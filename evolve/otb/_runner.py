@@ -1,0 +1,201 @@
+"""Generating OpenTumorBoard answers into ``responses.jsonl`` (released layout, resumable).
+
+Per task and model, the records are answered in batches over one client; after each batch
+``responses.jsonl`` is rewritten whole (atomically) with every answer so far, so an interrupted
+run keeps what finished, and a resumed one skips the ids already answered - their calls are in
+the response cache anyway. A call that failed goes to ``errors.jsonl`` (rewritten the same way)
+and is asked again on resume. An answer with nothing usable is *malformed*: written, counted,
+never judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evolve.errors import RunError
+from evolve.llm import CallFailure, ChatRequest, ChatResponse
+from evolve.otb._config import OtbConfig, Task
+from evolve.otb._extract import Extraction, extract_board, extract_turn
+from evolve.otb._prompts import PROMPT_VERSION, board_messages, turn_messages
+from evolve.otb._records import BoardCase, TurnQuestion, load_board_cases, load_turn_questions
+from evolve.runs import (
+    Event,
+    NoProgress,
+    OtbFolder,
+    ProgressHook,
+    atomic_write,
+    check_resumable,
+    check_same_settings,
+    owned_client,
+    with_cache_path,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evolve.llm import Client
+
+__all__ = ["GenerationCounts", "generate_otb", "load_otb_items", "read_responses", "run_key"]
+
+BATCH = 8
+"""Items answered between two rewrites of ``responses.jsonl``."""
+
+PROGRESS_KEY = "otb"
+
+
+@dataclass
+class GenerationCounts:
+    """What one (task, model) generation did: answered now, reused from an earlier run,
+    malformed among all answers, and calls that failed (in ``errors.jsonl``)."""
+
+    answered: int = 0
+    reused: int = 0
+    malformed: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def load_otb_items(config: OtbConfig) -> dict[Task, list[BoardCase] | list[TurnQuestion]]:
+    """The records of each task of the run (the first ``max_items``, in file order).
+
+    Raises:
+        DataError: As :func:`~evolve.otb.load_board_cases` / :func:`~evolve.otb.load_turn_questions`.
+    """
+    items: dict[Task, list] = {}
+    for task, path in config.tasks():
+        records = load_board_cases(path) if task == "board" else load_turn_questions(path)
+        items[task] = records[: config.max_items] if config.max_items else records
+    return items
+
+
+def run_key(benchmark_version: str, item_id: str, model: str, prompt_version: str, profile: str) -> str:
+    """The released ``run_key``: SHA-256 of the five parts joined by U+001F."""
+    return hashlib.sha256("\x1f".join([benchmark_version, item_id, model, prompt_version, profile]).encode()).hexdigest()
+
+
+def read_responses(path: Path) -> list[dict]:
+    """The lines of a ``responses.jsonl`` (empty when absent).
+
+    Raises:
+        RunError: A line that is not a JSON object (the file was edited or damaged).
+    """
+    if not path.is_file():
+        return []
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise RunError(f"{path} line {lineno}: not JSON ({exc.msg}). Delete the line (it is answered again "
+                               "on resume) or the file.") from exc
+    return rows
+
+
+def _request(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion) -> ChatRequest:
+    d = config.decoding_of(model)
+    messages = board_messages(item) if isinstance(item, BoardCase) else turn_messages(item)
+    return ChatRequest(model=model, messages=messages, temperature=d.temperature, top_p=d.top_p, seed=d.seed,
+                       max_tokens=d.max_tokens_board if task == "board" else d.max_tokens_turn, tag=f"otb_{task}")
+
+
+def _profile(config: OtbConfig, model: str) -> str:
+    return json.dumps(config.decoding_of(model).model_dump(), sort_keys=True, separators=(",", ":"))
+
+
+def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion,
+                  request: ChatRequest, res: ChatResponse) -> dict:
+    extraction: Extraction = extract_board(res.text) if task == "board" else extract_turn(res.text)
+    ids = ({"simulation_id": item.simulation_id} if isinstance(item, BoardCase)
+           else {"qa_id": item.qa_id, "qa_type": item.qa_type, "target_specialist_role": item.target_specialist_role})
+    if task == "board":
+        parsed = {"discussion": [{"role": r, "response": t} for r, t in extraction.discussion],
+                  "conclusion": extraction.text, "counts": {"turns": len(extraction.discussion)}}
+    else:
+        parsed = {"answer": extraction.text}
+    cut = res.finish_reason not in ("stop", "")
+    warnings = list(extraction.warnings) + ([f"finish_reason={res.finish_reason}: the answer may be cut"] if cut else [])
+    return {
+        "kind": "response", **ids, "video_uid": item.video_uid, "case_id": item.case_id,
+        "run_key": run_key(item.benchmark_version, item.item_id, model, PROMPT_VERSION, _profile(config, model)),
+        "model": model, "resolved_model": model, "prompt_version": PROMPT_VERSION,
+        "parameter_profile": config.decoding_of(model).model_dump(),
+        "finish_reason": res.finish_reason,
+        "usage": {"prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
+        "cached": res.cached, "raw_response": res.text, "raw_reasoning_content": "",
+        "extracted_final_response": extraction.text, "parsed_output": parsed, "parse_status": extraction.parse_status,
+        "malformed": extraction.malformed, "warnings": warnings, "error": extraction.error,
+    }
+
+
+def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Task, model: str,
+                  items: Sequence[BoardCase | TurnQuestion], progress: ProgressHook) -> GenerationCounts:
+    counts = GenerationCounts()
+    rows = read_responses(folder.responses(task, model))
+    done = {r.get("simulation_id") or r.get("qa_id") for r in rows}
+    todo = [it for it in items if it.item_id not in done]
+    counts.reused = len(items) - len(todo)
+    errors: list[dict] = []
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        requests = [_request(config, task, model, it) for it in batch]
+        results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+        for item, request, res in zip(batch, requests, results):
+            if isinstance(res, CallFailure):
+                errors.append({"kind": "error", "id": item.item_id, "case_id": item.case_id, "model": model,
+                               "error": res.error})
+                counts.failed += 1
+                continue
+            rows.append(_response_row(config, task, model, item, request, res))
+            counts.answered += 1
+        atomic_write(folder.responses(task, model), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write(folder.errors(task, model), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
+    counts.malformed = sum(bool(r.get("malformed")) for r in rows)
+    counts.errors = [e["error"] for e in errors]
+    return counts
+
+
+def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: bool = False,
+                 progress: ProgressHook | None = None) -> dict[tuple[str, str], GenerationCounts]:
+    """Answer every item of every task with every model into the run folder.
+
+    Args:
+        config: The run (:func:`~evolve.otb.resolve_otb_config`).
+        client: A ready client; None opens one from ``config.endpoint`` and releases it.
+        resume: Continue ``config.run_dir`` with its stored settings: answered ids are kept,
+            failed and missing ones asked (finished calls come from the cache).
+        progress: Progress hook (key ``otb``, one step per call).
+
+    Returns:
+        Counts per ``(task, model)``.
+
+    Raises:
+        RunError: The folder holds a run and ``resume`` is false; nothing to resume; the
+            stored configuration differs.
+        DataError: A record file is missing or invalid (before any call).
+    """
+    progress = progress or NoProgress()
+    config = with_cache_path(config)
+    folder = OtbFolder(config.run_dir)
+    items = load_otb_items(config)  # bad input fails before anything is written
+    if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
+        stored = folder.read_json(folder.CONFIG)
+        check_same_settings(folder / folder.CONFIG, stored, json.loads(config.model_dump_json()),
+                            ignore=("run_id", "archives_dir"))
+    else:
+        folder.write(folder.CONFIG, config.model_dump_json(indent=2) + "\n")
+    journal = folder.journal()
+    journal.append(Event.OTB_RESUMED if resume else Event.OTB_STARTED, run_id=config.run_id,
+                   tasks={t: len(v) for t, v in items.items()}, models=list(config.models))
+    counts: dict[tuple[str, str], GenerationCounts] = {}
+    with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
+        progress.phase("generating", sum(len(v) for v in items.values()) * len(config.models), key=PROGRESS_KEY)
+        for task, records in items.items():
+            for model in config.models:
+                counts[(task, model)] = _generate_one(config, client, folder, task, model, records, progress)
+    journal.append(Event.OTB_FINISHED, generated={f"{t}/{m}": vars(c) | {"errors": len(c.errors)}
+                                                  for (t, m), c in counts.items()})
+    return counts

@@ -1,0 +1,115 @@
+"""Generating and judging OpenTumorBoard answers on INVENTED records through a scripted endpoint:
+the released layout, references kept from generating models, malformed answers never judged,
+judge failures counted, the aggregation recomputed by hand, resume paying nothing twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evolve.errors import RunError
+from evolve.llm import ChatRequest, Client, ResponseCache
+from evolve.otb import generate_otb, judge_otb, read_responses, resolve_otb_config
+from evolve.runs import OtbFolder
+from evolve.testing import FakeProvider
+from tests.otb.test_records_extract import BOARD, TURN, _write
+
+BOARD_OK = ("<discussion>\n<turn 1> Surgeon: Borderline resectable.\n<turn 2> Medical oncologist: Chemotherapy first."
+            "\n</discussion>\n<conclusion>The board chose neoadjuvant chemotherapy. Resection after restaging.</conclusion>")
+
+
+class Endpoint:
+    """Board: sim-002 gets an answer without a conclusion (malformed). Turn: qa-002's judge
+    reply breaks the schema (a judge failure). Judges score by the candidate's words."""
+
+    def __call__(self, request: ChatRequest) -> str:
+        user = request.messages[-1].content
+        if request.tag == "otb_board":
+            return "<discussion>\n<turn 1> Surgeon: resect.\n</discussion>" if "sim-002 case" in user else BOARD_OK
+        if request.tag == "otb_turn":
+            return json.dumps({"answer": "Yes, chemotherapy first."})
+        assert request.tag == "otb_judge" and request.temperature == 0 and request.top_p == 1 and request.seed == 0
+        assert request.response_format is not None and request.response_format["json_schema"]["strict"]
+        name = request.response_format["json_schema"]["name"]
+        if name == "conclusion_alignment":
+            return json.dumps({"conclusion_alignment": {"score": 4, "rationale": "same plan"}})
+        if name == "four_decisions":
+            return json.dumps({"therapy": 5, "surgery": 3, "next_action": -1, "clinical_trial": -1, "rationale": "r"})
+        if "qa-002 question" in user:
+            return json.dumps({"clinical_equivalence_score": 9, "rationale": "out of range"})
+        flag = "bold" in user
+        return json.dumps({"clinical_equivalence_score": 2 if flag else 5, "critical_error": flag,
+                           "unsupported_claim": False, "rationale": "compared"})
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    boards = [BOARD, {**BOARD, "simulation_id": "sim-002", "case_id": "case-B", "case_summary": "INVENTED sim-002 case."}]
+    turns = [TURN, {**TURN, "qa_id": "qa-002", "question": "INVENTED qa-002 question?"},
+             {**TURN, "qa_id": "qa-003", "case_id": "case-B", "question": "A bold claim?", "qa_type": "uncertainty"}]
+    return _write(tmp_path / "task1_test.jsonl", boards), _write(tmp_path / "task2_test.jsonl", turns)
+
+
+def _config(tmp_path: Path, files, **extra):
+    return resolve_otb_config(preset="quick", environ={}, overrides={
+        "run_id": "otb", "archives_dir": tmp_path / "archives", "board": files[0], "turn": files[1], "max_items": 10,
+        "models": ("model-a",), "endpoint": {"provider": "fake"}, "cache_path": tmp_path / "cache.sqlite", **extra})
+
+
+def test_generation_writes_the_released_layout_and_judging_aggregates_as_released(tmp_path, files):
+    config = _config(tmp_path, files)
+    provider = FakeProvider(Endpoint())
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        counts = generate_otb(config, client=client)
+        result = judge_otb(config.run_dir, client=client)
+    folder = OtbFolder(config.run_dir)
+    assert counts[("board", "model-a")].malformed == 1 and counts[("turn", "model-a")].answered == 3
+    generation = [r for r in provider.requests if r.tag in ("otb_board", "otb_turn")]
+    assert not any("INVENTED reference" in m.content or "FOLFIRINOX" in m.content for r in generation for m in r.messages)
+    assert "CASE SUMMARY:\n" in generation[0].messages[-1].content and "\n\nSLIDE DESCRIPTIONS:\n" in generation[0].messages[-1].content
+    board = read_responses(folder.responses("board", "model-a"))
+    assert [r["simulation_id"] for r in board] == ["sim-001", "sim-002"]
+    first = board[0]
+    assert first["kind"] == "response" and first["parse_status"] == "parsed" and len(first["run_key"]) == 64
+    assert first["parsed_output"]["conclusion"].startswith("The board chose") and first["parsed_output"]["discussion"][0]["role"] == "Surgeon"
+    assert board[1]["malformed"] and board[1]["extracted_final_response"] == ""
+    # the judge saw only extracted answers, never a malformed one or a model name
+    judged = [r for r in provider.requests if r.tag == "otb_judge"]
+    assert len(judged) == result.calls == 1 * 2 + 3  # one board answer x (alignment, decisions) + 3 turn answers
+    assert not any("model-a" in m.content or "<discussion>" in m.content for r in judged for m in r.messages)
+    assert any("<CANDIDATE_RESPONSE>\nThe board chose" in r.messages[-1].content for r in judged)
+    scores = [json.loads(line) for line in (folder / folder.JUDGE_SCORES).read_text().splitlines()]
+    assert {s["rubric_version"] for s in scores} == {"evolve-otb-judge-1"} and result.failures == 1
+    board_summary = json.loads(folder.summary("board", "model-a").read_text())
+    assert board_summary["format_failures"] == 1 and board_summary["mean"] == pytest.approx((4 + 1) / 2)
+    assert board_summary["four_decisions"]["therapy"] == {"cases": 1, "mean": 5.0}
+    turn = json.loads(folder.summary("turn", "model-a").read_text())
+    assert (turn["scored"], turn["judge_failures"], turn["format_failures"]) == (2, 1, 0)
+    assert turn["mean"] == pytest.approx((5 + 2) / 2) and turn["critical_error_rate"] == pytest.approx(0.5)
+    assert turn["by_question_type"]["uncertainty"]["mean"] == 2.0
+    metrics = (folder / folder.METRICS).read_text()
+    assert "BERTScore not computed" in metrics and "rouge_l" in metrics.splitlines()[0]
+
+
+def test_a_resumed_run_pays_no_finished_call_twice_and_refuses_other_settings(tmp_path, files):
+    config = _config(tmp_path, files)
+    provider = FakeProvider(Endpoint())
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        generate_otb(config, client=client)
+        paid = provider.calls
+        with pytest.raises(RunError, match="already holds an OpenTumorBoard run"):
+            generate_otb(config, client=client)
+        again = generate_otb(config, client=client, resume=True)
+        assert provider.calls == paid and again[("turn", "model-a")].reused == 3
+        other = _config(tmp_path, files, decoding={"temperature": 0.5})
+        with pytest.raises(RunError, match="differs from this one in \\['decoding'\\]"):
+            generate_otb(other, client=client, resume=True)
+        # an answer lost from responses.jsonl is asked again from the cache: no new call
+        folder = OtbFolder(config.run_dir)
+        path = folder.responses("turn", "model-a")
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:1]))
+        redone = generate_otb(config, client=client, resume=True)
+    assert redone[("turn", "model-a")].answered == 2 and provider.calls == paid
+    assert [r["qa_id"] for r in read_responses(path)] == ["qa-001", "qa-002", "qa-003"]
