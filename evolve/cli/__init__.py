@@ -2,5 +2,8 @@
 returns an exit code (0 ok, 2 a user-fixable error, 130 interrupted)."""
 
 from evolve.cli._app import app, main
+from evolve.cli._otb import otb_app
+
+app.add_typer(otb_app, name="otb")
 
 __all__ = ["app", "main"]

@@ -28,7 +28,14 @@ schemas at temperature 0, top_p 1, seed 0; ``judge_scores.jsonl``, ``metrics.csv
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
 from evolve.otb._config import OTB_PRESETS, Decoding, OtbConfig, OtbJudgeSettings, resolve_otb_config
 from evolve.otb._extract import Extraction, ParseStatus, extract_board, extract_turn, final_text, sentence_count
-from evolve.otb._judging import BERTSCORE_MISSING, METRIC_COLUMNS, OtbJudgeResult, judge_otb, load_otb_config
+from evolve.otb._judging import (
+    BERTSCORE_MISSING,
+    METRIC_COLUMNS,
+    OtbJudgeResult,
+    judge_otb,
+    load_judged_items,
+    load_otb_config,
+)
 from evolve.otb._prompts import (
     JUDGE_RUBRIC_VERSION,
     PROMPT_VERSION,
@@ -82,6 +89,7 @@ __all__ = [
     "judge_otb",
     "judge_schema",
     "load_board_cases",
+    "load_judged_items",
     "load_otb_config",
     "load_otb_items",
     "load_turn_questions",

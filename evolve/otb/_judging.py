@@ -34,7 +34,7 @@ from evolve.runs import Event, NoProgress, OtbFolder, ProgressHook, atomic_write
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
 
-__all__ = ["BERTSCORE_MISSING", "METRIC_COLUMNS", "OtbJudgeResult", "judge_otb", "load_otb_config"]
+__all__ = ["BERTSCORE_MISSING", "METRIC_COLUMNS", "OtbJudgeResult", "judge_otb", "load_judged_items", "load_otb_config"]
 
 BERTSCORE_MISSING = ("BERTScore not computed: the released model (microsoft/deberta-xlarge-mnli, layer 40) "
                      "is not available offline and no substitute encoder is configured")
@@ -208,3 +208,31 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
             atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
     journal.append(Event.JUDGE_FINISHED, rows=len(scores), failures=result.failures, cached=result.cached)
     return result
+
+
+def load_judged_items(run_dir: Path | str) -> list[JudgedItem]:
+    """Every answered item of a judged run, rebuilt from ``responses.jsonl`` and
+    ``judge_scores.jsonl`` (no model call), in task, model and file order.
+
+    Raises:
+        RunError: Not an OpenTumorBoard run folder, not judged yet, or a damaged file.
+    """
+    folder = OtbFolder(run_dir)
+    config = load_otb_config(run_dir)
+    path = folder.require(folder.JUDGE_SCORES)
+    try:
+        scores = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path}: damaged ({exc.msg}); judge the run again (`evolve otb judge {folder.path}`).") from exc
+    by_item: dict[tuple[str, str, str], list[dict]] = {}
+    for s in scores:
+        by_item.setdefault((s["task"], s["model"], s["item_id"]), []).append(s)
+    out = []
+    for task, _ in config.tasks():
+        for model in config.models:
+            for r in read_responses(folder.responses(task, model)):
+                item_id = str(r.get("simulation_id") or r.get("qa_id"))
+                row = {"item_id": item_id, "case_id": r["case_id"], "model": model, "qa_type": r.get("qa_type", ""),
+                       "malformed": bool(r.get("malformed"))}
+                out.append(_judged_item(task, row, by_item.get((task, model, item_id), [])))
+    return out

@@ -34,7 +34,13 @@ table (SPEC §5.7):
 Shares and means carry case-clustered percentile bootstrap 95% intervals; the judge-based
 tables say "not judged yet" when ``judge_scores.csv`` is absent.
 
-Both reports end with **calls and tokens** (:func:`usage_report`): every model call of every
+:func:`write_otb_report` turns an OpenTumorBoard run folder (``evolve otb run``) into
+``otb_report.md`` / ``otb_report.json`` / ``otb_table.csv``: per task and model the Table A2/A3
+layouts (mean with case-clustered intervals, malformed answers at the floor, judge failures
+counted, flag rates, ROUGE-L, BERTScore or why it is missing, output tokens), the four
+decisions and the scores by question type.
+
+All reports end with **calls and tokens** (:func:`usage_report`): every model call of every
 process that worked on the run - retries, failures, cache hits, the audit's and the mutation
 LLM's calls included - summed from the journal's ``usage`` events.
 """
@@ -55,6 +61,7 @@ from evolve.report._bench import (
     render_bench_markdown,
     write_bench_report,
 )
+from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
 from evolve.report._report import (
     AGREEMENT_COLUMNS,
     N_BOOT,
@@ -74,6 +81,7 @@ __all__ = [
     "BENCH_REPORT_VERSION",
     "JUDGE_SCORE_COLUMNS",
     "N_BOOT",
+    "OTB_TABLE_COLUMNS",
     "REPORT_VERSION",
     "ROLES_COLUMNS",
     "TABLE3_COLUMNS",
@@ -85,15 +93,18 @@ __all__ = [
     "TABLE9_COLUMNS",
     "agreement_records",
     "build_bench_report",
+    "build_otb_report",
     "build_report",
     "harmonise_role",
     "load_bench_run",
     "render_bench_markdown",
     "render_markdown",
+    "render_otb_markdown",
     "render_usage",
-    "write_bench_report",
     "usage_report",
     "verdict_text",
     "verdict_warnings",
+    "write_bench_report",
+    "write_otb_report",
     "write_report",
 ]

@@ -185,7 +185,8 @@ class OtbFolder(RunFolder):
         CONFIG: The resolved configuration (``run_config.json``; no API key).
         JUDGE_SCORES: One line per judge call (``judge_scores.jsonl``).
         METRICS: ROUGE-L (and BERTScore, or why it is missing) per answered item.
-        REPORT_MD, REPORT_JSON: The OpenTumorBoard tables; each also as CSV.
+        REPORT_MD, REPORT_JSON: The OpenTumorBoard tables.
+        TABLE: The main table (one row per task and model) as CSV.
     """
 
     RESUME = "evolve otb run --resume {path}"
@@ -194,6 +195,7 @@ class OtbFolder(RunFolder):
     METRICS = "metrics.csv"
     REPORT_MD = "otb_report.md"
     REPORT_JSON = "otb_report.json"
+    TABLE = "otb_table.csv"
 
     def task_dir(self, task: str, model: str) -> Path:
         """``<task>/<model slug>/``."""

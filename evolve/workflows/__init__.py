@@ -8,12 +8,15 @@ share, so the embedded server starts once:
   (unless ``config.audit`` is off), then write ``report.md``/``report.json``
   (``evolve calibrate``);
 * :func:`run_and_judge` - generate consilium outputs, judge them (optionally with calibrated
-  guidance), then write the bench tables (``evolve bench run``).
+  guidance), then write the bench tables (``evolve bench run``);
+* :func:`run_otb` - answer OpenTumorBoard's Board Simulation and Specialist Turn items, judge
+  the extracted answers, then write the OpenTumorBoard tables (``evolve otb run``).
 
 The command line calls these; a library user may call the engines alone.
 """
 
 from evolve.workflows._bench import run_and_judge
 from evolve.workflows._calibration import run_calibration
+from evolve.workflows._otb import OtbRunResult, run_otb
 
-__all__ = ["run_and_judge", "run_calibration"]
+__all__ = ["OtbRunResult", "run_and_judge", "run_calibration", "run_otb"]

@@ -1,0 +1,145 @@
+"""``evolve otb``: OpenTumorBoard's Specialist Turn and Board Simulation (generate, judge, report)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from evolve.cli._app import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    LocalModelOption,
+    MaxConcurrencyOption,
+    SchemaLimitsOption,
+    _endpoint_overrides,
+    _fail,
+    _interrupt_on_sigterm,
+    _refuse_options_on_resume,
+    _RichProgress,
+    err,
+    out,
+)
+from evolve.errors import EvolveError
+
+otb_app = typer.Typer(no_args_is_help=True, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=False)
+
+
+def _print_summary(run_dir: Path, report: dict | None) -> None:
+    for r in (report or {}).get("tables", {}).get("main", []):
+        mean = "—" if r["mean"] is None else f"{r['mean']:.2f} [{r['mean_low']:.2f}, {r['mean_high']:.2f}]"
+        name = "conclusion alignment" if r["task"] == "board" else "clinical equivalence"
+        out.print(f"{r['task']} {r['model']}: {name} {mean} over {r['items']} items ({r['format_failures']} malformed, "
+                  f"{r['judge_failures']} judge failures)", highlight=False, soft_wrap=True)
+    if report is not None:
+        out.print(f"OpenTumorBoard report: {run_dir / 'otb_report.md'}", highlight=False, soft_wrap=True)
+
+
+@otb_app.command("run")
+def otb_run(
+    board: Optional[Path] = typer.Option(None, "--board", help="Board Simulation records (task1_*.jsonl or .jsonl.gz)."),
+    turn: Optional[Path] = typer.Option(None, "--turn", help="Specialist Turn records (task2_*.jsonl or .jsonl.gz)."),
+    preset: str = typer.Option("quick", help="'quick' (2 items per task, short answers, for the embedded model) or "
+                               "'paper' (the released limits: 32,768 / 8,192 output tokens, judge 1,200 / 1,024)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with OpenTumorBoard config fields."),
+    models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable). Default: the endpoint's."),
+    max_items: Optional[int] = typer.Option(None, "--max-items", min=1, help="First N records of each task (quick: 2)."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
+    judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
+    run_id: Optional[str] = typer.Option(None, help="Run folder name (default: otb-<UTC time>)."),
+    archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings."),
+    base_url: BaseUrlOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    schema_limits: SchemaLimitsOption = None,
+    local_model: LocalModelOption = None,
+) -> None:
+    """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
+
+    Writes archives/<run_id>/: run_config.json, <task>/<model>/responses.jsonl (released layout),
+    errors.jsonl, summary.json, judge_scores.jsonl, metrics.csv and otb_report.md.
+    """
+    options = dict(locals())
+    from evolve.otb import resolve_otb_config
+    from evolve.otb._judging import load_otb_config
+    from evolve.workflows import run_otb
+
+    config = None
+    try:
+        if resume is not None:
+            _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
+                                      allowed=("resume", "judge", "max_concurrency"), command="evolve otb run")
+            config = load_otb_config(resume)
+            if max_concurrency is not None:
+                config = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": max_concurrency})})
+        else:
+            endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
+                                           local_model=local_model, schema_limits=schema_limits)
+            config = resolve_otb_config(preset=preset, config_file=config_file, overrides={
+                "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
+                "board": board, "turn": turn, "max_items": max_items, "models": tuple(models) if models else None,
+                "endpoint": endpoint, "judge": {"model": judge_model}})
+        _interrupt_on_sigterm()
+        with _progress() as bar:
+            result = run_otb(config, judge=judge, resume=resume is not None, progress=_RichProgress(bar))
+    except EvolveError as exc:
+        _fail(exc, resume=f"evolve otb run --resume {config.run_dir}" if config is not None else None)
+    except KeyboardInterrupt:
+        where = config.run_dir if config is not None else "<run folder>"
+        err.print(f"interrupted; continue with: evolve otb run --resume {where}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=130) from None
+    for (task, model), c in result.generated.items():
+        out.print(f"{task} {model}: {c.answered} answered, {c.reused} reused, {c.malformed} malformed, {c.failed} failed "
+                  "calls", highlight=False, soft_wrap=True)
+        for e in c.errors[:3]:
+            err.print(f"warning: {task} {model}: {e}", highlight=False, soft_wrap=True)
+    _print_summary(result.run_dir, result.report)
+    if any(c.failed for c in result.generated.values()):
+        err.print(f"some calls failed (in errors.jsonl); ask them again with: evolve otb run --resume {result.run_dir}",
+                  highlight=False, soft_wrap=True)
+
+
+@otb_app.command("judge")
+def otb_judge(run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>).")) -> None:
+    """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
+    from evolve.otb import judge_otb
+    from evolve.report import write_otb_report
+
+    try:
+        _interrupt_on_sigterm()
+        with _progress() as bar:
+            result = judge_otb(run_dir, progress=_RichProgress(bar))
+        report = write_otb_report(run_dir)
+    except EvolveError as exc:
+        _fail(exc, resume=f"evolve otb judge {run_dir}")
+    except KeyboardInterrupt:
+        err.print("interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)")
+        raise typer.Exit(code=130) from None
+    out.print(f"{result.calls} judge calls ({result.cached} from the cache, {result.failures} judge failures)",
+              highlight=False, soft_wrap=True)
+    _print_summary(run_dir, report)
+
+
+@otb_app.command("report")
+def otb_report(
+    run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
+    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
+    seed: int = typer.Option(0, help="Bootstrap seed."),
+) -> None:
+    """Rebuild the OpenTumorBoard tables from a judged run (no model calls)."""
+    from evolve.report import write_otb_report
+
+    try:
+        report = write_otb_report(run_dir, n_boot=n_boot, seed=seed)
+    except EvolveError as exc:
+        _fail(exc)
+    _print_summary(run_dir, report)

@@ -1,0 +1,180 @@
+"""The OpenTumorBoard report: the paper's Table A2/A3 layouts from a run's stored files.
+
+Per model, for each task: items, scored, malformed (format failures), judge failures, the
+task's mean score with a 95% case-clustered bootstrap interval (malformed answers at the floor
+1, as released; judge failures left out), the flag rates (Specialist Turn: critical error and
+unsupported claim, over scored items, with intervals), ROUGE-L, BERTScore (or why it is
+missing - never 0) and the mean output tokens. Then the four decisions per model (Board) and the
+mean by question type (Turn). No model call: everything comes from ``responses.jsonl``,
+``judge_scores.jsonl``, ``metrics.csv`` and the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
+from evolve.report._usage import render_usage, usage_report
+from evolve.runs import OtbFolder
+from evolve.stats import ClusterMeans
+
+__all__ = ["OTB_TABLE_COLUMNS", "build_otb_report", "render_otb_markdown", "write_otb_report"]
+
+CONFIDENCE = 0.95
+OTB_TABLE_COLUMNS = [
+    "task", "model", "items", "scored", "format_failures", "judge_failures",
+    "mean", "mean_low", "mean_high", "critical_error_rate", "critical_error_rate_low", "critical_error_rate_high",
+    "unsupported_claim_rate", "unsupported_claim_rate_low", "unsupported_claim_rate_high",
+    "rouge_l", "bertscore", "bertscore_missing", "output_tokens",
+]
+
+
+def _interval(case_ids: Sequence[str], values: Sequence[float], n_boot: int, seed: int) -> tuple[float, float, float]:
+    if not values:
+        return math.nan, math.nan, math.nan
+    rs = ClusterMeans(case_ids, n_boot, seed, CONFIDENCE)
+    est, reps, n = rs.mean(np.asarray(case_ids, dtype=object), np.asarray(values, dtype=np.float64))
+    iv = rs.interval(est, reps, n)
+    return iv.estimate, iv.low, iv.high
+
+
+def _row(task: str, model: str, items: list[JudgedItem], metrics: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    s = summarize(items)
+    scored = [i for i in items if not i.malformed and not i.judge_failed and i.score is not None]
+    floor = [i for i in items if i.malformed]
+    row = {"task": task, "model": model, **{k: s[k] for k in ("items", "scored", "format_failures", "judge_failures")}}
+    est, low, high = _interval([i.case_id for i in scored + floor], [float(i.score or 0) for i in scored] + [1.0] * len(floor),
+                               n_boot, seed)
+    row.update(mean=est, mean_low=low, mean_high=high)
+    for flag in ("critical_error", "unsupported_claim"):
+        flagged = [i for i in scored if getattr(i, flag) is not None]
+        est, low, high = _interval([i.case_id for i in flagged], [float(bool(getattr(i, flag))) for i in flagged], n_boot, seed)
+        row.update({f"{flag}_rate": est, f"{flag}_rate_low": low, f"{flag}_rate_high": high})
+    m = metrics[(metrics["task"] == task) & (metrics["model"] == model)]
+    rouge = pd.to_numeric(m["rouge_l"], errors="coerce").dropna()
+    bert = pd.to_numeric(m["bertscore"], errors="coerce").dropna()
+    missing = sorted(set(m["bertscore_missing"].dropna().astype(str)) - {""})
+    row.update(rouge_l=float(rouge.mean()) if len(rouge) else math.nan, bertscore=float(bert.mean()) if len(bert) else math.nan,
+               bertscore_missing="; ".join(missing), output_tokens=float(m["output_tokens"].mean()) if len(m) else math.nan)
+    return row
+
+
+def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Every OpenTumorBoard table of a judged run (no model calls).
+
+    Returns:
+        A JSON-able dict: ``run_dir``, ``judge_rubric_version``, ``bootstrap``, ``tables``
+        (``main``: rows of :data:`OTB_TABLE_COLUMNS`; ``decisions``; ``question_types``) and
+        ``usage`` (every call of every process, from the journal).
+
+    Raises:
+        RunError: Not an OpenTumorBoard run folder, or not judged yet.
+    """
+    folder = OtbFolder(run_dir)
+    config = load_otb_config(run_dir)
+    items = load_judged_items(run_dir)
+    metrics = folder.read_frame(folder.METRICS, keep_default_na=True)
+    assert metrics is not None  # read_frame raises when the file is absent
+    main, decisions, types = [], [], []
+    for task, _ in config.tasks():
+        for model in config.models:
+            mine = [i for i in items if i.task == task and i.model == model]
+            main.append(_row(task, model, mine, metrics, n_boot, seed))
+            s = summarize(mine)
+            for d, v in (s.get("four_decisions") or {}).items():
+                decisions.append({"model": model, "decision": d, "cases": v["cases"], "mean": v["mean"]})
+            for t, v in (s.get("by_question_type") or {}).items():
+                types.append({"model": model, "qa_type": t, **v})
+    report = {
+        "run_dir": str(folder.path), "judge_rubric_version": "evolve-otb-judge-1",
+        "bootstrap": {"method": "case-clustered percentile bootstrap", "n_boot": n_boot, "seed": seed,
+                      "confidence": CONFIDENCE, "cluster": "case_id"},
+        "tables": {"main": main, "decisions": decisions, "question_types": types},
+        "usage": usage_report(folder.journal()),
+    }
+    return json.loads(json.dumps(report, default=float).replace("NaN", "null"))
+
+
+def _num(x, digits: int = 2) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _share(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _ci(row: dict, name: str, digits: int = 2, pct: bool = False) -> str:
+    k = 100 if pct else 1
+    est, low, high = row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high")
+    if est is None:
+        return "—"
+    if pct:
+        return f"{est * k:.1f}% [{_num(low * k if low is not None else None, 1)}, {_num(high * k if high is not None else None, 1)}]"
+    return f"{est:.{digits}f} [{_num(low, digits)}, {_num(high, digits)}]"
+
+
+def render_otb_markdown(report: dict) -> str:
+    """The report as Markdown: one table per task, then decisions and question types."""
+    t = report["tables"]
+    out = ["# OpenTumorBoard report", "",
+           (f"Run `{report['run_dir']}`; judge rubric `{report['judge_rubric_version']}`. Brackets: 95% intervals from a "
+            f"case-clustered bootstrap ({report['bootstrap']['n_boot']} replicates). Malformed answers count 1 in the "
+            "mean (released rule); judge failures are left out and counted; flag rates are over scored items."), ""]
+    missing = sorted({r["bertscore_missing"] for r in t["main"] if r.get("bertscore_missing")})
+    board = [r for r in t["main"] if r["task"] == "board"]
+    if board:
+        out += ["## Board Simulation (Table A3 layout)", "",
+                "| model | items | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore | output tokens |",
+                "|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+                f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in board]
+        out.append("")
+    turn = [r for r in t["main"] if r["task"] == "turn"]
+    if turn:
+        out += ["## Specialist Turn (Table A2 layout)", "",
+                "| model | items | clinical equivalence (1–5) | malformed | judge failures | critical error | unsupported claim | "
+                "ROUGE-L | BERTScore | output tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+                f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
+                f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
+        out.append("")
+    if missing:
+        out += [f"- Note: {m}." for m in missing] + [""]
+    if t["decisions"]:
+        out += ["## Four decisions (Board Simulation)", "",
+                "Mean over cases whose reference took the decision (out of scope: -1, left out).", "",
+                "| model | " + " | ".join(DECISIONS) + " |", "|---|" + "---|" * len(DECISIONS)]
+        for model in dict.fromkeys(r["model"] for r in t["decisions"]):
+            cells = {r["decision"]: r for r in t["decisions"] if r["model"] == model}
+            out.append(f"| {model} | " + " | ".join(f"{_num(cells[d]['mean'])} (n={cells[d]['cases']})" for d in DECISIONS) + " |")
+        out.append("")
+    if t["question_types"]:
+        out += ["## Specialist Turn by question type", "", "Scored items only (no floor), as released.", "",
+                "| model | question type | items | scored | mean | critical error | unsupported claim |", "|---|---|---|---|---|---|---|"]
+        for r in t["question_types"]:
+            out.append(f"| {r['model']} | {r['qa_type']} | {r['count']} | {r['scored']} | {_num(r['mean'])} | "
+                       f"{_share(r['critical_error_rate'])} | {_share(r['unsupported_claim_rate'])} |")
+        out.append("")
+    out += render_usage(report.get("usage"))
+    return "\n".join(out)
+
+
+def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Build the report and write ``otb_report.md``, ``otb_report.json`` and ``otb_table.csv``
+    (:data:`OTB_TABLE_COLUMNS`).
+
+    Raises:
+        RunError: As :func:`build_otb_report`.
+    """
+    folder = OtbFolder(run_dir)
+    report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
+    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+    folder.write(folder.REPORT_MD, render_otb_markdown(report))
+    folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
+    return report
