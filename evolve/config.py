@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.errors import BudgetError, ConfigError
 from evolve.judge import JudgeSettings
 from evolve.runs import EndpointSettings
+
+_M = TypeVar("_M", bound=BaseModel)
 
 CONFIG_VERSION: Final = 2
 """2: hashed seeds, racing and robust selection (version 1 runs are read, not resumed)."""
@@ -318,6 +320,36 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
     if env.get("EVOLVE_PROVIDER"):
         endpoint["provider"] = env["EVOLVE_PROVIDER"]
     return {"endpoint": endpoint} if endpoint else {}
+
+
+def default_models(data: dict[str, Any]) -> dict[str, Any]:
+    """Fill in the models of a layered generation config (benchmark, OpenTumorBoard), in place:
+    without ``models`` the endpoint's model generates; without an endpoint model the first
+    generating model becomes it; the judge model defaults to the endpoint's model."""
+    endpoint = data.setdefault("endpoint", {})
+    if not data.get("models"):
+        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
+    elif not endpoint.get("model"):
+        endpoint["model"] = data["models"][0]
+    if data.get("judge", {}).get("model") is None:
+        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
+    return data
+
+
+def validated(model: type[_M], data: dict[str, Any], what: str) -> _M:
+    """``model.model_validate(data)``, with a validation error turned into one
+    :class:`ConfigError` naming the field (``what``: how to name the configuration).
+
+    Raises:
+        ConfigError: The first invalid field, in words, and where to fix it.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        where = f"{what} field '{loc}'" if loc else what
+        raise ConfigError(f"{where}: {readable_error(first)}. Fix the value in the config file or on the command line.") from exc
 
 
 def layered(

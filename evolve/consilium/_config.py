@@ -29,10 +29,10 @@ from pydantic import (
     model_validator,
 )
 
-from evolve.config import EndpointSettings, layered, readable_error
+from evolve.config import EndpointSettings, default_models, layered, validated
 from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
-from evolve.errors import ConfigError, RunError
+from evolve.errors import RunError
 from evolve.judge import JudgeSettings
 from evolve.runs import BenchFolder, model_slug
 
@@ -289,22 +289,7 @@ def resolve_bench_config(
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
     """
     data = layered(BENCH_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
-    endpoint = data.setdefault("endpoint", {})
-    models = data.get("models")
-    if not models:
-        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
-    elif not endpoint.get("model"):
-        endpoint["model"] = data["models"][0]
-    if data.get("judge", {}).get("model") is None:
-        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
-    try:
-        return BenchConfig.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        msg = readable_error(first)
-        where = f"benchmark configuration field '{loc}'" if loc else "benchmark configuration"
-        raise ConfigError(f"{where}: {msg}. Fix the value in the config file or on the command line.") from exc
+    return validated(BenchConfig, default_models(data), "benchmark configuration")
 
 
 class PromptRecord(_Settings):

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evolve.config import layered, readable_error
-from evolve.errors import ConfigError
+from evolve.config import default_models, layered, validated
 from evolve.runs import EndpointSettings, model_slug
 
 __all__ = ["OTB_PRESETS", "Decoding", "OtbConfig", "OtbJudgeSettings", "resolve_otb_config"]
@@ -142,17 +141,4 @@ def resolve_otb_config(*, preset: str | None = "quick", config_file: Path | None
         ConfigError: Unknown preset, unreadable file or an invalid value (named).
     """
     data = layered(OTB_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
-    endpoint = data.setdefault("endpoint", {})
-    if not data.get("models"):
-        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
-    elif not endpoint.get("model"):
-        endpoint["model"] = data["models"][0]
-    if data.get("judge", {}).get("model") is None:
-        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
-    try:
-        return OtbConfig.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        where = f"OpenTumorBoard configuration field '{loc}'" if loc else "OpenTumorBoard configuration"
-        raise ConfigError(f"{where}: {readable_error(first)}. Fix the value in the config file or on the command line.") from exc
+    return validated(OtbConfig, default_models(data), "OpenTumorBoard configuration")
