@@ -54,6 +54,7 @@ def otb_run(
     max_items: Optional[int] = typer.Option(None, "--max-items", min=1, help="First N records of each task (quick: 2)."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: otb-<UTC time>)."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings."),
@@ -77,7 +78,7 @@ def otb_run(
     try:
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
-                                      allowed=("resume", "judge", "max_concurrency"), command="evolve otb run")
+                                      allowed=("resume", "judge", "guidance", "max_concurrency"), command="evolve otb run")
             config = load_otb_config(resume)
             if max_concurrency is not None:
                 config = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": max_concurrency})})
@@ -90,7 +91,8 @@ def otb_run(
                 "endpoint": endpoint, "judge": {"model": judge_model}})
         _interrupt_on_sigterm()
         with _progress() as bar:
-            result = run_otb(config, judge=judge, resume=resume is not None, progress=_RichProgress(bar))
+            result = run_otb(config, judge=judge, resume=resume is not None, calibration_run=guidance,
+                             progress=_RichProgress(bar))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb run --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
@@ -102,6 +104,8 @@ def otb_run(
                   "calls", highlight=False, soft_wrap=True)
         for e in c.errors[:3]:
             err.print(f"warning: {task} {model}: {e}", highlight=False, soft_wrap=True)
+    for warning in result.judge.warnings if result.judge else []:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     _print_summary(result.run_dir, result.report)
     if any(c.failed for c in result.generated.values()):
         err.print(f"some calls failed (in errors.jsonl); ask them again with: evolve otb run --resume {result.run_dir}",
@@ -109,7 +113,10 @@ def otb_run(
 
 
 @otb_app.command("judge")
-def otb_judge(run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>).")) -> None:
+def otb_judge(
+    run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
+) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
     from evolve.otb import judge_otb
     from evolve.report import write_otb_report
@@ -117,14 +124,17 @@ def otb_judge(run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run fo
     try:
         _interrupt_on_sigterm()
         with _progress() as bar:
-            result = judge_otb(run_dir, progress=_RichProgress(bar))
+            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar))
         report = write_otb_report(run_dir)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb judge {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)")
         raise typer.Exit(code=130) from None
-    out.print(f"{result.calls} judge calls ({result.cached} from the cache, {result.failures} judge failures)",
+    for warning in result.warnings:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+    guided = f", guided on {', '.join(sorted(result.guidance))}" if result.guidance else ""
+    out.print(f"{result.calls} judge calls ({result.cached} from the cache, {result.failures} judge failures{guided})",
               highlight=False, soft_wrap=True)
     _print_summary(run_dir, report)
 
@@ -143,3 +153,24 @@ def otb_report(
     except EvolveError as exc:
         _fail(exc)
     _print_summary(run_dir, report)
+
+
+@otb_app.command("import-ratings")
+def otb_import_ratings(
+    run_dir: Path = typer.Argument(..., help="The OpenTumorBoard run whose answers clinicians rated."),
+    ratings: Path = typer.Argument(..., help="Long CSV: item_id, model, rater_id, criterion, score, comment."),
+    out_dir: Path = typer.Option(..., "--out", help="Rating-pack folder to write (e.g. ratings/otb-clinicians)."),
+    overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+) -> None:
+    """Turn clinician ratings of a run's answers into a rating pack of rubric otb (for evolve calibrate)."""
+    from evolve.data import write_pack
+    from evolve.otb import otb_rating_pack
+
+    try:
+        pack = otb_rating_pack(run_dir, ratings, name=out_dir.name)
+        write_pack(pack, out_dir, overwrite=overwrite)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(f"wrote {out_dir}: {len(pack.cases)} items, {len(pack.targets)} answers, {len(pack.ratings)} ratings "
+              f"(rubric otb). Next: evolve splits make {out_dir} && evolve calibrate --pack {out_dir}",
+              highlight=False, soft_wrap=True)

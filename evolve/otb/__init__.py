@@ -23,6 +23,11 @@ A run (:class:`OtbConfig`, :func:`resolve_otb_config`) answers every item with e
 id over the response cache), then judges the extracted answers (:func:`judge_otb`: strict JSON
 schemas at temperature 0, top_p 1, seed 0; ``judge_scores.jsonl``, ``metrics.csv`` and each
 (task, model)'s ``summary.json``).
+
+Its judge can be calibrated like any other: clinician ratings of a run's answers become a rating
+pack of rubric ``otb`` (:func:`otb_rating_pack`; clinical equivalence 1-5, the two flags 0/1,
+conclusion alignment 1-5), ``evolve calibrate`` evolves guidance for it, and
+:func:`judge_otb` takes the calibration run's winners (:func:`calibrated_guidance`).
 """
 
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
@@ -32,6 +37,7 @@ from evolve.otb._judging import (
     BERTSCORE_MISSING,
     METRIC_COLUMNS,
     OtbJudgeResult,
+    calibrated_guidance,
     judge_otb,
     load_judged_items,
     load_otb_config,
@@ -47,6 +53,7 @@ from evolve.otb._prompts import (
     judge_schema,
     turn_messages,
 )
+from evolve.otb._ratings import OTB_RATING_COLUMNS, OTB_RUBRIC_ID, otb_rating_pack
 from evolve.otb._records import (
     NO_SLIDES,
     BoardCase,
@@ -65,6 +72,8 @@ __all__ = [
     "METRIC_COLUMNS",
     "NO_SLIDES",
     "OTB_PRESETS",
+    "OTB_RATING_COLUMNS",
+    "OTB_RUBRIC_ID",
     "PROMPT_VERSION",
     "BoardCase",
     "ClinicalEquivalence",
@@ -81,6 +90,7 @@ __all__ = [
     "SourceAlias",
     "TurnQuestion",
     "board_messages",
+    "calibrated_guidance",
     "extract_board",
     "extract_turn",
     "final_text",
@@ -94,6 +104,7 @@ __all__ = [
     "load_otb_items",
     "load_turn_questions",
     "open_jsonl",
+    "otb_rating_pack",
     "read_responses",
     "resolve_otb_config",
     "rouge_l",

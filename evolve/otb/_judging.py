@@ -29,12 +29,22 @@ from evolve.otb._config import OtbConfig, Task
 from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
-from evolve.runs import Event, NoProgress, OtbFolder, ProgressHook, atomic_write, owned_client
+from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
 
-__all__ = ["BERTSCORE_MISSING", "METRIC_COLUMNS", "OtbJudgeResult", "judge_otb", "load_judged_items", "load_otb_config"]
+__all__ = [
+    "BERTSCORE_MISSING", "METRIC_COLUMNS", "OtbJudgeResult", "calibrated_guidance", "judge_otb", "load_judged_items",
+    "load_otb_config",
+]
+
+# the calibrated criteria whose guidance goes into each judge call (the flags share the
+# equivalence call, as in the released schema)
+_GUIDED_BY: dict[str, tuple[str, ...]] = {
+    "clinical_equivalence": ("clinical_equivalence", "critical_error", "unsupported_claim"),
+    "conclusion_alignment": ("conclusion_alignment",),
+}
 
 BERTSCORE_MISSING = ("BERTScore not computed: the released model (microsoft/deberta-xlarge-mnli, layer 40) "
                      "is not available offline and no substitute encoder is configured")
@@ -63,12 +73,47 @@ def load_otb_config(run_dir: Path | str) -> OtbConfig:
 
 @dataclass
 class OtbJudgeResult:
-    """What :func:`judge_otb` did: judge calls, their outcomes, the summaries per (task, model)."""
+    """What :func:`judge_otb` did: judge calls, their outcomes, the summaries per (task, model),
+    the guidance used per judge rubric and warnings (e.g. guidance calibrated for another judge)."""
 
     calls: int = 0
     failures: int = 0
     cached: int = 0
     summaries: dict[tuple[str, str], dict] = field(default_factory=dict)
+    guidance: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def calibrated_guidance(calibration_run: Path | str) -> tuple[dict[str, str], dict[str, str]]:
+    """The guidance of a calibration run of rubric ``otb``, per judge rubric, and the judge
+    model it was calibrated for.
+
+    The selected winner of each calibrated criterion goes into the judge call that rates it:
+    clinical equivalence and the two flags into the equivalence call (each under its name),
+    conclusion alignment into the alignment call. The guidance was evolved with ``evolve``'s
+    own judge prompt (one criterion per call); here it is added to the released-style prompt.
+
+    Returns:
+        ``({judge rubric: guidance text}, {"model": the calibration's judge model or ""})``.
+
+    Raises:
+        RunError: Not a finished calibration run, or one of another rubric (see
+            :func:`evolve.consilium.load_calibrated_guidance`).
+    """
+    from evolve.consilium import load_calibrated_guidance  # the winners' reader; loaded only with guidance
+    from evolve.rubric import load_rubric
+
+    rubric = load_rubric("otb")
+    names = {c.criterion_id: c.name for c in rubric.criteria}
+    chosen = load_calibrated_guidance(calibration_run, rubric)
+    out = {}
+    for judge_rubric, criteria in _GUIDED_BY.items():
+        parts = [f"{names[c]}: {chosen[c].text}" if len(criteria) > 1 else chosen[c].text
+                 for c in criteria if c in chosen and chosen[c].text]
+        if parts:
+            out[judge_rubric] = "\n\n".join(parts)
+    config = CalibrationFolder(calibration_run).read_json(CalibrationFolder.CONFIG, optional=True) or {}
+    return out, {"model": str((config.get("judge") or {}).get("model") or "")}
 
 
 def _rubrics(config: OtbConfig, task: Task) -> list[Rubric]:
@@ -144,23 +189,33 @@ def _metric_row(task: str, row: dict, reference: str) -> dict:
 
 
 def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: dict[str, str] | None = None,
-              progress: ProgressHook | None = None) -> OtbJudgeResult:
+              calibration_run: Path | str | None = None, progress: ProgressHook | None = None) -> OtbJudgeResult:
     """Judge every answer of an OpenTumorBoard run; write ``judge_scores.jsonl``, ``metrics.csv``
     and each (task, model)'s ``summary.json``.
 
     Args:
         run_dir: A folder written by :func:`~evolve.otb.generate_otb`.
         client: A ready client; None opens one from the run's endpoint and releases it.
-        guidance: Extra judge guidance per rubric (``<GUIDANCE>`` block), e.g. calibrated.
+        guidance: Extra judge guidance per judge rubric (``<GUIDANCE>`` block).
+        calibration_run: A calibration run of rubric ``otb`` whose winners guide the judge
+            (:func:`calibrated_guidance`); merged over ``guidance``.
         progress: Progress hook (key ``otb_judge``, one step per call).
 
     Raises:
-        RunError: Not an OpenTumorBoard run folder, or a response naming an unknown item.
+        RunError: Not an OpenTumorBoard run folder, a response naming an unknown item, or a
+            calibration run that is not one of rubric ``otb``.
     """
     progress = progress or NoProgress()
-    guidance = guidance or {}
+    guidance = dict(guidance or {})
     folder = OtbFolder(run_dir)
     config = load_otb_config(run_dir)
+    warnings = []
+    if calibration_run is not None:
+        calibrated, meta = calibrated_guidance(calibration_run)
+        guidance.update(calibrated)
+        if meta["model"] and meta["model"] != config.judge.model:
+            warnings.append(f"the guidance was calibrated for judge model {meta['model']!r} but this run judges with "
+                            f"{config.judge.model!r}; the calibration may not carry over")
     items = {t: {it.item_id: it for it in records} for t, records in load_otb_items(config).items()}
     plan: list[tuple[dict, Rubric, ChatRequest]] = []
     answered: list[tuple[str, dict]] = []
@@ -183,8 +238,11 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
                     plan += [(row, rb, _judge_request(config, rb, item, row["extracted_final_response"], guidance))
                              for rb in _rubrics(config, task)]
     journal = folder.journal()
-    journal.append(Event.JUDGE_STARTED, calls=len(plan), judge_model=config.judge.model, guided=sorted(guidance))
-    result = OtbJudgeResult(calls=len(plan))
+    journal.append(Event.JUDGE_STARTED, calls=len(plan), judge_model=config.judge.model, guided=sorted(guidance),
+                   calibration_run=str(calibration_run) if calibration_run is not None else None)
+    for warning in warnings:
+        journal.append(Event.WARNING, message=warning)
+    result = OtbJudgeResult(calls=len(plan), guidance=guidance, warnings=warnings)
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         progress.phase("judging", len(plan), key=PROGRESS_KEY)
         results = client.map([p[2] for p in plan], on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))

@@ -24,7 +24,7 @@ class OtbRunResult:
 
 
 def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, client: Client | None = None,
-            resume: bool = False, guidance: dict[str, str] | None = None,
+            resume: bool = False, guidance: dict[str, str] | None = None, calibration_run: Path | None = None,
             progress: ProgressHook | None = None) -> OtbRunResult:
     """:func:`~evolve.otb.generate_otb`, then :func:`~evolve.otb.judge_otb`, then the report,
     over one client (the embedded server starts once).
@@ -35,7 +35,8 @@ def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, clien
         report: Write the report after judging.
         client: A ready client; None opens one from ``config.endpoint`` and releases it.
         resume: Continue ``config.run_dir`` (answered ids are kept; calls come from the cache).
-        guidance: Extra judge guidance per rubric.
+        guidance: Extra judge guidance per judge rubric.
+        calibration_run: A calibration run of rubric ``otb`` whose winners guide the judge.
         progress: Progress hook.
 
     Raises:
@@ -48,7 +49,8 @@ def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, clien
                       client=client, journal_usage=True) as client:
         result.generated = generate_otb(config, client=client, resume=resume, progress=progress)
         if judge:
-            result.judge = judge_otb(config.run_dir, client=client, guidance=guidance, progress=progress)
+            result.judge = judge_otb(config.run_dir, client=client, guidance=guidance, calibration_run=calibration_run,
+                                     progress=progress)
     if judge and report:
         result.report = write_otb_report(config.run_dir)
     return result
