@@ -103,3 +103,13 @@ def test_bad_ratings_are_listed_with_their_lines(tmp_path, run):
     assert "r.csv line 2: no usable answer of model 'model-a' to item 'qa-99'" in msg
     assert "r.csv line 3: criterion 'conclusion_alignment' does not apply to a turn answer" in msg
     assert "r.csv line 4: score '7' is not an integer 1-5" in msg and "r.csv line 5: criterion 'tone'" in msg
+
+
+def test_the_shipped_rated_example_is_a_valid_pack_of_rubric_otb():
+    root = Path(__file__).resolve().parents[2] / "ratings"
+    pack = load_pack(root / "otb-rated-example")
+    assert pack.manifest.rubric.id == "otb" and len(pack.cases) == 7 and len(pack.targets) == 14
+    assert {t.component for t in pack.targets} == {"turn_answer", "board_conclusion"}
+    assert all(r.comment == "INVENTED rating" for r in pack.ratings)
+    splits = make_splits(pack, holdout_fraction=0.0, validation_fraction=0.4, seed=1)
+    assert splits.train and splits.validation
