@@ -2,8 +2,9 @@
 
 For every successful :class:`~evolve.consilium.CaseRun` of a run folder the judge scores the
 ``final`` report and, in the structured condition, the primary role's ``reasoning`` and
-``opinion`` (role-level scores are those of the primary role); once per (case, model) it scores
-the ``case`` component (the panel: criteria 9-10). The paper judged role components only for
+``opinion`` (role-level scores are those of the primary role); once per case, model and panel
+(the ``n+1`` topology has its own) it scores the ``case`` component (the panel: criteria 9-10).
+The paper judged role components only for
 the structured pipeline (SPEC §5.2): a free-form opinion's reasoning and opinion come from
 splitting its text on a "FINAL OPINION:" line, and where a model wrote none the two components
 overlap. ``free_form_roles=True`` judges them anyway, and every split that fell back is
@@ -293,7 +294,7 @@ def judge_bench(
 
     Judged per successful CaseRun: the ``final`` report and, in the structured condition (or
     with ``free_form_roles``), the primary role's ``reasoning`` and ``opinion``, on every
-    criterion the rubric applies to them (SPEC §2, §5.2); per (case, model): the ``case``
+    criterion the rubric applies to them (SPEC §2, §5.2); per case, model and panel: the ``case``
     component (panel adequacy, case complexity). Seeds are
     ``judge_seed + repeat`` (config), temperature/top_p/output limit from ``config.judge``.
 
