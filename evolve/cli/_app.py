@@ -381,9 +381,9 @@ def calibrate(
     max_validation_targets: Optional[int] = typer.Option(None, help="Subsample validation targets."),
     racing: Optional[str] = typer.Option(None, "--racing", help="'on' (default): judge a mutant on growing batches "
                                          "of training targets and stop it once a paired test finds it unlikely to beat "
-                                         "the best (p < 0.3); 'off': every mutant on every training target (the paper)."),
+                                         "the best (p < 0.5); 'off': every mutant on every training target (the paper)."),
     selection: Optional[str] = typer.Option(None, "--selection", help="'robust' (default): re-judge the initial prompts "
-                                            "and the best mutants with fresh seeds, lowest MAE over all their calls "
+                                            "and the 2 best mutants with a fresh seed, lowest MAE over all their calls "
                                             "wins; 'paper': lowest training MAE (SPEC §4)."),
     base_url: BaseUrlOption = None,
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),

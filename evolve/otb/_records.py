@@ -161,7 +161,7 @@ def _load(path: Path | str, model: type[_Record], key: str) -> list:
         except ValidationError as exc:
             for err in exc.errors():
                 field = ".".join(str(p) for p in err["loc"]) or "record"
-                problems.add(f"{where} field {field!r}", err["msg"], "Fix the value (released schema: OTB_FORMAT.md §1).")
+                problems.add(f"{where} field {field!r}", err["msg"], "Fix the value (the released record schema: the README's OpenTumorBoard section).")
             continue
         item = getattr(record, key)
         if item in seen:
