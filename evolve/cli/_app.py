@@ -26,6 +26,9 @@ app.add_typer(bench_app, name="bench")
 BaseUrlOption = Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL (replaces the embedded model).")]
 ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")]
 MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
+# Bootstrap options shared by the report commands.
+NBootOption = Annotated[int, typer.Option(min=1, help="Bootstrap replicates per interval (cases resampled).")]
+BootSeedOption = Annotated[int, typer.Option(help="Bootstrap seed.")]
 LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b).")]
 SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
@@ -494,8 +497,8 @@ def _print_verdicts(report: dict) -> None:
 @app.command()
 def report(
     run_dir: Path = typer.Argument(..., help="A calibration run folder."),
-    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
-    seed: int = typer.Option(0, help="Bootstrap seed."),
+    n_boot: NBootOption = 2000,
+    seed: BootSeedOption = 0,
 ) -> None:
     """Rebuild the report (report.md/.json, table5.csv, agreement.csv) from a run's saved artifacts (no model calls)."""
     from evolve.report import write_report
@@ -770,8 +773,8 @@ def _print_split_fallbacks(result) -> None:
 @bench_app.command("report")
 def bench_report(
     run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
-    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
-    seed: int = typer.Option(0, help="Bootstrap seed."),
+    n_boot: NBootOption = 2000,
+    seed: BootSeedOption = 0,
 ) -> None:
     """Rebuild the bench tables (Tables 3, 4, 6-9) from a run's saved artifacts (no model calls)."""
     try:

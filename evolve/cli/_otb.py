@@ -12,8 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from evolve.cli._app import (
     ApiKeyEnvOption,
     BaseUrlOption,
+    BootSeedOption,
     LocalModelOption,
     MaxConcurrencyOption,
+    NBootOption,
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
@@ -142,8 +144,8 @@ def otb_judge(
 @otb_app.command("report")
 def otb_report(
     run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
-    n_boot: int = typer.Option(2000, min=1, help="Bootstrap replicates per interval (cases resampled)."),
-    seed: int = typer.Option(0, help="Bootstrap seed."),
+    n_boot: NBootOption = 2000,
+    seed: BootSeedOption = 0,
 ) -> None:
     """Rebuild the OpenTumorBoard tables from a judged run (no model calls)."""
     from evolve.report import write_otb_report
