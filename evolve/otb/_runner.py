@@ -106,8 +106,7 @@ def _profile(config: OtbConfig, model: str) -> str:
     return json.dumps(config.decoding_of(model).model_dump(), sort_keys=True, separators=(",", ":"))
 
 
-def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion,
-                  request: ChatRequest, res: ChatResponse) -> dict:
+def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion, res: ChatResponse) -> dict:
     extraction: Extraction = extract_board(res.text) if task == "board" else extract_turn(res.text)
     ids = ({"simulation_id": item.simulation_id} if isinstance(item, BoardCase)
            else {"qa_id": item.qa_id, "qa_type": item.qa_type, "target_specialist_role": item.target_specialist_role})
@@ -143,13 +142,13 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
         batch = todo[start:start + BATCH]
         requests = [_request(config, task, model, it) for it in batch]
         results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
-        for item, request, res in zip(batch, requests, results):
+        for item, res in zip(batch, results):
             if isinstance(res, CallFailure):
                 errors.append({"kind": "error", "id": item.item_id, "case_id": item.case_id, "model": model,
                                "error": res.error})
                 counts.failed += 1
                 continue
-            rows.append(_response_row(config, task, model, item, request, res))
+            rows.append(_response_row(config, task, model, item, res))
             counts.answered += 1
         atomic_write(folder.responses(task, model), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     atomic_write(folder.errors(task, model), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))

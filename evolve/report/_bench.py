@@ -621,6 +621,7 @@ def _free_form_split(runs: Sequence[CaseRun], run_dir: Path) -> dict:
 
 
 def _clean(x):
+    """A report as JSON-able values: numpy scalars as Python ones, NaN and infinities as None."""
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items()}
     if isinstance(x, list):

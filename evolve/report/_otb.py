@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
+from evolve.report._bench import _clean
 from evolve.report._usage import render_usage, usage_report
 from evolve.runs import OtbFolder
 from evolve.stats import ClusterMeans
@@ -98,7 +99,7 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
         "tables": {"main": main, "decisions": decisions, "question_types": types},
         "usage": usage_report(folder.journal()),
     }
-    return json.loads(json.dumps(report, default=float).replace("NaN", "null"))
+    return _clean(report)
 
 
 def _num(x, digits: int = 2) -> str:
