@@ -49,6 +49,12 @@ def _print_summary(run_dir: Path, report: dict | None) -> None:
 def otb_run(
     board: Optional[Path] = typer.Option(None, "--board", help="Board Simulation records (task1_*.jsonl or .jsonl.gz)."),
     turn: Optional[Path] = typer.Option(None, "--turn", help="Specialist Turn records (task2_*.jsonl or .jsonl.gz)."),
+    prompts: Optional[str] = typer.Option(None, "--prompts", help="'evolve' (default: our prompts in the released "
+                                          "layout) or 'released' (the prompts stored in the released test manifests)."),
+    board_manifest: Optional[Path] = typer.Option(None, "--board-manifest",
+                                                  help="Released test_inputs/board_simulation.caption.jsonl (for --prompts released)."),
+    turn_manifest: Optional[Path] = typer.Option(None, "--turn-manifest",
+                                                 help="Released test_inputs/specialist_turn.caption.jsonl (for --prompts released)."),
     preset: str = typer.Option("quick", help="'quick' (2 items per task, short answers, for the embedded model) or "
                                "'paper' (the released limits: 32,768 / 8,192 output tokens, judge 1,200 / 1,024)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with OpenTumorBoard config fields."),
@@ -89,7 +95,8 @@ def otb_run(
                                            local_model=local_model, schema_limits=schema_limits)
             config = resolve_otb_config(preset=preset, config_file=config_file, overrides={
                 "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
-                "board": board, "turn": turn, "max_items": max_items, "models": tuple(models) if models else None,
+                "board": board, "turn": turn, "max_items": max_items, "prompts": prompts,
+                "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
                 "endpoint": endpoint, "judge": {"model": judge_model}})
         _interrupt_on_sigterm()
         with _progress() as bar:

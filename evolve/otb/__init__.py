@@ -57,13 +57,22 @@ from evolve.otb._ratings import OTB_RATING_COLUMNS, OTB_RUBRIC_ID, otb_rating_pa
 from evolve.otb._records import (
     NO_SLIDES,
     BoardCase,
+    ManifestEntry,
     SourceAlias,
     TurnQuestion,
     load_board_cases,
+    load_manifest,
     load_turn_questions,
     open_jsonl,
 )
-from evolve.otb._runner import GenerationCounts, generate_otb, load_otb_items, read_responses, run_key
+from evolve.otb._runner import (
+    GenerationCounts,
+    generate_otb,
+    load_otb_items,
+    load_stored_prompts,
+    read_responses,
+    run_key,
+)
 
 __all__ = [
     "BERTSCORE_MISSING",
@@ -83,6 +92,7 @@ __all__ = [
     "FourDecisions",
     "GenerationCounts",
     "JudgedItem",
+    "ManifestEntry",
     "OtbConfig",
     "OtbJudgeResult",
     "OtbJudgeSettings",
@@ -100,8 +110,10 @@ __all__ = [
     "judge_schema",
     "load_board_cases",
     "load_judged_items",
+    "load_manifest",
     "load_otb_config",
     "load_otb_items",
+    "load_stored_prompts",
     "load_turn_questions",
     "open_jsonl",
     "otb_rating_pack",

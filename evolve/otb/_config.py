@@ -63,6 +63,11 @@ class OtbConfig(_Settings):
         board: A ``task1_*.jsonl[.gz]`` file (Board Simulation), or None.
         turn: A ``task2_*.jsonl[.gz]`` file (Specialist Turn), or None.
         max_items: Use only the first N records of each task, in file order; None = all.
+        prompts: ``evolve`` (our prompts in the released layout) or ``released`` (the exact
+            prompts stored in the released test manifests, ``board_manifest``/``turn_manifest``,
+            for numbers comparable with the paper's).
+        board_manifest, turn_manifest: ``test_inputs/{board_simulation,specialist_turn}.caption.jsonl``
+            (ShareGPT); needed by ``prompts="released"`` for each task run.
         models: Generating models; each answers every item.
         decoding: Default decoding of every model.
         model_decoding: Decoding of particular models (the paper used each model's own).
@@ -77,6 +82,9 @@ class OtbConfig(_Settings):
     board: Path | None = None
     turn: Path | None = None
     max_items: int | None = Field(default=None, ge=1)
+    prompts: Literal["evolve", "released"] = "evolve"
+    board_manifest: Path | None = None
+    turn_manifest: Path | None = None
     models: tuple[str, ...] = Field(min_length=1)
     decoding: Decoding = Decoding()
     model_decoding: dict[str, Decoding] = {}
@@ -89,6 +97,11 @@ class OtbConfig(_Settings):
         if self.board is None and self.turn is None:
             raise ValueError("give a Board Simulation file (--board task1_*.jsonl) and/or a Specialist Turn file "
                              "(--turn task2_*.jsonl)")
+        if self.prompts == "released":
+            lacking = [f"--{t}-manifest" for t, _ in self.tasks() if self.manifest(t) is None]
+            if lacking:
+                raise ValueError(f"prompts 'released' reads the stored prompts of the released test manifests; give "
+                                 f"{' and '.join(lacking)} (test_inputs/*.caption.jsonl)")
         unknown = sorted(set(self.model_decoding) - set(self.models))
         if unknown:
             raise ValueError(f"model_decoding names {unknown}, which this run does not generate with")
@@ -112,6 +125,10 @@ class OtbConfig(_Settings):
         if self.turn is not None:
             out.append(("turn", self.turn))
         return out
+
+    def manifest(self, task: Task) -> Path | None:
+        """The released test manifest of a task, if given."""
+        return self.board_manifest if task == "board" else self.turn_manifest
 
     def decoding_of(self, model: str) -> Decoding:
         """The model's own decoding, else the run's."""

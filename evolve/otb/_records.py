@@ -25,7 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.errors import DataError, Problems
 
-__all__ = ["NO_SLIDES", "BoardCase", "SourceAlias", "TurnQuestion", "load_board_cases", "load_turn_questions", "open_jsonl"]
+__all__ = [
+    "NO_SLIDES", "BoardCase", "ManifestEntry", "ManifestTurn", "SourceAlias", "TurnQuestion", "load_board_cases",
+    "load_manifest", "load_turn_questions", "open_jsonl",
+]
 
 NO_SLIDES = "No slide descriptions are available."
 """What a model and the judge see in place of an empty ``slides`` string (released placeholder)."""
@@ -192,3 +195,67 @@ def load_turn_questions(path: Path | str) -> list[TurnQuestion]:
         DataError: As :func:`load_board_cases` (key ``qa_id``).
     """
     return _load(path, TurnQuestion, "qa_id")
+
+
+class ManifestTurn(BaseModel):
+    """One turn of a ShareGPT conversation (``{"from": "system"|"human", "value": ...}``)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    speaker: Literal["system", "human", "gpt"] = Field(alias="from")
+    value: str
+
+
+class ManifestEntry(_Record):
+    """One line of a released test manifest (``test_inputs/*.caption.jsonl``, ShareGPT format):
+    the record (``metadata``; a board entry has no reference) and the exact prompt the released
+    runner sends (``conversations``: the system prompt, then the user turn)."""
+
+    schema_version: int | None = None
+    format: Literal["sharegpt"] = "sharegpt"
+    id: str = Field(min_length=1)
+    prompt_version: str = ""
+    metadata: dict = {}
+    conversations: list[ManifestTurn] = Field(min_length=2)
+    messages_sha256: str | None = None
+
+    def stored_prompt(self) -> tuple[str, str]:
+        """``(system, user)`` as stored."""
+        return self.conversations[0].value, self.conversations[1].value
+
+
+def load_manifest(path: Path | str) -> dict[str, ManifestEntry]:
+    """A released test manifest, by id: the stored prompts of ``--prompts released``.
+
+    Raises:
+        DataError: Missing or unreadable file; a line that is not a ShareGPT entry whose first
+            two turns are ``system`` then ``human``; a repeated id - all with file and line.
+    """
+    found, text = open_jsonl(path)
+    problems = Problems(f"{found} is not a valid OpenTumorBoard test manifest", DataError)
+    entries: dict[str, ManifestEntry] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{found.name} line {lineno}"
+        try:
+            entry = ManifestEntry.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            problems.add(where, f"malformed JSON at column {exc.colno} ({exc.msg})", "Write one JSON object per line.")
+            continue
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "entry"
+            problems.add(f"{where} field {field!r}", err["msg"], "Pass the released test_inputs/*.caption.jsonl file.")
+            continue
+        if [t.speaker for t in entry.conversations[:2]] != ["system", "human"]:
+            problems.add(where, "the conversation does not open with a system turn and a human turn",
+                         "Pass the released test_inputs/*.caption.jsonl file.")
+        elif entry.id in entries:
+            problems.add(f"{where} field 'id'", f"{entry.id!r} repeats an earlier line", "Keep one entry per id.")
+        else:
+            entries[entry.id] = entry
+    if not entries and not problems:
+        problems.add(found.name, "no entries", "Pass a manifest with at least one entry.")
+    problems.raise_if_any()
+    return entries

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evolve.errors import RunError
-from evolve.llm import CallFailure, ChatRequest, ChatResponse
+from evolve.errors import DataError, RunError
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message
 from evolve.otb._config import OtbConfig, Task
 from evolve.otb._extract import Extraction, extract_board, extract_turn
 from evolve.otb._prompts import PROMPT_VERSION, board_messages, turn_messages
-from evolve.otb._records import BoardCase, TurnQuestion, load_board_cases, load_turn_questions
+from evolve.otb._records import BoardCase, TurnQuestion, load_board_cases, load_manifest, load_turn_questions
 from evolve.runs import (
     Event,
     NoProgress,
@@ -38,7 +38,7 @@ from evolve.runs import (
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
 
-__all__ = ["GenerationCounts", "generate_otb", "load_otb_items", "read_responses", "run_key"]
+__all__ = ["GenerationCounts", "generate_otb", "load_otb_items", "load_stored_prompts", "read_responses", "run_key"]
 
 BATCH = 8
 """Items answered between two rewrites of ``responses.jsonl``."""
@@ -56,6 +56,28 @@ class GenerationCounts:
     malformed: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+
+
+def load_stored_prompts(config: OtbConfig, items: dict) -> dict[Task, dict[str, tuple[str, str, str]]]:
+    """With ``prompts="released"``: per task, item id -> (system, user, prompt_version) from the
+    released test manifest; empty otherwise.
+
+    Raises:
+        DataError: A manifest is invalid, or lacks an item of the run (all listed).
+    """
+    if config.prompts != "released":
+        return {}
+    out: dict[Task, dict[str, tuple[str, str, str]]] = {}
+    for task, records in items.items():
+        path = config.manifest(task)
+        assert path is not None  # OtbConfig requires it
+        entries = load_manifest(path)
+        missing = [r.item_id for r in records if r.item_id not in entries]
+        if missing:
+            raise DataError(f"{path}: no stored prompt for {len(missing)} {task} item(s) of the run, e.g. "
+                            f"{missing[:5]}; pass the manifest of the same split as --{task}.")
+        out[task] = {r.item_id: (*entries[r.item_id].stored_prompt(), entries[r.item_id].prompt_version) for r in records}
+    return out
 
 
 def load_otb_items(config: OtbConfig) -> dict[Task, list[BoardCase] | list[TurnQuestion]]:
@@ -95,9 +117,13 @@ def read_responses(path: Path) -> list[dict]:
     return rows
 
 
-def _request(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion) -> ChatRequest:
+def _request(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion,
+             stored: tuple[str, str, str] | None = None) -> ChatRequest:
     d = config.decoding_of(model)
-    messages = board_messages(item) if isinstance(item, BoardCase) else turn_messages(item)
+    if stored is not None:  # the released prompt, as stored in the test manifest
+        messages: tuple[Message, ...] = (Message(role="system", content=stored[0]), Message(role="user", content=stored[1]))
+    else:
+        messages = board_messages(item) if isinstance(item, BoardCase) else turn_messages(item)
     return ChatRequest(model=model, messages=messages, temperature=d.temperature, top_p=d.top_p, seed=d.seed,
                        max_tokens=d.max_tokens_board if task == "board" else d.max_tokens_turn, tag=f"otb_{task}")
 
@@ -106,7 +132,8 @@ def _profile(config: OtbConfig, model: str) -> str:
     return json.dumps(config.decoding_of(model).model_dump(), sort_keys=True, separators=(",", ":"))
 
 
-def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion, res: ChatResponse) -> dict:
+def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion, res: ChatResponse,
+                  prompt_version: str = PROMPT_VERSION) -> dict:
     extraction: Extraction = extract_board(res.text) if task == "board" else extract_turn(res.text)
     ids = ({"simulation_id": item.simulation_id} if isinstance(item, BoardCase)
            else {"qa_id": item.qa_id, "qa_type": item.qa_type, "target_specialist_role": item.target_specialist_role})
@@ -119,8 +146,8 @@ def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | T
     warnings = list(extraction.warnings) + ([f"finish_reason={res.finish_reason}: the answer may be cut"] if cut else [])
     return {
         "kind": "response", **ids, "video_uid": item.video_uid, "case_id": item.case_id,
-        "run_key": run_key(item.benchmark_version, item.item_id, model, PROMPT_VERSION, _profile(config, model)),
-        "model": model, "resolved_model": model, "prompt_version": PROMPT_VERSION,
+        "run_key": run_key(item.benchmark_version, item.item_id, model, prompt_version, _profile(config, model)),
+        "model": model, "resolved_model": model, "prompt_version": prompt_version,
         "parameter_profile": config.decoding_of(model).model_dump(),
         "finish_reason": res.finish_reason,
         "usage": {"prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
@@ -131,7 +158,8 @@ def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | T
 
 
 def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Task, model: str,
-                  items: Sequence[BoardCase | TurnQuestion], progress: ProgressHook) -> GenerationCounts:
+                  items: Sequence[BoardCase | TurnQuestion], stored: dict[str, tuple[str, str, str]],
+                  progress: ProgressHook) -> GenerationCounts:
     counts = GenerationCounts()
     rows = read_responses(folder.responses(task, model))
     done = {r.get("simulation_id") or r.get("qa_id") for r in rows}
@@ -140,7 +168,7 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
     errors: list[dict] = []
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        requests = [_request(config, task, model, it) for it in batch]
+        requests = [_request(config, task, model, it, stored.get(it.item_id)) for it in batch]
         results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
         for item, res in zip(batch, results):
             if isinstance(res, CallFailure):
@@ -148,7 +176,8 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
                                "error": res.error})
                 counts.failed += 1
                 continue
-            rows.append(_response_row(config, task, model, item, res))
+            version = (stored[item.item_id][2] or "released") if item.item_id in stored else PROMPT_VERSION
+            rows.append(_response_row(config, task, model, item, res, version))
             counts.answered += 1
         atomic_write(folder.responses(task, model), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     atomic_write(folder.errors(task, model), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
@@ -180,6 +209,7 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     config = with_cache_path(config)
     folder = OtbFolder(config.run_dir)
     items = load_otb_items(config)  # bad input fails before anything is written
+    prompts = load_stored_prompts(config, items)
     if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
         stored = folder.read_json(folder.CONFIG)
         check_same_settings(folder / folder.CONFIG, stored, json.loads(config.model_dump_json()),
@@ -194,7 +224,8 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
         progress.phase("generating", sum(len(v) for v in items.values()) * len(config.models), key=PROGRESS_KEY)
         for task, records in items.items():
             for model in config.models:
-                counts[(task, model)] = _generate_one(config, client, folder, task, model, records, progress)
+                counts[(task, model)] = _generate_one(config, client, folder, task, model, records, prompts.get(task, {}),
+                                                      progress)
     journal.append(Event.OTB_FINISHED, generated={f"{t}/{m}": vars(c) | {"errors": len(c.errors)}
                                                   for (t, m), c in counts.items()})
     return counts

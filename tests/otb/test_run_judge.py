@@ -113,3 +113,45 @@ def test_a_resumed_run_pays_no_finished_call_twice_and_refuses_other_settings(tm
         redone = generate_otb(config, client=client, resume=True)
     assert redone[("turn", "model-a")].answered == 2 and provider.calls == paid
     assert [r["qa_id"] for r in read_responses(path)] == ["qa-001", "qa-002", "qa-003"]
+
+
+def _manifest(path: Path, entries: list[tuple[str, str, str]]) -> Path:
+    """An INVENTED test manifest in the released ShareGPT layout: (id, system, user) per entry."""
+    path.write_text("".join(json.dumps({
+        "schema_version": 1, "format": "sharegpt", "id": i, "prompt_version": "released_caption_v1",
+        "metadata": {"qa_id": i}, "conversations": [{"from": "system", "value": s}, {"from": "human", "value": u}],
+    }) + "\n" for i, s, u in entries))
+    return path
+
+
+def test_released_prompts_come_from_the_test_manifest_verbatim(tmp_path, files):
+    stored = [(f"qa-00{n}", "STORED SYSTEM PROMPT", f"STORED USER TURN {n}") for n in (1, 2, 3)]
+    manifest = _manifest(tmp_path / "specialist_turn.caption.jsonl", stored)
+    config = _config(tmp_path, files, board=None, prompts="released", turn_manifest=manifest)
+    provider = FakeProvider(lambda r: json.dumps({"answer": "Yes."}))
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        generate_otb(config, client=client)
+    sent = sorted((r.messages[0].content, r.messages[1].content) for r in provider.requests)
+    assert sent == sorted((s, u) for _, s, u in stored)
+    rows = read_responses(OtbFolder(config.run_dir).responses("turn", "model-a"))
+    assert {r["prompt_version"] for r in rows} == {"released_caption_v1"}
+
+
+def test_released_prompts_need_a_manifest_holding_every_item(tmp_path, files):
+    from evolve.errors import ConfigError, DataError
+
+    with pytest.raises(ConfigError, match="give --turn-manifest"):
+        _config(tmp_path, files, board=None, prompts="released")
+    partial = _manifest(tmp_path / "m.jsonl", [("qa-001", "S", "U")])
+    config = _config(tmp_path, files, board=None, prompts="released", turn_manifest=partial)
+    with Client(FakeProvider(lambda r: "{}"), cache=ResponseCache(":memory:")) as client:
+        with pytest.raises(DataError, match=r"no stored prompt for 2 turn item\(s\) of the run, e.g. \['qa-002', 'qa-003'\]"):
+            generate_otb(config, client=client)
+    assert not config.run_dir.exists()  # refused before anything was written
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"format": "sharegpt", "id": "x", "conversations": [
+        {"from": "human", "value": "u"}, {"from": "system", "value": "s"}]}) + "\n")
+    with pytest.raises(DataError, match="bad.jsonl line 1: the conversation does not open with a system turn"):
+        from evolve.otb import load_manifest
+
+        load_manifest(bad)
