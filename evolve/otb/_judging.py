@@ -6,8 +6,8 @@ top_p 1, seed 0: *conclusion alignment* (and, by default, the *four decisions*) 
 answer, *clinical equivalence* with its two flags for a turn answer. A malformed answer is not
 sent; a reply that is cut or does not fit the schema is a *judge failure* (excluded, counted).
 Every judge call is a line of ``judge_scores.jsonl`` with the rubric version; every
-(task, model) gets the released ``summary.json``; ``metrics.csv`` holds ROUGE-L per answer, and
-says why BERTScore is missing.
+(task, model) gets the released ``summary.json``; ``metrics.csv`` holds ROUGE-L per answer and a
+BERTScore-style F1 on an offline stand-in encoder, named beside it (:mod:`evolve.otb._similarity`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from evolve.otb._config import OtbConfig, Task
 from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
+from evolve.otb._similarity import ENCODER, token_f1
 from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,9 +47,9 @@ _GUIDED_BY: dict[str, tuple[str, ...]] = {
     "conclusion_alignment": ("conclusion_alignment",),
 }
 
-BERTSCORE_MISSING = ("BERTScore not computed: the released model (microsoft/deberta-xlarge-mnli, layer 40) "
-                     "is not available offline and no substitute encoder is configured")
-"""Why ``metrics.csv`` has no BERTScore (never a silent 0)."""
+BERTSCORE_MISSING = ("the released BERTScore model (microsoft/deberta-xlarge-mnli, layer 40) is not available "
+                     "offline; the bertscore column is the stand-in named in bertscore_model")
+"""Why ``metrics.csv`` has no paper BERTScore (the stand-in is named beside every value)."""
 
 METRIC_COLUMNS = ["task", "model", "item_id", "case_id", "malformed", "output_tokens", "rouge_l", "bertscore",
                   "bertscore_model", "bertscore_missing"]
@@ -183,9 +184,15 @@ def _metric_row(task: str, row: dict, reference: str) -> dict:
     text = row["extracted_final_response"]
     # board: a missing conclusion counts 0; turn: a failed answer is left out (released)
     score = rouge_l(text, reference) if text else (0.0 if task == "board" else None)
+    bert, model, missing = None, ENCODER, BERTSCORE_MISSING
+    if text:  # over items with text (released)
+        try:
+            bert = token_f1(text, reference)
+        except (ImportError, FileNotFoundError) as exc:
+            model, missing = "", f"{BERTSCORE_MISSING}; the stand-in failed to load ({exc})"
     return {"task": task, "model": row["model"], "item_id": row["item_id"], "case_id": row["case_id"],
             "malformed": row["malformed"], "output_tokens": row["usage"]["completion_tokens"], "rouge_l": score,
-            "bertscore": None, "bertscore_model": "", "bertscore_missing": BERTSCORE_MISSING}
+            "bertscore": bert, "bertscore_model": model, "bertscore_missing": missing}
 
 
 def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: dict[str, str] | None = None,

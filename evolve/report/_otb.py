@@ -3,9 +3,10 @@
 Per model, for each task: items, scored, malformed (format failures), judge failures, the
 task's mean score with a 95% case-clustered bootstrap interval (malformed answers at the floor
 1, as released; judge failures left out), the flag rates (Specialist Turn: critical error and
-unsupported claim, over scored items, with intervals), ROUGE-L, BERTScore (or why it is
-missing - never 0) and the mean output tokens. Then the four decisions per model (Board) and the
-mean by question type (Turn). No model call: everything comes from ``responses.jsonl``,
+unsupported claim, over scored items, with intervals), ROUGE-L, a BERTScore-style F1 on the
+offline stand-in encoder it names (the paper's BERTScore model is not available here) and the
+mean output tokens. Then the four decisions per model (Board) and the mean by question type
+(Turn). No model call: everything comes from ``responses.jsonl``,
 ``judge_scores.jsonl``, ``metrics.csv`` and the journal.
 """
 
@@ -32,7 +33,7 @@ OTB_TABLE_COLUMNS = [
     "task", "model", "items", "scored", "format_failures", "judge_failures",
     "mean", "mean_low", "mean_high", "critical_error_rate", "critical_error_rate_low", "critical_error_rate_high",
     "unsupported_claim_rate", "unsupported_claim_rate_low", "unsupported_claim_rate_high",
-    "rouge_l", "bertscore", "bertscore_missing", "output_tokens",
+    "rouge_l", "bertscore", "bertscore_model", "bertscore_missing", "output_tokens",
 ]
 
 
@@ -61,8 +62,10 @@ def _row(task: str, model: str, items: list[JudgedItem], metrics: pd.DataFrame, 
     rouge = pd.to_numeric(m["rouge_l"], errors="coerce").dropna()
     bert = pd.to_numeric(m["bertscore"], errors="coerce").dropna()
     missing = sorted(set(m["bertscore_missing"].dropna().astype(str)) - {""})
+    encoders = sorted(set(m["bertscore_model"].dropna().astype(str)) - {""})
     row.update(rouge_l=float(rouge.mean()) if len(rouge) else math.nan, bertscore=float(bert.mean()) if len(bert) else math.nan,
-               bertscore_missing="; ".join(missing), output_tokens=float(m["output_tokens"].mean()) if len(m) else math.nan)
+               bertscore_model="; ".join(encoders), bertscore_missing="; ".join(missing),
+               output_tokens=float(m["output_tokens"].mean()) if len(m) else math.nan)
     return row
 
 
@@ -128,10 +131,11 @@ def render_otb_markdown(report: dict) -> str:
             f"case-clustered bootstrap ({report['bootstrap']['n_boot']} replicates). Malformed answers count 1 in the "
             "mean (released rule); judge failures are left out and counted; flag rates are over scored items."), ""]
     missing = sorted({r["bertscore_missing"] for r in t["main"] if r.get("bertscore_missing")})
+    encoders = sorted({r["bertscore_model"] for r in t["main"] if r.get("bertscore_model")})
     board = [r for r in t["main"] if r["task"] == "board"]
     if board:
         out += ["## Board Simulation (Table A3 layout)", "",
-                "| model | items | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore | output tokens |",
+                "| model | items | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore* | output tokens |",
                 "|---|---|---|---|---|---|---|---|"]
         out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in board]
@@ -140,13 +144,13 @@ def render_otb_markdown(report: dict) -> str:
     if turn:
         out += ["## Specialist Turn (Table A2 layout)", "",
                 "| model | items | clinical equivalence (1–5) | malformed | judge failures | critical error | unsupported claim | "
-                "ROUGE-L | BERTScore | output tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
+                "ROUGE-L | BERTScore* | output tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
         out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
         out.append("")
-    if missing:
-        out += [f"- Note: {m}." for m in missing] + [""]
+    if missing or encoders:
+        out += [f"- \\*BERTScore: {m}." for m in missing] + [f"- \\*Computed with {e}." for e in encoders] + [""]
     if t["decisions"]:
         out += ["## Four decisions (Board Simulation)", "",
                 "Mean over cases whose reference took the decision (out of scope: -1, left out).", "",

@@ -63,3 +63,14 @@ def test_nothing_scored_gives_no_mean_rather_than_zero():
 ])
 def test_rouge_l_uses_the_released_tokenisation(candidate, reference, expected):
     assert rouge_l(candidate, reference) == pytest.approx(expected)
+
+
+def test_the_offline_bertscore_stand_in_is_greedy_matching_f1_and_never_a_silent_zero():
+    from evolve.otb._similarity import ENCODER, token_f1
+
+    assert token_f1("neoadjuvant chemotherapy first", "neoadjuvant chemotherapy first") == pytest.approx(1.0, abs=1e-5)
+    close = token_f1("Neoadjuvant FOLFIRINOX, then restaging.", "neoadjuvant FOLFIRINOX followed by restaging CT")
+    far = token_f1("Surgery first.", "Neoadjuvant FOLFIRINOX followed by restaging CT")
+    assert close is not None and far is not None and 0 < far < close < 1
+    assert token_f1("", "anything") is None and token_f1("...", "") is None
+    assert "not the paper" in ENCODER
