@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -145,20 +146,25 @@ def open_jsonl(path: Path | str) -> tuple[Path, str]:
         raise DataError(f"{found}: not UTF-8 text ({exc.reason} at byte {exc.start}). Save it as UTF-8.") from exc
 
 
-def _load(path: Path | str, model: type[_Record], key: str) -> list:
-    found, text = open_jsonl(path)
-    problems = Problems(f"{found} is not a valid OpenTumorBoard {model.__name__} file", DataError)
-    records: list = []
-    seen: dict[str, int] = {}
+def _json_lines(found: Path, text: str, problems: Problems) -> Iterator[tuple[int, str, Any]]:
+    """``(line number, "<file> line <n>", parsed JSON)`` of every non-blank line; a line that is
+    not JSON is added to ``problems`` and skipped."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{found.name} line {lineno}"
         try:
-            raw = json.loads(line)
+            yield lineno, where, json.loads(line)
         except json.JSONDecodeError as exc:
             problems.add(where, f"malformed JSON at column {exc.colno} ({exc.msg})", "Write one JSON object per line.")
-            continue
+
+
+def _load(path: Path | str, model: type[_Record], key: str) -> list:
+    found, text = open_jsonl(path)
+    problems = Problems(f"{found} is not a valid OpenTumorBoard {model.__name__} file", DataError)
+    records: list = []
+    seen: dict[str, int] = {}
+    for lineno, where, raw in _json_lines(found, text, problems):
         try:
             record = model.model_validate(raw)
         except ValidationError as exc:
@@ -234,15 +240,9 @@ def load_manifest(path: Path | str) -> dict[str, ManifestEntry]:
     found, text = open_jsonl(path)
     problems = Problems(f"{found} is not a valid OpenTumorBoard test manifest", DataError)
     entries: dict[str, ManifestEntry] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{found.name} line {lineno}"
+    for _, where, raw in _json_lines(found, text, problems):
         try:
-            entry = ManifestEntry.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            problems.add(where, f"malformed JSON at column {exc.colno} ({exc.msg})", "Write one JSON object per line.")
-            continue
+            entry = ManifestEntry.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "entry"
