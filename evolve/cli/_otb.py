@@ -75,7 +75,8 @@ def otb_run(
     """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
 
     Writes archives/<run_id>/: run_config.json, <task>/<model>/responses.jsonl (released layout),
-    errors.jsonl, summary.json, judge_scores.jsonl, metrics.csv and otb_report.md.
+    errors.jsonl, summary.json, judge_scores.jsonl, metrics.csv, otb_report.md, otb_report.json
+    and otb_table.csv.
     """
     options = dict(locals())
     from evolve.otb import resolve_otb_config
@@ -167,7 +168,8 @@ def otb_report(
 @otb_app.command("import-ratings")
 def otb_import_ratings(
     run_dir: Path = typer.Argument(..., help="The OpenTumorBoard run whose answers clinicians rated."),
-    ratings: Path = typer.Argument(..., help="Long CSV: item_id, model, rater_id, criterion, score, comment."),
+    ratings: Path = typer.Argument(..., help="Long CSV: item_id, model, rater_id, criterion, score (an integer, "
+                                   "or not_evaluable), comment."),
     out_dir: Path = typer.Option(..., "--out", help="Rating-pack folder to write (e.g. ratings/otb-clinicians)."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
 ) -> None:

@@ -47,9 +47,9 @@ _GUIDED_BY: dict[str, tuple[str, ...]] = {
     "conclusion_alignment": ("conclusion_alignment",),
 }
 
-BERTSCORE_MISSING = ("the released BERTScore model (microsoft/deberta-xlarge-mnli, layer 40) is not available "
-                     "offline; the bertscore column is the stand-in named in bertscore_model")
-"""Why ``metrics.csv`` has no paper BERTScore (the stand-in is named beside every value)."""
+BERTSCORE_MISSING = "the released BERTScore model (microsoft/deberta-xlarge-mnli, layer 40) is not available offline"
+"""Why ``metrics.csv`` has no paper BERTScore: the ``bertscore`` column is the stand-in named in
+``bertscore_model`` (``bertscore_missing`` says why a row has no value at all)."""
 
 METRIC_COLUMNS = ["task", "model", "item_id", "case_id", "malformed", "output_tokens", "rouge_l", "bertscore",
                   "bertscore_model", "bertscore_missing"]
@@ -95,7 +95,8 @@ def calibrated_guidance(calibration_run: Path | str) -> tuple[dict[str, str], di
     own judge prompt (one criterion per call); here it is added to the released-style prompt.
 
     Returns:
-        ``({judge rubric: guidance text}, {"model": the calibration's judge model or ""})``.
+        ``({judge rubric: guidance text}, {"model": the calibration's judge model or "",
+        "worse_than_none": the criteria whose winner validated worse than no guidance})``.
 
     Raises:
         RunError: Not a finished calibration run, or one of another rubric (see
@@ -113,8 +114,12 @@ def calibrated_guidance(calibration_run: Path | str) -> tuple[dict[str, str], di
                  for c in criteria if c in chosen and chosen[c].text]
         if parts:
             out[judge_rubric] = "\n\n".join(parts)
-    config = CalibrationFolder(calibration_run).read_json(CalibrationFolder.CONFIG, optional=True) or {}
-    return out, {"model": str((config.get("judge") or {}).get("model") or "")}
+    folder = CalibrationFolder(calibration_run)
+    config = folder.read_json(folder.CONFIG, optional=True) or {}
+    report = folder.read_json(folder.REPORT_JSON, optional=True) or {}
+    worse = sorted(row["criterion"] for row in report.get("table5", [])
+                   if row.get("vs_none_verdict") == "worse" and row.get("criterion") in chosen)
+    return out, {"model": str((config.get("judge") or {}).get("model") or ""), "worse_than_none": ", ".join(worse)}
 
 
 def _rubrics(config: OtbConfig, task: Task) -> list[Rubric]:
@@ -184,12 +189,14 @@ def _metric_row(task: str, row: dict, reference: str) -> dict:
     text = row["extracted_final_response"]
     # board: a missing conclusion counts 0; turn: a failed answer is left out (released)
     score = rouge_l(text, reference) if text else (0.0 if task == "board" else None)
-    bert, model, missing = None, ENCODER, BERTSCORE_MISSING
+    bert, model, missing = None, ENCODER, ""
     if text:  # over items with text (released)
         try:
             bert = token_f1(text, reference)
         except (ImportError, FileNotFoundError) as exc:
-            model, missing = "", f"{BERTSCORE_MISSING}; the stand-in failed to load ({exc})"
+            model, missing = "", f"{BERTSCORE_MISSING}, and the stand-in failed to load ({exc})"
+    else:
+        model, missing = "", "no text to compare"
     return {"task": task, "model": row["model"], "item_id": row["item_id"], "case_id": row["case_id"],
             "malformed": row["malformed"], "output_tokens": row["usage"]["completion_tokens"], "rouge_l": score,
             "bertscore": bert, "bertscore_model": model, "bertscore_missing": missing}
@@ -223,6 +230,10 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         if meta["model"] and meta["model"] != config.judge.model:
             warnings.append(f"the guidance was calibrated for judge model {meta['model']!r} but this run judges with "
                             f"{config.judge.model!r}; the calibration may not carry over")
+        if meta["worse_than_none"]:
+            warnings.append(f"the calibration found its winner worse than no guidance on validation for "
+                            f"{meta['worse_than_none']}; that guidance is used as given - judge without --guidance, or "
+                            "calibrate again, to avoid it")
     items = {t: {it.item_id: it for it in records} for t, records in load_otb_items(config).items()}
     plan: list[tuple[dict, Rubric, ChatRequest]] = []
     answered: list[tuple[str, dict]] = []

@@ -149,8 +149,10 @@ def render_otb_markdown(report: dict) -> str:
                 f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
         out.append("")
-    if missing or encoders:
-        out += [f"- \\*BERTScore: {m}." for m in missing] + [f"- \\*Computed with {e}." for e in encoders] + [""]
+    if encoders:
+        out += [f"- \\*BERTScore: the paper's model (microsoft/deberta-xlarge-mnli, layer 40) is not available offline; "
+                f"these values are computed with {e}, so they are not comparable with the paper's." for e in encoders]
+    out += [f"- \\*BERTScore missing for some rows: {m}." for m in missing] + ([""] if encoders or missing else [])
     if t["decisions"]:
         out += ["## Four decisions (Board Simulation)", "",
                 "Mean over cases whose reference took the decision (out of scope: -1, left out).", "",

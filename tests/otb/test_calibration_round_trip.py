@@ -89,6 +89,11 @@ def test_ratings_calibrate_the_otb_judge_and_its_winners_guide_otb_judge(tmp_pat
     assert guided and all("<GUIDANCE>\n" in r.messages[-1].content for r in guided)
     scores = [json.loads(line) for line in (run_dir / "judge_scores.jsonl").read_text().splitlines()]
     assert all(s["guided"] for s in scores)
+    # a winner that validated worse than no guidance is used as given, with a warning in words
+    (calibrated.run_dir / "report.json").write_text(json.dumps(
+        {"table5": [{"criterion": "clinical_equivalence", "vs_none_verdict": "worse"}]}))
+    warned = judge_otb(run_dir, client=client, calibration_run=calibrated.run_dir)
+    assert any("worse than no guidance on validation for clinical_equivalence" in w for w in warned.warnings)
 
 
 def test_bad_ratings_are_listed_with_their_lines(tmp_path, run):

@@ -91,7 +91,7 @@ def test_generation_writes_the_released_layout_and_judging_aggregates_as_release
     assert turn["by_question_type"]["uncertainty"]["mean"] == 2.0
     metrics = (folder / folder.METRICS).read_text()
     assert "rouge_l" in metrics.splitlines()[0] and "wordllama l2_supercat_256" in metrics  # the stand-in, named
-    assert "not available offline" in metrics
+    assert "no text to compare" in metrics  # the malformed board answer: no value, and why
 
 
 def test_a_resumed_run_pays_no_finished_call_twice_and_refuses_other_settings(tmp_path, files):
