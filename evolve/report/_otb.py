@@ -22,6 +22,7 @@ import pandas as pd
 
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
 from evolve.report._bench import _clean
+from evolve.report._report import format_interval
 from evolve.report._usage import render_usage, usage_report
 from evolve.runs import OtbFolder
 from evolve.stats import ClusterMeans
@@ -105,8 +106,8 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
     return _clean(report)
 
 
-def _num(x, digits: int = 2) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+def _num(x: float | None, digits: int = 2) -> str:
+    return format_interval(x, None, None, digits=digits)
 
 
 def _share(x: float | None) -> str:
@@ -114,13 +115,9 @@ def _share(x: float | None) -> str:
 
 
 def _ci(row: dict, name: str, digits: int = 2, pct: bool = False) -> str:
-    k = 100 if pct else 1
-    est, low, high = row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high")
-    if est is None:
-        return "—"
-    if pct:
-        return f"{est * k:.1f}% [{_num(low * k if low is not None else None, 1)}, {_num(high * k if high is not None else None, 1)}]"
-    return f"{est:.{digits}f} [{_num(low, digits)}, {_num(high, digits)}]"
+    """``estimate [low, high]`` of the row's ``name`` (a percentage with one decimal when ``pct``)."""
+    return format_interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"),
+                           digits=1 if pct else digits, scale=100.0 if pct else 1.0, suffix="%" if pct else "")
 
 
 def render_otb_markdown(report: dict) -> str:
