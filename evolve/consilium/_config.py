@@ -34,7 +34,7 @@ from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings
-from evolve.runs import BenchFolder, model_slug
+from evolve.runs import BenchFolder, distinct_slugs, model_slug
 
 __all__ = [
     "BENCH_CONFIG_VERSION",
@@ -205,12 +205,7 @@ class BenchConfig(_Settings):
         if unknown:
             raise ValueError(f"generation.model_limits names {unknown}, which this run does not use (its models: "
                              f"{sorted(used)}); spell the model id as given to --model/--worker")
-        slugs: dict[str, str] = {}
-        for m in self.models:
-            s = model_slug(m)
-            if s in slugs:
-                raise ValueError(f"models {slugs[s]!r} and {m!r} share the file-name slug {s!r}; they cannot share a run")
-            slugs[s] = m
+        distinct_slugs(self.models)
         return self
 
     @property

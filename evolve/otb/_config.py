@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evolve.config import default_models, layered, validated
-from evolve.runs import EndpointSettings, model_slug
+from evolve.runs import EndpointSettings, distinct_slugs
 
 __all__ = ["OTB_PRESETS", "Decoding", "OtbConfig", "OtbJudgeSettings", "resolve_otb_config"]
 
@@ -105,11 +105,7 @@ class OtbConfig(_Settings):
         unknown = sorted(set(self.model_decoding) - set(self.models))
         if unknown:
             raise ValueError(f"model_decoding names {unknown}, which this run does not generate with")
-        slugs: dict[str, str] = {}
-        for m in self.models:
-            if model_slug(m) in slugs:
-                raise ValueError(f"models {slugs[model_slug(m)]!r} and {m!r} share a file-name slug")
-            slugs[model_slug(m)] = m
+        distinct_slugs(self.models)
         return self
 
     @property

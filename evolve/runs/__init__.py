@@ -41,7 +41,7 @@ from evolve.runs._client import (
     with_cache_path,
 )
 from evolve.runs._files import atomic_write, holds_interrupt
-from evolve.runs._folder import BenchFolder, CalibrationFolder, OtbFolder, RunFolder, model_slug
+from evolve.runs._folder import BenchFolder, CalibrationFolder, OtbFolder, RunFolder, distinct_slugs, model_slug
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import NoProgress, ProgressHook
 from evolve.runs._resume import check_resumable, check_same_settings
@@ -63,6 +63,7 @@ __all__ = [
     "check_resumable",
     "check_same_settings",
     "context_window",
+    "distinct_slugs",
     "default_cache_path",
     "holds_interrupt",
     "model_slug",

@@ -14,7 +14,7 @@ from evolve.runs._journal import Journal
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "model_slug"]
+__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "distinct_slugs", "model_slug"]
 
 
 def model_slug(model: str) -> str:
@@ -28,6 +28,22 @@ def model_slug(model: str) -> str:
     if not slug:
         raise ConfigError(f"model id {model!r} has no letter or digit to name its files by; use a real model id.")
     return slug
+
+
+def distinct_slugs(models: tuple[str, ...]) -> tuple[str, ...]:
+    """``models`` unchanged, after checking that no two share a file-name slug (their files would
+    collide); for a pydantic validator.
+
+    Raises:
+        ValueError: Naming the two models and their slug.
+    """
+    slugs: dict[str, str] = {}
+    for m in models:
+        s = model_slug(m)
+        if s in slugs:
+            raise ValueError(f"models {slugs[s]!r} and {m!r} share the file-name slug {s!r}; they cannot share a run")
+        slugs[s] = m
+    return models
 
 
 class RunFolder:
