@@ -272,13 +272,10 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     result.cached = sum(s["cached"] for s in scores)
     atomic_write(folder / folder.JUDGE_SCORES, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in scores))
     atomic_write(folder / folder.METRICS, pd.DataFrame(metrics, columns=METRIC_COLUMNS).to_csv(index=False))
-    by_item: dict[tuple[str, str, str], list[dict]] = {}
-    for s in scores:
-        by_item.setdefault((s["task"], s["model"], s["item_id"]), []).append(s)
+    every = _judged_items(answered, scores)
     for task in items:
         for model in config.models:
-            judged = [_judged_item(task, row, by_item.get((task, model, row["item_id"]), []))
-                      for t, row in answered if t == task and row["model"] == model]
+            judged = [i for i in every if i.task == task and i.model == model]
             summary = {"task": task, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **summarize(judged)}
             result.summaries[(task, model)] = summary
             atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
@@ -300,15 +297,18 @@ def load_judged_items(run_dir: Path | str) -> list[JudgedItem]:
         scores = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: damaged ({exc.msg}); judge the run again (`evolve otb judge {folder.path}`).") from exc
-    by_item: dict[tuple[str, str, str], list[dict]] = {}
-    for s in scores:
-        by_item.setdefault((s["task"], s["model"], s["item_id"]), []).append(s)
-    out = []
+    answered = []
     for task, _ in config.tasks():
         for model in config.models:
             for r in read_responses(folder.responses(task, model)):
-                item_id = str(r.get("simulation_id") or r.get("qa_id"))
-                row = {"item_id": item_id, "case_id": r["case_id"], "model": model, "qa_type": r.get("qa_type", ""),
-                       "malformed": bool(r.get("malformed"))}
-                out.append(_judged_item(task, row, by_item.get((task, model, item_id), [])))
-    return out
+                answered.append((task, {"item_id": str(r.get("simulation_id") or r.get("qa_id")), "case_id": r["case_id"],
+                                        "model": model, "qa_type": r.get("qa_type", ""), "malformed": bool(r.get("malformed"))}))
+    return _judged_items(answered, scores)
+
+
+def _judged_items(answered: Sequence[tuple[str, dict]], scores: Sequence[dict]) -> list[JudgedItem]:
+    """One :class:`JudgedItem` per answered ``(task, row)``, from its judge score lines."""
+    by_item: dict[tuple[str, str, str], list[dict]] = {}
+    for s in scores:
+        by_item.setdefault((s["task"], s["model"], s["item_id"]), []).append(s)
+    return [_judged_item(task, row, by_item.get((task, row["model"], row["item_id"]), [])) for task, row in answered]
