@@ -8,7 +8,7 @@ LLM-written texts derived from sampled parent elites, after rejecting empty, dup
 over-long (> 800 characters) proposals.
 """
 
-from evolve.archive._archive import MEASURE_NAMES, make_archive, measures_of
+from evolve.archive._archive import MEASURE_NAMES, make_archive, make_grid, measures_of
 from evolve.archive._emitter import MutationEmitter, Proposal, Proposer
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "Proposal",
     "Proposer",
     "make_archive",
+    "make_grid",
     "measures_of",
 ]

@@ -33,7 +33,20 @@ def make_archive(criterion: Criterion, *, length_bins: int, bias_bins: int, seed
     Returns:
         A ``GridArchive`` with ``length_bins * bias_bins`` cells.
     """
-    r = float(criterion.scale_range)
+    return make_grid(float(criterion.scale_range), length_bins=length_bins, bias_bins=bias_bins, seed=seed)
+
+
+def make_grid(bias_range: float, *, length_bins: int, bias_bins: int, seed: int = 0) -> GridArchive:
+    """The grid of :func:`make_archive` from the bias range alone (a report redraws a run's
+    archive from ``candidates.csv`` without the rubric).
+
+    Args:
+        bias_range: R of the bias measure's range [-R, +R] (score points, > 0).
+        length_bins: Cells along the length measure (0-800 characters).
+        bias_bins: Cells along the bias measure.
+        seed: Seed of the archive's random generator.
+    """
+    r = float(bias_range)
     return GridArchive(
         solution_dim=(),
         dims=[length_bins, bias_bins],

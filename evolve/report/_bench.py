@@ -728,9 +728,20 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "tables": tables,
         "roles": _roles(runs),
         "free_form_split": _free_form_split(runs, run_dir),
+        "pipelines": _pipeline_records(pipes, quality),
         "usage": usage_report(BenchFolder(run_dir).journal()),
     }
     return _clean(report)
+
+
+def _pipeline_records(pipes: pd.DataFrame, quality: pd.DataFrame | None) -> list[dict]:
+    """One record per pipeline for the figures: its key, stop reason, rounds, consensus,
+    generation tokens and final-report quality (None when not judged)."""
+    cols = [*_OUTPUT_KEY, "stop_reason", "rounds_completed", "consensus", "tokens"]
+    frame = pipes[cols] if quality is None else pipes[cols].merge(quality[[*_OUTPUT_KEY, "quality"]], on=_OUTPUT_KEY, how="left")
+    if "quality" not in frame:
+        frame = frame.assign(quality=None)
+    return frame.to_dict(orient="records")
 
 
 # -- markdown -------------------------------------------------------------------------------------
@@ -893,7 +904,7 @@ def render_bench_markdown(report: dict) -> str:
     return "\n".join(out)
 
 
-def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> dict:
+def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict:
     """Build the benchmark report and write it into ``run_dir``.
 
     Files: ``bench_report.json`` (everything :func:`build_bench_report` returns),
@@ -902,12 +913,14 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     ``table7.csv``, ``table8.csv``, ``table9.csv``, ``panels.csv``, ``distribution.csv``,
     ``complexity.csv``, ``format.csv`` (columns :data:`TABLE3_COLUMNS` ... and those of
     :mod:`evolve.report._bench_cohort`; a judge-based table of an unjudged run has its header
-    only) and ``roles.csv`` (:data:`ROLES_COLUMNS`).
+    only), ``roles.csv`` (:data:`ROLES_COLUMNS`) and ``report.html`` (figures, then the same
+    tables: :func:`~evolve.report.bench_html`).
 
     Args:
         run_dir: The bench run folder.
         n_boot: Bootstrap replicates per interval.
         seed: Bootstrap seed.
+        html: Also write ``report.html``.
 
     Returns:
         The report dict.
@@ -919,7 +932,12 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
     folder = BenchFolder(run_dir)
     folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    folder.write(folder.REPORT_MD, render_bench_markdown(report))
+    markdown = render_bench_markdown(report)
+    folder.write(folder.REPORT_MD, markdown)
+    if html:
+        from evolve.report._pages import bench_html
+
+        folder.write(folder.REPORT_HTML, bench_html(report, markdown))
     columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
                "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,
                "distribution": DISTRIBUTION_COLUMNS, "complexity": COMPLEXITY_COLUMNS, "format": FORMAT_COLUMNS}

@@ -169,9 +169,10 @@ def render_otb_markdown(report: dict) -> str:
     return "\n".join(out)
 
 
-def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Build the report and write ``otb_report.md``, ``otb_report.json`` and ``otb_table.csv``
-    (:data:`OTB_TABLE_COLUMNS`).
+def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict:
+    """Build the report and write ``otb_report.md``, ``otb_report.json``, ``otb_table.csv``
+    (:data:`OTB_TABLE_COLUMNS`) and, unless ``html`` is False, ``report.html`` (figures, then
+    the same tables: :func:`~evolve.report.otb_html`).
 
     Raises:
         RunError: As :func:`build_otb_report`.
@@ -179,6 +180,11 @@ def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
     folder = OtbFolder(run_dir)
     report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
     folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
-    folder.write(folder.REPORT_MD, render_otb_markdown(report))
+    markdown = render_otb_markdown(report)
+    folder.write(folder.REPORT_MD, markdown)
+    if html:
+        from evolve.report._pages import otb_html
+
+        folder.write(folder.REPORT_HTML, otb_html(report, markdown))
     folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
     return report

@@ -12,7 +12,9 @@ from functools import partial
 from pathlib import Path
 
 import pandas as pd
+from sklearn.metrics import confusion_matrix
 
+from evolve.config import ArchiveSettings
 from evolve.report._usage import render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric
 from evolve.runs import CalibrationFolder
@@ -183,7 +185,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         if not (cands.loc[cands["criterion"] == criterion, "selected"] == "True").any():
             report.setdefault("without_winner", []).append(criterion)  # no candidate reached min_coverage
             continue
-        entry = _criterion_report(criterion, crit_scores, cands, ratings, rubric, config.archive.cells, n_boot, seed)
+        entry = _criterion_report(criterion, crit_scores, cands, ratings, rubric, config.archive, n_boot, seed)
         if criterion in audit:
             entry["audit"] = audit[criterion]
         report["criteria"][criterion] = entry
@@ -193,7 +195,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
 
 
 def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataFrame, ratings: pd.DataFrame,
-                      rubric: Rubric, archive_cells: int, n_boot: int, seed: int) -> dict:
+                      rubric: Rubric, archive: ArchiveSettings, n_boot: int, seed: int) -> dict:
     """One criterion's entry of the report: Table 5 rows, ceiling, evolution counts, winner,
     agreement with intervals (see :func:`build_report`)."""
     ccands = cands[cands["criterion"] == criterion]
@@ -266,7 +268,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "calls_saved": int(pd.to_numeric(mutations.get("calls_saved", pd.Series(dtype=str)), errors="coerce").fillna(0).sum()),
             "status_counts": {k: int(v) for k, v in status_counts.items()},
             "elites": int((ccands["elite"] == "True").sum()),
-            "archive_cells": archive_cells,
+            "archive_cells": archive.cells,
             "judge_calls": int(len(evo)),
             "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
             "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
@@ -289,6 +291,11 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     crit = rubric.criterion(criterion)
     labels = list(crit.scores)
     entry["number"], entry["name"] = crit.number, crit.name
+    entry["archive"] = {"length_bins": archive.length_bins, "bias_bins": archive.bias_bins,
+                        "bias_range": float(crit.scale_range)}
+    entry["candidates"] = _candidate_records(ccands)
+    winner_val = reeval[(reeval["candidate_id"] == win["candidate_id"]) & (reeval["split"] == "validation")]
+    entry["confusion"] = _confusion(judge_pairs(winner_val, split_ratings["validation"]), labels)
     stats: dict = {}
     for r in rows:
         if r["kind"] == "initial" and not r.get("best_initial"):
@@ -306,6 +313,27 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     entry["agreement"] = stats
     return entry
+
+
+def _candidate_records(ccands: pd.DataFrame) -> list[dict]:
+    """Every candidate of a criterion in attempt order, for the figures: id, parent, origin,
+    status, whether it is an elite or the winner, length (characters), training MAE and signed
+    error (``None`` where it was never scored)."""
+    def num(x: str) -> float | None:
+        return float(x) if x not in ("", None) else None
+
+    return [{"candidate_id": r["candidate_id"], "parent_id": r["parent_id"], "origin": r["origin"],
+             "status": r["status"], "seq": int(r["seq"]) if r["seq"] else 0, "elite": r["elite"] == "True",
+             "selected": r["selected"] == "True", "length": int(r["length"] or 0), "train_mae": num(r["train_mae"]),
+             "train_signed_error": num(r["train_signed_error"])} for _, r in ccands.iterrows()]
+
+
+def _confusion(pairs: pd.DataFrame, labels: list[int]) -> dict:
+    """Judge x physician counts on validation: ``matrix[i][j]`` = pairs with physician score
+    ``labels[i]`` and judge score ``labels[j]`` (each judge call against each rating)."""
+    matrix = confusion_matrix(pairs["rater"].astype(int), pairs["judge"].round().astype(int), labels=labels) \
+        if len(pairs) else [[0] * len(labels) for _ in labels]
+    return {"labels": labels, "matrix": [[int(v) for v in row] for row in matrix], "n_pairs": int(len(pairs))}
 
 
 def _prefix_share(scores: pd.DataFrame) -> float | None:
@@ -713,18 +741,25 @@ def agreement_records(report: dict) -> list[dict]:
     return rows
 
 
-def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bool = True) -> dict:
     """Build the report and write it into ``run_dir``.
 
     Files: ``report.json`` (everything), ``report.md`` (Table 5, agreement with intervals,
-    structural exclusions, per-criterion details), ``table5.csv`` (:data:`TABLE5_COLUMNS`,
-    criteria then a ``macro`` row) and ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
+    structural exclusions, per-criterion details), ``report.html`` (the same tables after the
+    figures of :func:`~evolve.report.calibration_html`; unless ``html`` is False),
+    ``table5.csv`` (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and
+    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
     """
+    from evolve.report._pages import calibration_html
+
     run_dir = Path(run_dir)
     report = build_report(run_dir, n_boot=n_boot, seed=seed)
     folder = CalibrationFolder(run_dir)
     folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
-    folder.write(folder.REPORT_MD, render_markdown(report))
+    markdown = render_markdown(report)
+    folder.write(folder.REPORT_MD, markdown)
+    if html:
+        folder.write(folder.REPORT_HTML, calibration_html(report, markdown))
     table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
     macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
     macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")

@@ -157,6 +157,7 @@ class CalibrationFolder(RunFolder):
     EXCLUSIONS = "exclusions.csv"
     REPORT_MD = "report.md"
     REPORT_JSON = "report.json"
+    REPORT_HTML = "report.html"
     TABLE5 = "table5.csv"
     AGREEMENT = "agreement.csv"
     AUDIT_JSON = "audit.json"
@@ -186,6 +187,7 @@ class BenchFolder(RunFolder):
     JUDGE = "judge.json"
     REPORT_MD = "bench_report.md"
     REPORT_JSON = "bench_report.json"
+    REPORT_HTML = "report.html"
     ROLES = "roles.csv"
 
 
@@ -211,6 +213,7 @@ class OtbFolder(RunFolder):
     METRICS = "metrics.csv"
     REPORT_MD = "otb_report.md"
     REPORT_JSON = "otb_report.json"
+    REPORT_HTML = "report.html"
     TABLE = "otb_table.csv"
 
     def task_dir(self, task: str, model: str) -> Path:

@@ -1,0 +1,162 @@
+"""``report.html`` of calibration, bench and OpenTumorBoard runs, drawn from the report dicts.
+
+Each page is the run's figures followed by its Markdown report's tables, in one self-contained
+file (:mod:`evolve.report._html`). Nothing here reads a model or a file: the report dict (what
+``report.json`` holds) is the only input, so a page can be rebuilt from the stored artifacts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+from evolve.report import _figures as fig
+from evolve.report._html import figure_html, grid_html, markdown_html, page, section
+
+AGREEMENT_ROWS = (("no-guidance", "no guidance"), ("best-initial", "best initial"), ("training-median", "training median"),
+                  ("winner", "winner"), ("ceiling", "physician vs physician"))
+"""Rows of the agreement figure: the report's agreement key and its label."""
+
+
+def _interval(label: str, stat: Mapping | None) -> dict:
+    stat = stat or {}
+    return {"label": label, "estimate": stat.get("estimate"), "low": stat.get("low"), "high": stat.get("high")}
+
+
+def _criterion_section(criterion: str, entry: Mapping) -> str:
+    cands = entry.get("candidates", [])
+    grid = entry.get("archive", {})
+    agreement = entry.get("agreement", {})
+    mae_rows = [_interval(label, agreement.get(key, {}).get("validation", {}).get("mae")) for key, label in AGREEMENT_ROWS]
+    verdicts = entry.get("verdicts", {})
+    diffs = [_interval(f"winner − {label}", verdicts.get(key)) for key, label in
+             (("best_initial", "best initial"), ("no_guidance", "no guidance"))
+             if verdicts.get(key) and verdicts[key].get("verdict") != "same candidate"]
+    confusion = entry.get("confusion", {"matrix": [], "labels": []})
+    figures = [
+        figure_html(partial(_heatmap, cands, grid), "archive: elites over guidance length and signed bias, coloured by "
+                    "training MAE; the star is the winner"),
+        figure_html(lambda ax: fig.mae_over_attempts(cands, ax=ax), "training MAE of every candidate and the best so far"),
+        figure_html(lambda ax: fig.lineage(cands, ax=ax), "the winner's line of descent from the initial prompts"),
+        figure_html(lambda ax: fig.confusion_heatmap(confusion["matrix"], confusion["labels"], ax=ax),
+                    "validation: judge score × physician score of the winner (every judge call against every rating)",
+                    size=(4.5, 4.0)),
+        figure_html(lambda ax: fig.interval_plot(mae_rows, xlabel="validation MAE (score points)",
+                                                 title="agreement with 95% intervals", ax=ax),
+                    "validation MAE of each baseline, the winner and physician vs physician, case-clustered 95% intervals",
+                    size=(6.0, 3.2)),
+    ]
+    if diffs:
+        figures.append(figure_html(
+            lambda ax: fig.interval_plot(diffs, xlabel="paired MAE difference (negative: the winner is better)",
+                                         title="winner against the baselines", reference=0.0, ax=ax),
+            "paired validation MAE differences with case-clustered 95% intervals", size=(6.0, 2.4)))
+    title = f"{entry.get('number') or ''} {entry.get('name') or criterion}".strip()
+    winner = entry.get("winner", {}).get("candidate_id", "")
+    return section(f"{title} ({criterion})", figures, intro=f"Winner: {winner}.")
+
+
+def _heatmap(cands, grid: Mapping, ax) -> None:
+    fig.archive_heatmap(cands, length_bins=grid.get("length_bins", 20), bias_bins=grid.get("bias_bins", 27),
+                        bias_range=grid.get("bias_range", 1.0), ax=ax)
+
+
+def _drift_rows(report: Mapping) -> list[dict]:
+    rows = []
+    for criterion, entry in report.get("criteria", {}).items():
+        audit = entry.get("audit")
+        if not audit:
+            continue
+        flags = [("winner", audit.get("winner", {}).get("flag", audit.get("flag", "")))]
+        flags += [(i["candidate_id"].split(":", 1)[-1], i.get("flag", "")) for i in audit.get("initials", [])]
+        rows.append({"criterion": criterion, "flags": flags})
+    return rows
+
+
+def calibration_html(report: Mapping, markdown_text: str) -> str:
+    """The HTML page of a calibration run.
+
+    Per criterion: the archive heatmap, MAE over attempts, the winner's lineage, the validation
+    confusion matrix, agreement with intervals for every baseline and the ceiling, and the paired
+    differences; then the drift audit of every criterion and the Markdown report's tables.
+
+    Args:
+        report: What :func:`~evolve.report.build_report` returns (``report.json``).
+        markdown_text: ``report.md`` (its tables close the page).
+    """
+    parts = [_criterion_section(c, e) for c, e in report.get("criteria", {}).items()]
+    drift = _drift_rows(report)
+    parts.append(section("Drift audit", [figure_html(lambda ax: fig.drift_flags(drift, ax=ax),
+                                                     "audit flags of each criterion's winner and initial prompts",
+                                                     size=(7.0, 0.9 + 0.5 * max(len(drift), 1)))]))
+    parts.append(f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>")
+    return page(f"Calibration report: {report.get('run_id', '')}", parts)
+
+
+def _arm(row: Mapping) -> str:
+    return " · ".join(str(row.get(k, "")) for k in ("model", "condition", "topology"))
+
+
+def bench_html(report: Mapping, markdown_text: str) -> str:
+    """The HTML page of a bench run: stop reasons by round and vote transitions per model ×
+    condition × topology, quality against tokens per pipeline, then the Markdown tables.
+
+    Args:
+        report: What :func:`~evolve.report.build_bench_report` returns (``bench_report.json``).
+        markdown_text: ``bench_report.md``.
+    """
+    pipes = report.get("pipelines", [])
+    arms = sorted({_arm(p) for p in pipes})
+    stops = [partial(_stops, [p for p in pipes if _arm(p) == arm], arm) for arm in arms]
+    table4 = report.get("tables", {}).get("table4", [])
+    trans = [partial(_transitions, [r for r in table4 if _arm(r) == arm and r.get("role") == "all"
+                                    and r.get("rounds") != "all"], arm) for arm in arms]
+    parts = [
+        section("Consensus and stop reasons by round", [grid_html(stops, "pipelines by rounds completed and stop reason")]
+                if stops else []),
+        section("Vote transitions", [grid_html(trans, "role votes between consecutive rounds")] if trans else []),
+        section("Quality against tokens", [figure_html(lambda ax: fig.quality_vs_tokens(
+            [{**p, "arm": _arm(p)} for p in pipes], ax=ax), "final-report quality against generation tokens, one point "
+            "per pipeline", size=(7.0, 4.5))]),
+        f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>",
+    ]
+    return page(f"Benchmark report: {report.get('run_dir', '')}", parts)
+
+
+def _stops(pipes, arm: str, ax) -> None:
+    fig.stop_reasons_by_round(pipes, title=arm, ax=ax)
+
+
+def _transitions(rows, arm: str, ax) -> None:
+    fig.vote_transitions(rows, title=arm, ax=ax)
+
+
+OTB_METRICS = (("mean", "mean judge score (malformed answers at the floor)"),
+               ("critical_error_rate", "critical-error rate"), ("unsupported_claim_rate", "unsupported-claim rate"))
+"""The OpenTumorBoard figure's panels: report column and axis label."""
+
+
+def otb_html(report: Mapping, markdown_text: str) -> str:
+    """The HTML page of an OpenTumorBoard run: per task, each model's mean judge score and flag
+    rates with case-clustered 95% intervals, then the Markdown tables.
+
+    Args:
+        report: What :func:`~evolve.report.build_otb_report` returns (``otb_report.json``).
+        markdown_text: ``otb_report.md``.
+    """
+    main = report.get("tables", {}).get("main", [])
+    figures = []
+    for task in sorted({r["task"] for r in main}):
+        rows = [r for r in main if r["task"] == task]
+        panels = [partial(_otb_panel, rows, metric, label, task) for metric, label in OTB_METRICS
+                  if any(r.get(metric) is not None for r in rows)]
+        figures.append(grid_html(panels, f"{task}: each model's mean score and flag rates, case-clustered 95% intervals",
+                                 cell=(4.5, 2.0 + 0.4 * len(rows))))
+    parts = [section("Scores with intervals", figures), f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>"]
+    return page(f"OpenTumorBoard report: {report.get('run_dir', '')}", parts)
+
+
+def _otb_panel(rows, metric: str, label: str, task: str, ax) -> None:
+    points = [_interval(r["model"], {"estimate": r.get(metric), "low": r.get(f"{metric}_low"), "high": r.get(f"{metric}_high")})
+              for r in rows]
+    fig.interval_plot(points, xlabel=label, title=task, ax=ax)
