@@ -38,6 +38,7 @@ from evolve.runs import (
     atomic_write,
     check_resumable,
     check_same_settings,
+    on_call,
     owned_client,
     with_cache_path,
 )
@@ -224,8 +225,8 @@ class CriterionRun:
                     for it in items[start:start + lanes]:
                         req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
                         jobs.append((cand, it, rep, seed, req))
-        self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid)
-        results = self.client.map([j[4] for j in jobs], on_result=lambda i, r: self.progress.advance(key=self.cid))
+        self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid, unit="judge calls")
+        results = self.client.map([j[4] for j in jobs], on_result=on_call(self.progress, self.cid))
         for (cand, it, rep, seed, req), res in zip(jobs, results):
             out = self.judge.parse(req, res, self.criterion)
             new_rows.append(
@@ -339,8 +340,8 @@ class CriterionRun:
                     tag="mutation",
                 )
             )
-        self.progress.phase(f"{self.cid}: mutation", len(requests), key=self.cid)
-        results = self.client.map(requests, on_result=lambda i, r: self.progress.advance(key=self.cid))
+        self.progress.phase(f"{self.cid}: mutation", len(requests), key=self.cid, unit="mutation calls")
+        results = self.client.map(requests, on_result=on_call(self.progress, self.cid))
         proposals = []
         for parent, attempt, res in zip(parents, attempts, results):
             pid = str(parent["candidate_id"])

@@ -9,10 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from evolve.errors import EvolveError, RunStoppedError
-from evolve.runs import BenchFolder, CalibrationFolder
+from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, EndpointSettings, Price, price_of
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
 ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
@@ -26,7 +27,15 @@ app.add_typer(bench_app, name="bench")
 BaseUrlOption = Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL (replaces the embedded model).")]
 ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")]
 MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
+# Prices of the progress line (mapped by _endpoint_overrides; also allowed with --resume: they change no result).
+PriceInOption = Annotated[Optional[float], typer.Option(
+    "--price-in", min=0, help="Price of input (prompt) tokens, USD per million tokens: progress then shows USD spent and "
+    "expected (with --price-out; default: endpoint.price_in of the config).")]
+PriceOutOption = Annotated[Optional[float], typer.Option(
+    "--price-out", min=0, help="Price of output (completion) tokens, USD per million tokens (with --price-in; "
+    "default: endpoint.price_out of the config).")]
 # Bootstrap options shared by the report commands.
+HtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write report.html: the figures, then the same tables, in one self-contained page.")]
 NBootOption = Annotated[int, typer.Option(min=1, help="Bootstrap replicates per interval (cases resampled).")]
 BootSeedOption = Annotated[int, typer.Option(help="Bootstrap seed.")]
 LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b).")]
@@ -82,25 +91,66 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
     raise typer.Exit(code=2)
 
 
-class _RichProgress:
-    """Progress hook drawing one bar per criterion (criteria run concurrently)."""
+def _progress_bar() -> Progress:
+    """The progress display of long commands (on stderr): what runs, a bar, the line of a
+    :class:`~evolve.runs.CallMeter` (calls, tokens, USD), the time."""
+    return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)), BarColumn(bar_width=16),
+                    TextColumn("{task.fields[meter]}", table_column=Column(ratio=1)), TimeElapsedColumn(),
+                    console=err, transient=False, expand=True)
 
-    def __init__(self, progress: Progress) -> None:
+
+def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSettings | None = None) -> Price | None:
+    """The price the progress line uses: the options, else the endpoint's (configuration's).
+
+    Raises:
+        ConfigError: Only one of the two prices is known.
+    """
+    if endpoint is not None:
+        price_in = endpoint.price_in if price_in is None else price_in
+        price_out = endpoint.price_out if price_out is None else price_out
+    return price_of(price_in, price_out)
+
+
+class _RichProgress:
+    """Progress hook drawing one bar per key (criteria run concurrently), each with its
+    :class:`~evolve.runs.CallMeter` line, and an "all work" line over every phase."""
+
+    def __init__(self, progress: Progress, price: Price | None = None) -> None:
         self.progress = progress
+        self.price = price
         self.tasks: dict[str, TaskID] = {}
+        self.meters: dict[str, tuple[CallMeter, str]] = {}
+        self.all = CallMeter(price=price)
+        self._all_units: set[str] = set()
+        self._all_task: TaskID | None = None
         self._lock = threading.Lock()
 
-    def phase(self, description: str, total: int, key: str = "") -> None:
-        with self._lock:
-            if key in self.tasks:
-                self.progress.reset(self.tasks[key], total=total, description=description)
-            else:
-                self.tasks[key] = self.progress.add_task(description, total=total)
+    def _all_unit(self) -> str:
+        return "calls" if all(u.endswith("calls") for u in self._all_units) else "steps"
 
-    def advance(self, n: int = 1, key: str = "") -> None:
-        task = self.tasks.get(key)
-        if task is not None:
-            self.progress.advance(task, n)
+    def phase(self, description: str, total: int, key: str = "", unit: str = "calls") -> None:
+        with self._lock:
+            if self._all_task is None:  # first, so it stays the top line
+                self._all_task = self.progress.add_task("all work", total=None, meter=self.all.describe())
+            self._all_units.add(unit)
+            meter = CallMeter(total=total, price=self.price)
+            self.meters[key] = (meter, unit)
+            if key in self.tasks:
+                self.progress.reset(self.tasks[key], total=total, description=description, meter=meter.describe(unit))
+            else:
+                self.tasks[key] = self.progress.add_task(description, total=total, meter=meter.describe(unit))
+
+    def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
+                cached: bool = False) -> None:
+        with self._lock:
+            task = self.tasks.get(key)
+            if task is None or self._all_task is None:
+                return
+            meter, unit = self.meters[key]
+            for m in (meter, self.all):
+                m.add(n, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached=cached)
+            self.progress.update(task, advance=n, meter=meter.describe(unit))
+            self.progress.update(self._all_task, completed=self.all.done, meter=self.all.describe(self._all_unit()))
 
 
 @app.command()
@@ -394,6 +444,8 @@ def calibrate(
     max_concurrency: MaxConcurrencyOption = None,
     schema_limits: SchemaLimitsOption = None,
     local_model: LocalModelOption = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
@@ -411,7 +463,8 @@ def calibrate(
         if selection is not None and selection not in ("robust", "paper"):
             raise EvolveError(f"--selection takes 'robust' or 'paper', not {selection!r}.")
         if resume is not None:
-            _refuse_options_on_resume(options, defaults={"preset": "quick"}, allowed=("resume", "parallel_criteria"),
+            _refuse_options_on_resume(options, defaults={"preset": "quick"},
+                                      allowed=("resume", "parallel_criteria", "price_in", "price_out"),
                                       command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
             if parallel_criteria is not None:  # how many archives run at once changes no result
@@ -427,7 +480,7 @@ def calibrate(
             name = load_pack(pack).manifest.name
             endpoint = _endpoint_overrides(base_url=base_url, model=model, api_key_env=api_key_env,
                                            max_concurrency=max_concurrency, local_model=local_model,
-                                           schema_limits=schema_limits)
+                                           schema_limits=schema_limits, price_in=price_in, price_out=price_out)
             overrides = {
                 "run_id": run_id or f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "pack": pack,
@@ -451,10 +504,10 @@ def calibrate(
                 "selection": {"rule": selection},
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
+        price = _price(price_in, price_out, config.endpoint)
         _interrupt_on_sigterm()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=False) as bar:
-            result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar),
+        with _progress_bar() as bar:
+            result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar, price),
                                 on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True),
                                 on_note=lambda n: err.print(f"note: {n}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
@@ -499,15 +552,16 @@ def report(
     run_dir: Path = typer.Argument(..., help="A calibration run folder."),
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
+    html: HtmlOption = True,
 ) -> None:
-    """Rebuild the report (report.md/.json, table5.csv, agreement.csv) from a run's saved artifacts (no model calls)."""
+    """Rebuild the report (report.md/.json/.html, table5.csv, agreement.csv) from a run's saved artifacts (no model calls)."""
     from evolve.report import write_report
 
     try:
-        write_report(run_dir, n_boot=n_boot, seed=seed)
+        write_report(run_dir, n_boot=n_boot, seed=seed, html=html)
     except EvolveError as exc:
         _fail(exc)
-    out.print(f"wrote {run_dir}/report.md, report.json, table5.csv and agreement.csv", highlight=False)
+    out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv and agreement.csv", highlight=False)
 
 
 def _endpoint_overrides(
@@ -519,12 +573,14 @@ def _endpoint_overrides(
     local_model: Optional[str] = None,
     schema_limits: Optional[bool] = None,
     context_tokens: Optional[int] = None,
+    price_in: Optional[float] = None,
+    price_out: Optional[float] = None,
 ) -> dict:
     """Endpoint fields from the shared endpoint options of ``calibrate`` and ``audit`` (None =
     not given); a base URL selects the ``openai_compatible`` provider."""
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                 "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits,
-                "context_tokens": context_tokens}
+                "context_tokens": context_tokens, "price_in": price_in, "price_out": price_out}
     if base_url:
         endpoint["provider"] = "openai_compatible"
     return {k: v for k, v in endpoint.items() if v is not None}
@@ -641,6 +697,8 @@ def bench_run(
         help="Context window of one request at the endpoint, tokens (prompt and output). Every stage's prompt "
              "is checked against it before any call (default: the embedded server's 8,192-token slot; "
              "unknown, so unchecked, for other endpoints)."),
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
 ) -> None:
     """Generate consilium second opinions for a case set, judge them and write the bench tables.
 
@@ -657,7 +715,8 @@ def bench_run(
         if resume is not None:
             _refuse_options_on_resume(
                 options, defaults={"preset": "quick", "judge": True},
-                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency"), command="evolve bench run")
+                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency", "price_in", "price_out"),
+                command="evolve bench run")
             config = load_bench_config(resume)
             updates: dict[str, object] = {"parallel_cases": parallel_cases} if parallel_cases is not None else {}
             if max_concurrency is not None:  # in flight at once: no result changes
@@ -668,7 +727,7 @@ def bench_run(
                 raise EvolveError("--cases FILE_OR_PACK is required (or --resume RUN_DIR to continue a run).")
             endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
                                            local_model=local_model, schema_limits=schema_limits,
-                                           context_tokens=context_tokens)
+                                           context_tokens=context_tokens, price_in=price_in, price_out=price_out)
             overrides = {
                 "run_id": run_id or f"bench-{cases.stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "archives_dir": archives_dir,
@@ -687,11 +746,11 @@ def bench_run(
                 "parallel_cases": parallel_cases,
             }
             config = resolve_bench_config(preset=preset, config_file=config_file, overrides=overrides)
+        price = _price(price_in, price_out, config.endpoint)
         _interrupt_on_sigterm()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=False) as bar:
+        with _progress_bar() as bar:
             result = run_and_judge(config, judge=judge, calibration_run=guidance, resume=resume is not None,
-                                   progress=_RichProgress(bar),
+                                   progress=_RichProgress(bar, price),
                                    on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench run --resume {config.run_dir}" if config is not None else None)
@@ -739,15 +798,21 @@ def bench_judge(
         False, "--free-form-roles",
         help="Also judge the reasoning and opinion of free-form pipelines (split on their 'FINAL OPINION:' line; "
              "the paper judged role components of the structured pipeline only)."),
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
-    from evolve.consilium import judge_bench
+    from evolve.consilium import judge_bench, load_bench_config
 
     try:
+        try:
+            endpoint = load_bench_config(run_dir).endpoint  # its prices, if the run has any
+        except EvolveError:
+            endpoint = None  # judge_bench says what is wrong
+        price = _price(price_in, price_out, endpoint)
         _interrupt_on_sigterm()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=False) as bar:
-            result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar),
+        with _progress_bar() as bar:
+            result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar, price),
                                  free_form_roles=free_form_roles)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench judge {run_dir}")
@@ -775,18 +840,17 @@ def bench_report(
     run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
+    html: HtmlOption = True,
 ) -> None:
-    """Rebuild the bench tables (Tables 3, 4, 6-9) from a run's saved artifacts (no model calls)."""
+    """Rebuild the bench tables (Tables 2-9) and report.html from a run's saved artifacts (no model calls)."""
+    from evolve.report import write_bench_report
+
     try:
-        from evolve.report import write_bench_report
-    except ImportError:
-        _fail(EvolveError("this version of evolve has no bench report (evolve.report.write_bench_report)."))
-    try:
-        write_bench_report(run_dir, n_boot=n_boot, seed=seed)
+        write_bench_report(run_dir, n_boot=n_boot, seed=seed, html=html)
     except EvolveError as exc:
         _fail(exc)
     _print_bench_report(run_dir)
-    out.print(f"wrote {run_dir}/bench_report.md and its tables", highlight=False, soft_wrap=True)
+    out.print(f"wrote {run_dir}/bench_report.md{', report.html' if html else ''} and its tables", highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -7,19 +7,23 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evolve.cli._app import (
     ApiKeyEnvOption,
     BaseUrlOption,
     BootSeedOption,
+    HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
     NBootOption,
+    PriceInOption,
+    PriceOutOption,
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
     _interrupt_on_sigterm,
+    _price,
+    _progress_bar,
     _refuse_options_on_resume,
     _RichProgress,
     err,
@@ -28,11 +32,6 @@ from evolve.cli._app import (
 from evolve.errors import EvolveError
 
 otb_app = typer.Typer(no_args_is_help=True, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=False)
 
 
 def _print_summary(run_dir: Path, report: dict | None) -> None:
@@ -71,6 +70,8 @@ def otb_run(
     max_concurrency: MaxConcurrencyOption = None,
     schema_limits: SchemaLimitsOption = None,
     local_model: LocalModelOption = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
 ) -> None:
     """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
 
@@ -87,22 +88,25 @@ def otb_run(
     try:
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
-                                      allowed=("resume", "judge", "guidance", "max_concurrency"), command="evolve otb run")
+                                      allowed=("resume", "judge", "guidance", "max_concurrency", "price_in", "price_out"),
+                                      command="evolve otb run")
             config = load_otb_config(resume)
             if max_concurrency is not None:
                 config = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": max_concurrency})})
         else:
             endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
-                                           local_model=local_model, schema_limits=schema_limits)
+                                           local_model=local_model, schema_limits=schema_limits, price_in=price_in,
+                                           price_out=price_out)
             config = resolve_otb_config(preset=preset, config_file=config_file, overrides={
                 "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
                 "board": board, "turn": turn, "max_items": max_items, "prompts": prompts,
                 "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
                 "endpoint": endpoint, "judge": {"model": judge_model}})
+        price = _price(price_in, price_out, config.endpoint)
         _interrupt_on_sigterm()
-        with _progress() as bar:
+        with _progress_bar() as bar:
             result = run_otb(config, judge=judge, resume=resume is not None, calibration_run=guidance,
-                             progress=_RichProgress(bar))
+                             progress=_RichProgress(bar, price))
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb run --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
@@ -126,15 +130,22 @@ def otb_run(
 def otb_judge(
     run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
-    from evolve.otb import judge_otb
+    from evolve.otb import judge_otb, load_otb_config
     from evolve.report import write_otb_report
 
     try:
+        try:
+            endpoint = load_otb_config(run_dir).endpoint  # its prices, if the run has any
+        except EvolveError:
+            endpoint = None  # judge_otb says what is wrong
+        price = _price(price_in, price_out, endpoint)
         _interrupt_on_sigterm()
-        with _progress() as bar:
-            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar))
+        with _progress_bar() as bar:
+            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price))
         report = write_otb_report(run_dir)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb judge {run_dir}")
@@ -154,12 +165,13 @@ def otb_report(
     run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
+    html: HtmlOption = True,
 ) -> None:
-    """Rebuild the OpenTumorBoard tables from a judged run (no model calls)."""
+    """Rebuild the OpenTumorBoard tables and report.html from a judged run (no model calls)."""
     from evolve.report import write_otb_report
 
     try:
-        report = write_otb_report(run_dir, n_boot=n_boot, seed=seed)
+        report = write_otb_report(run_dir, n_boot=n_boot, seed=seed, html=html)
     except EvolveError as exc:
         _fail(exc)
     _print_summary(run_dir, report)

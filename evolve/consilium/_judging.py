@@ -44,7 +44,7 @@ from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import Judge
 from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric
-from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, owned_client
+from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, on_call, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -205,7 +205,7 @@ def split_fallbacks(run: CaseRun) -> list[tuple[str, str]]:
 def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHook) -> list[dict]:
     """Judge one batch of ``(row, case, target, criterion, text, seed)`` in one concurrent map."""
     requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
-    results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+    results = client.map(requests, on_result=on_call(progress, PROGRESS_KEY))
     rows = []
     for (row, _, _, crit, _, _), request, res in zip(batch, requests, results):
         out = judge.parse(request, res, crit)
@@ -352,7 +352,7 @@ def judge_bench(
     rows: list[dict] = []
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         try:
-            progress.phase("judging", total, key=PROGRESS_KEY)
+            progress.phase("judging", total, key=PROGRESS_KEY, unit="judge calls")
             for batch in batches:
                 rows += _judge_batch(judge, client, batch, progress)
         except BaseException as exc:

@@ -75,6 +75,7 @@ from evolve.runs import (
     context_window,
     holds_interrupt,
     owned_client,
+    report_step,
     with_cache_path,
 )
 
@@ -288,7 +289,7 @@ def _read_case_run(path: Path) -> CaseRun:
 # -- resume ----------------------------------------------------------------------------------
 
 _RESUME_IGNORED = ("archives_dir", "run_id", "parallel_cases", "cache_path")
-_ENDPOINT_RESUME_IGNORED = ("max_concurrency", "max_retries", "timeout_s")
+_ENDPOINT_RESUME_IGNORED = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out")
 
 
 def _comparable(config: BenchConfig) -> dict:
@@ -429,6 +430,9 @@ class _Unit:
         self.progress = progress
         self.run_dir = config.run_dir
         self.ids = {"case_id": case.case_id, "model": model}
+        # topologies whose role-assignment calls are on the progress bar already (or were read
+        # back from the role file): the runs that share the panel do not report them again
+        self._roles_reported: set[str] = set()
 
     def _roles(self, topology: str) -> RoleAssignment:
         """The persisted assignment of this case, model and topology, or a new one (persisted when
@@ -440,6 +444,7 @@ class _Unit:
             except ValidationError as exc:
                 raise RunError(f"{path}: unreadable role assignment ({exc}). Delete it and resume to assign again.") from exc
             self.journal.append(Event.ROLES_REUSED, **self.ids, topology=topology, roles=[r.name for r in stored.roles])
+            self._roles_reported.add(topology)
             return RoleAssignment(case_id=self.case.case_id, model=self.model, roles=stored.roles,
                                   panel_rationale=stored.panel_rationale, calls=stored.calls)
         if topology == "n+1":
@@ -510,9 +515,13 @@ class _Unit:
                           stop_reason="failure", calls=tuple(ra.calls),
                           error=f"pipeline raised {type(exc).__name__}: {exc}"[:2000])
         atomic_write(path, _dump(run))
-        return self._finish(run, path, reused=False)
+        shared = len(ra.calls) if topology in self._roles_reported else 0  # a run's calls start with its panel's
+        self._roles_reported.add(topology)
+        return self._finish(run, path, reused=False, reported=shared)
 
-    def _finish(self, run: CaseRun, path: Path, *, reused: bool) -> CaseRunSummary:
+    def _finish(self, run: CaseRun, path: Path, *, reused: bool, reported: int = 0) -> CaseRunSummary:
+        """Record a pipeline run and advance the progress (by its calls after the first
+        ``reported``, which the progress has seen already)."""
         ids = {**self.ids, "condition": run.condition, "topology": run.topology}
         record_path = None
         if run.stop_reason != "failure" and run.final:
@@ -529,7 +538,7 @@ class _Unit:
             self.journal.append(Event.CASE_FINISHED, **ids, **stats)
         else:
             self.journal.append(Event.CASE_FAILED, **ids, **stats, error=(run.error or "no final opinion")[:1000])
-        self.progress.advance(key=PROGRESS_KEY)
+        report_step(self.progress, PROGRESS_KEY, run.calls[reported:], reused=reused)
         return CaseRunSummary(
             case_id=run.case_id, model=run.model, condition=run.condition, topology=run.topology,
             stop_reason=run.stop_reason, rounds=run.rounds_completed, tokens=run.tokens, path=path,
@@ -661,7 +670,8 @@ def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: 
         journal.append(Event.BENCH_RESUMED if resume else Event.BENCH_STARTED, run_id=config.run_id,
                        endpoint=client.endpoint_id, models=list(config.models), conditions=list(config.conditions),
                        topologies=list(config.topologies), cases=len(cases), pipeline_version=manifest.pipeline_version)
-        progress.phase("generating", len(units) * len(config.conditions) * len(config.topologies), key=PROGRESS_KEY)
+        progress.phase("generating", len(units) * len(config.conditions) * len(config.topologies), key=PROGRESS_KEY,
+                       unit="pipeline runs")
         pipe = backend.make(client, config)
 
         def work(case: Case, model: str) -> list[CaseRunSummary]:

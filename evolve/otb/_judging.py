@@ -30,7 +30,7 @@ from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, ju
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
 from evolve.otb._similarity import ENCODER, token_f1
-from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, owned_client
+from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, on_call, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -262,8 +262,8 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         journal.append(Event.WARNING, message=warning)
     result = OtbJudgeResult(calls=len(plan), guidance=guidance, warnings=warnings)
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
-        progress.phase("judging", len(plan), key=PROGRESS_KEY)
-        results = client.map([p[2] for p in plan], on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+        progress.phase("judging", len(plan), key=PROGRESS_KEY, unit="judge calls")
+        results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY))
     scores = []
     for (row, rubric, request), res in zip(plan, results):
         reply, error = _read_reply(rubric, res)

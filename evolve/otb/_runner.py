@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from evolve.errors import DataError, RunError
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message
 from evolve.otb._config import OtbConfig, Task
@@ -31,6 +33,7 @@ from evolve.runs import (
     atomic_write,
     check_resumable,
     check_same_settings,
+    on_call,
     owned_client,
     with_cache_path,
 )
@@ -165,11 +168,16 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
     done = {r.get("simulation_id") or r.get("qa_id") for r in rows}
     todo = [it for it in items if it.item_id not in done]
     counts.reused = len(items) - len(todo)
+    if counts.reused:  # answered by an earlier process: on the bar, free now
+        ids = {it.item_id for it in items}
+        usage = [r.get("usage") or {} for r in rows if (r.get("simulation_id") or r.get("qa_id")) in ids]
+        progress.advance(counts.reused, key=PROGRESS_KEY, prompt_tokens=sum(u.get("prompt_tokens", 0) for u in usage),
+                         completion_tokens=sum(u.get("completion_tokens", 0) for u in usage), cached=True)
     errors: list[dict] = []
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
         requests = [_request(config, task, model, it, stored.get(it.item_id)) for it in batch]
-        results = client.map(requests, on_result=lambda i, r: progress.advance(key=PROGRESS_KEY))
+        results = client.map(requests, on_result=on_call(progress, PROGRESS_KEY))
         for item, res in zip(batch, results):
             if isinstance(res, CallFailure):
                 errors.append({"kind": "error", "id": item.item_id, "case_id": item.case_id, "model": model,
@@ -211,7 +219,11 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     items = load_otb_items(config)  # bad input fails before anything is written
     prompts = load_stored_prompts(config, items)
     if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
-        stored = folder.read_json(folder.CONFIG)
+        try:  # validated, so fields added since the run started compare at their defaults
+            stored = json.loads(OtbConfig.model_validate(folder.read_json(folder.CONFIG)).model_dump_json())
+        except ValidationError as exc:
+            raise RunError(f"{folder / folder.CONFIG}: cannot read the stored configuration ({exc.errors()[0]['msg']}); "
+                           "start a new --run-id.") from exc
         check_same_settings(folder / folder.CONFIG, stored, json.loads(config.model_dump_json()),
                             ignore=("run_id", "archives_dir"))
     else:
@@ -221,7 +233,8 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
                    tasks={t: len(v) for t, v in items.items()}, models=list(config.models))
     counts: dict[tuple[str, str], GenerationCounts] = {}
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
-        progress.phase("generating", sum(len(v) for v in items.values()) * len(config.models), key=PROGRESS_KEY)
+        progress.phase("generating", sum(len(v) for v in items.values()) * len(config.models), key=PROGRESS_KEY,
+                       unit="generation calls")
         for task, records in items.items():
             for model in config.models:
                 counts[(task, model)] = _generate_one(config, client, folder, task, model, records, prompts.get(task, {}),

@@ -8,14 +8,17 @@ server:
   line per :class:`Event`), in the spirit of optuna's journal storage; a resumed run adds only
   what its replay did not reproduce, and :func:`run_usage` adds up the calls and tokens of
   every process that worked on the run;
-* :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing);
+* :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing;
+  :func:`on_call` feeds it from a client's calls); :class:`CallMeter` - calls, tokens and USD
+  of a phase (what a progress line shows, priced by a :class:`Price`);
 * :func:`check_resumable`, :func:`check_same_settings` - the one resume check;
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
   interrupt);
-* :class:`CalibrationFolder`, :class:`BenchFolder` - where each file of a run lives (never a
-  file name written out elsewhere); :func:`atomic_write` - every file a run writes appears
-  whole or not at all.
+* :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`,
+  :class:`ComparisonFolder` - where each file of a run (or of a cross-run report under
+  ``reports/``) lives, never a file name written out elsewhere; :func:`atomic_write` - every
+  file a run writes appears whole or not at all.
 
 The floors of the package, each importing only its own floor or the ones below it (checked by
 ``tests/architecture/test_floors.py``, which walks every import)::
@@ -41,9 +44,9 @@ from evolve.runs._client import (
     with_cache_path,
 )
 from evolve.runs._files import atomic_write, holds_interrupt
-from evolve.runs._folder import BenchFolder, CalibrationFolder, OtbFolder, RunFolder, distinct_slugs, model_slug
+from evolve.runs._folder import BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, RunFolder, distinct_slugs, model_slug
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
-from evolve.runs._progress import NoProgress, ProgressHook
+from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
@@ -52,11 +55,14 @@ __all__ = [
     "RESUME_EVENTS",
     "BenchFolder",
     "CalibrationFolder",
+    "ComparisonFolder",
+    "CallMeter",
     "EndpointSettings",
     "Event",
     "Journal",
     "NoProgress",
     "OtbFolder",
+    "Price",
     "ProgressHook",
     "RunFolder",
     "atomic_write",
@@ -67,8 +73,11 @@ __all__ = [
     "default_cache_path",
     "holds_interrupt",
     "model_slug",
+    "on_call",
     "open_client",
     "owned_client",
+    "price_of",
+    "report_step",
     "run_usage",
     "with_cache_path",
 ]

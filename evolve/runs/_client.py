@@ -40,6 +40,9 @@ class EndpointSettings(BaseModel):
         context_tokens: Context window of one request, tokens (prompt and output together),
             checked before a benchmark pays for calls. None: the embedded server's slot
             (:data:`evolve.local.SLOT_CONTEXT`); unknown, and not checked, for other endpoints.
+        price_in: USD per million input (prompt) tokens, or None. Shown as money spent and
+            expected on the progress line (with ``price_out``); changes no result.
+        price_out: USD per million output (completion) tokens, or None (given with ``price_in``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,11 +57,15 @@ class EndpointSettings(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0)
     schema_limits: bool = True
     context_tokens: int | None = Field(default=None, ge=256)
+    price_in: float | None = Field(default=None, ge=0)
+    price_out: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _needs_url(self) -> EndpointSettings:
         if self.provider == "openai_compatible" and not self.base_url:
             raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("price_in and price_out (USD per million input and output tokens) go together: give both")
         return self
 
 

@@ -146,6 +146,7 @@ class CalibrationFolder(RunFolder):
         SCORES: Every judge call: candidate, target, repeat, split, outcome, score, tokens.
         EXCLUSIONS: (criterion, component) pairs the rubric does not apply, never judged.
         REPORT_MD, REPORT_JSON: The report (Table 5 and agreement per criterion).
+        REPORT_HTML: The same report with its figures, one self-contained page.
         TABLE5, AGREEMENT: The report's tables as CSV.
         AUDIT_JSON, AUDIT_MD: The semantic-drift audit of the winners.
     """
@@ -166,6 +167,21 @@ class CalibrationFolder(RunFolder):
     def archive_csv(self, criterion: str) -> Path:
         """``archive_<criterion>.csv``: the criterion's final pyribs archive."""
         return self.path / f"archive_{criterion}.csv"
+
+
+class ComparisonFolder(RunFolder):
+    """A cross-run report (``evolve compare``) under ``reports/<name>/``, by name.
+
+    Attributes:
+        REPORT_MD, REPORT_JSON, REPORT_HTML: The side-by-side report.
+        DIFFERENCES: Every paired difference with its interval, as CSV.
+    """
+
+    RESUME = "evolve compare RUN_A RUN_B ... --name {path}"
+    REPORT_MD = "report.md"
+    REPORT_JSON = "report.json"
+    REPORT_HTML = "report.html"
+    DIFFERENCES = "differences.csv"
 
 
 class BenchFolder(RunFolder):

@@ -1,10 +1,17 @@
-"""Progress of long work: the hook engines report to, and one that draws nothing."""
+"""Progress of long work: the hook engines report to, one that draws nothing, and the meter
+that turns finished calls into tokens and money (what a progress line shows)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["NoProgress", "ProgressHook"]
+from evolve.errors import ConfigError
+from evolve.llm import ChatResponse, Result
+
+__all__ = ["CallMeter", "NoProgress", "Price", "ProgressHook", "on_call", "price_of", "report_step"]
 
 
 class ProgressHook(Protocol):
@@ -14,16 +21,226 @@ class ProgressHook(Protocol):
     keeps one bar per key. Calls may come from several threads.
     """
 
-    def phase(self, description: str, total: int, key: str = "") -> None: ...
+    def phase(self, description: str, total: int, key: str = "", unit: str = "calls") -> None:
+        """A phase of ``total`` steps starts on bar ``key``.
 
-    def advance(self, n: int = 1, key: str = "") -> None: ...
+        Args:
+            description: What the phase does (``"judging"``, ``"c1: mutation"``).
+            total: Steps the phase will take.
+            key: The bar.
+            unit: What one step is, plural - the thing that costs (``"judge calls"``,
+                ``"mutation calls"``, ``"pipeline runs"``).
+        """
+        ...
+
+    def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
+                cached: bool = False) -> None:
+        """``n`` steps of bar ``key`` finished.
+
+        Args:
+            n: Steps finished (0 reports tokens of a step already counted).
+            key: The bar.
+            prompt_tokens: Input tokens of these steps.
+            completion_tokens: Output tokens of these steps.
+            cached: The tokens were served from the response cache (or reused from the run
+                folder): they cost nothing now.
+        """
+        ...
 
 
 class NoProgress:
     """A progress hook that draws nothing (the default of the library functions)."""
 
-    def phase(self, description: str, total: int, key: str = "") -> None:
+    def phase(self, description: str, total: int, key: str = "", unit: str = "calls") -> None:
         pass
 
-    def advance(self, n: int = 1, key: str = "") -> None:
+    def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
+                cached: bool = False) -> None:
         pass
+
+
+class _Tokens(Protocol):
+    """One call's accounting: a :class:`~evolve.llm.ChatResponse` or a recorded call."""
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+    @property
+    def cached(self) -> bool: ...
+
+
+def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, reused: bool = False) -> None:
+    """Advance bar ``key`` by one step made of ``calls`` (none for a failed call).
+
+    The tokens of calls served from the cache are reported apart (``cached=True``), so a step
+    whose calls were partly cached is charged only for the others.
+
+    Args:
+        progress: The hook.
+        key: The bar.
+        calls: The step's calls.
+        reused: The step was read back from the run folder: all its calls cost nothing now.
+    """
+    fresh = [c for c in calls if not (c.cached or reused)]
+    reused_calls = [c for c in calls if c.cached or reused]
+    if reused_calls and not fresh:
+        progress.advance(1, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
+                         completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
+        return
+    progress.advance(1, key=key, prompt_tokens=sum(c.prompt_tokens for c in fresh),
+                     completion_tokens=sum(c.completion_tokens for c in fresh))
+    if reused_calls:
+        progress.advance(0, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
+                         completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
+
+
+def on_call(progress: ProgressHook, key: str) -> Callable[[int, Result], None]:
+    """The ``on_result`` callback of :meth:`~evolve.llm.Client.map` that advances bar ``key``
+    by one step per finished call, with the call's tokens (a failure has none)."""
+    return lambda _index, result: report_step(progress, key, [result] if isinstance(result, ChatResponse) else [])
+
+
+@dataclass(frozen=True)
+class Price:
+    """What an endpoint charges.
+
+    Attributes:
+        input_usd_per_m: USD per million input (prompt) tokens.
+        output_usd_per_m: USD per million output (completion) tokens.
+    """
+
+    input_usd_per_m: float
+    output_usd_per_m: float
+
+    def usd(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """USD for ``prompt_tokens`` input and ``completion_tokens`` output tokens."""
+        return (prompt_tokens * self.input_usd_per_m + completion_tokens * self.output_usd_per_m) / 1e6
+
+
+def price_of(price_in: float | None, price_out: float | None) -> Price | None:
+    """The price from ``--price-in``/``--price-out`` (USD per million tokens); None when neither is given.
+
+    Raises:
+        ConfigError: Only one of them is given, or one is negative.
+    """
+    if price_in is None and price_out is None:
+        return None
+    if price_in is None or price_out is None:
+        raise ConfigError("give both prices, input and output (--price-in and --price-out, or endpoint.price_in and "
+                          "endpoint.price_out), in USD per million tokens")
+    if price_in < 0 or price_out < 0:
+        raise ConfigError(f"prices cannot be negative (price_in {price_in}, price_out {price_out} USD per million tokens)")
+    return Price(price_in, price_out)
+
+
+@dataclass
+class CallMeter:
+    """Steps (calls, or pipeline runs) of one phase - or of all work - their tokens and their cost.
+
+    A step served from the cache costs nothing, but its tokens still count towards the mean
+    size of a step; the steps still to come are assumed not cached (what they cost at most).
+
+    Attributes:
+        total: Steps the phase takes; None when unknown (all work of a run).
+        price: What the endpoint charges; None: no money is computed.
+        done: Steps finished.
+        cached: Steps served from the cache (free).
+        prompt_tokens: Input tokens of the finished steps, cached ones included.
+        completion_tokens: Output tokens of the finished steps, cached ones included.
+        billed_prompt_tokens: Input tokens not served from the cache.
+        billed_completion_tokens: Output tokens not served from the cache.
+    """
+
+    total: int | None = None
+    price: Price | None = None
+    done: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    billed_prompt_tokens: int = 0
+    billed_completion_tokens: int = 0
+
+    def add(self, n: int = 1, prompt_tokens: int = 0, completion_tokens: int = 0, cached: bool = False) -> None:
+        """Count ``n`` finished steps and their tokens (see :meth:`ProgressHook.advance`)."""
+        self.done += n
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        if cached:
+            self.cached += n
+        else:
+            self.billed_prompt_tokens += prompt_tokens
+            self.billed_completion_tokens += completion_tokens
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of the finished steps (input and output, cached ones included)."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def remaining(self) -> int | None:
+        """Steps still to come; None when the total is unknown."""
+        return None if self.total is None else max(self.total - self.done, 0)
+
+    def _mean(self) -> tuple[float, float] | None:
+        """Mean input and output tokens per finished step; None before the first one."""
+        return (self.prompt_tokens / self.done, self.completion_tokens / self.done) if self.done > 0 else None
+
+    def tokens_to_go(self) -> int | None:
+        """Tokens the remaining steps will take at the mean so far; None when unknown."""
+        mean, remaining = self._mean(), self.remaining
+        if remaining == 0:
+            return 0
+        return None if mean is None or remaining is None else round((mean[0] + mean[1]) * remaining)
+
+    def spent_usd(self) -> float | None:
+        """USD paid so far (cached steps free); None without a price."""
+        return None if self.price is None else self.price.usd(self.billed_prompt_tokens, self.billed_completion_tokens)
+
+    def expected_usd(self) -> float | None:
+        """USD at the end of the phase: spent so far plus the remaining steps at the mean
+        size so far, none of them cached; None without a price or an estimate."""
+        spent, mean, remaining = self.spent_usd(), self._mean(), self.remaining
+        if spent is None or self.price is None or remaining is None:
+            return None
+        if remaining == 0:
+            return spent
+        return None if mean is None else spent + self.price.usd(mean[0] * remaining, mean[1] * remaining)
+
+    def describe(self, unit: str = "calls") -> str:
+        """One line: steps done (of the total) and left, tokens so far and to go, USD spent
+        and expected (only with a price), e.g.
+        ``"40/100 judge calls (5 cached), 60 left · 12.3k tokens, ~18.4k to go · $0.012 spent, ~$0.031 expected"``."""
+        done = f"{self.done:,}" if self.total is None else f"{self.done:,}/{self.total:,}"
+        calls = f"{done} {unit}" + (f" ({self.cached:,} cached)" if self.cached else "")
+        if self.remaining is not None:
+            calls += f", {self.remaining:,} left"
+        parts = [calls, f"{_count(self.tokens)} tokens"]
+        to_go = self.tokens_to_go()
+        if to_go is not None and self.remaining:
+            parts[-1] += f", ~{_count(to_go)} to go"
+        spent, expected = self.spent_usd(), self.expected_usd()
+        if spent is not None:
+            parts.append(f"{_usd(spent)} spent" + (f", ~{_usd(expected)} expected" if expected is not None else ""))
+        return " · ".join(parts)
+
+
+def _count(n: int) -> str:
+    """``950``, ``12.3k``, ``4.5M``."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def _usd(x: float) -> str:
+    """USD with two significant digits below a dollar (``$0.00018``), cents above (``$12.34``)."""
+    if x <= 0:
+        return "$0.00"
+    if x >= 1:
+        return f"${x:,.2f}"
+    decimals = min(max(2, 1 - math.floor(math.log10(x))), 8)
+    return f"${x:.{decimals}f}"
