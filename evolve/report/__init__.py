@@ -40,6 +40,15 @@ layouts (mean with case-clustered intervals, malformed answers at the floor, jud
 counted, flag rates, ROUGE-L, BERTScore or why it is missing, output tokens), the four
 decisions and the scores by question type.
 
+Every run report also writes **report.html** (:func:`calibration_html`, :func:`bench_html`,
+:func:`otb_html`): one self-contained page, figures embedded as PNG (matplotlib, each figure
+function in ``_figures`` taking data and an optional ``ax``), then the Markdown report's tables.
+
+:func:`write_comparison` (``evolve compare``) puts runs side by side under ``reports/<name>/``:
+calibration runs on the same pack and split (validation agreement of each, and paired MAE
+differences with case-clustered intervals on the targets they share), or bench runs on the same
+case file (final-report quality paired by case); anything else is refused.
+
 All reports end with **calls and tokens** (:func:`usage_report`): every model call of every
 process that worked on the run - retries, failures, cache hits, the audit's and the mutation
 LLM's calls included - summed from the journal's ``usage`` events.
@@ -61,7 +70,9 @@ from evolve.report._bench import (
     render_bench_markdown,
     write_bench_report,
 )
+from evolve.report._compare import DIFFERENCE_COLUMNS, build_comparison, render_comparison_markdown, write_comparison
 from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
+from evolve.report._pages import bench_html, calibration_html, otb_html
 from evolve.report._report import (
     AGREEMENT_COLUMNS,
     N_BOOT,
@@ -79,6 +90,7 @@ from evolve.report._usage import render_usage, usage_report
 __all__ = [
     "AGREEMENT_COLUMNS",
     "BENCH_REPORT_VERSION",
+    "DIFFERENCE_COLUMNS",
     "JUDGE_SCORE_COLUMNS",
     "N_BOOT",
     "OTB_TABLE_COLUMNS",
@@ -92,12 +104,17 @@ __all__ = [
     "TABLE8_COLUMNS",
     "TABLE9_COLUMNS",
     "agreement_records",
+    "bench_html",
+    "build_comparison",
     "build_bench_report",
     "build_otb_report",
     "build_report",
+    "calibration_html",
     "harmonise_role",
+    "otb_html",
     "load_bench_run",
     "render_bench_markdown",
+    "render_comparison_markdown",
     "render_markdown",
     "render_otb_markdown",
     "render_usage",
@@ -105,6 +122,7 @@ __all__ = [
     "verdict_text",
     "verdict_warnings",
     "write_bench_report",
+    "write_comparison",
     "write_otb_report",
     "write_report",
 ]

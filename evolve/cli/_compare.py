@@ -1,0 +1,41 @@
+"""``evolve compare``: runs side by side, written to ``reports/<name>/``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evolve.cli._app import BootSeedOption, NBootOption, _fail, out
+from evolve.errors import EvolveError
+
+
+def _default_name(run_dirs: list[Path]) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(Path(d).name for d in run_dirs))[:120]
+
+
+def compare(
+    run_dirs: list[Path] = typer.Argument(..., help="Two or more calibration run folders (same pack and split), or bench "
+                                                    "run folders (same case file); the first is the reference."),
+    name: Optional[str] = typer.Option(None, "--name", help="Folder under --reports-dir (default: RUN_A-vs-RUN_B...)."),
+    reports_dir: Path = typer.Option(Path("reports"), "--reports-dir", help="Where cross-run reports go."),
+    html: bool = typer.Option(True, "--html/--no-html", help="Also write report.html (figures, then the tables)."),
+    n_boot: NBootOption = 2000,
+    seed: BootSeedOption = 0,
+) -> None:
+    """Compare runs side by side: validation agreement of each run and paired differences with 95% intervals on the
+    targets they share (no model calls). Writes report.md, report.json, differences.csv and report.html."""
+    from evolve.report import write_comparison
+
+    out_dir = reports_dir / (name or _default_name(run_dirs))
+    try:
+        comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html)
+    except EvolveError as exc:
+        _fail(exc)
+    for d in comparison["differences"]:
+        iv = "—" if d["estimate"] is None else f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+        out.print(f"{d['criterion']}: {d['what']} {d['run']} − {d['versus']}: {iv} ({d['verdict']})", highlight=False,
+                  soft_wrap=True)
+    out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}", highlight=False)

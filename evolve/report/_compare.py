@@ -1,0 +1,298 @@
+"""Runs side by side (``evolve compare``): paired differences on the targets they share.
+
+Two calibration runs compare only when they calibrated on the same rating pack and the same
+split: then every difference is paired - the same validation targets, repeats and physician
+ratings on both sides - and carries a case-clustered 95% interval. Two bench runs compare only
+when they ran the same case file: each arm (model x condition x topology of a run) is paired
+with the first run's first arm case by case. Anything else is refused in words, because a
+difference between runs on different targets says nothing about the judges.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evolve.errors import RunError
+from evolve.report._bench import build_bench_report
+from evolve.report._html import figure_html, markdown_html, page, section
+from evolve.report._report import build_report, format_interval
+from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
+from evolve.stats import ClusterMeans, paired_mae_difference
+
+DIFFERENCE_COLUMNS = ["criterion", "what", "run", "versus", "estimate", "low", "high", "n_pairs", "n_targets", "n_cases", "verdict"]
+"""Columns of ``differences.csv``: one paired difference (run minus the reference) per row."""
+
+_ROWS = (("winner", "winner"), ("no-guidance", "no guidance"), ("best-initial", "best initial"))
+
+
+def _kind(run_dir: Path) -> str:
+    if (run_dir / CalibrationFolder.CONFIG).is_file() and (run_dir / CalibrationFolder.SCORES).is_file():
+        return "calibration"
+    if (run_dir / BenchFolder.MANIFEST).is_file():
+        return "bench"
+    raise RunError(f"{run_dir}: neither a calibration run (config.json and scores.csv) nor a bench run (manifest.json). "
+                   "Pass the folders `evolve calibrate` or `evolve bench run` wrote under archives/.")
+
+
+def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Compare two or more runs of the same kind (no model calls).
+
+    Args:
+        run_dirs: Calibration run folders, or bench run folders; the first is the reference
+            every other run is compared with.
+        n_boot: Bootstrap replicates per interval.
+        seed: Bootstrap seed.
+
+    Returns:
+        A JSON-able dict: ``kind``, ``runs`` (label, path, models), ``differences`` (records of
+        :data:`DIFFERENCE_COLUMNS`) and the side-by-side rows (``criteria`` for calibration
+        runs, ``arms`` for bench runs).
+
+    Raises:
+        RunError: Fewer than two runs, a folder that is no run, runs of different kinds, or
+            runs that do not share a pack and split (calibration) or a case file (bench).
+    """
+    dirs = [Path(d) for d in run_dirs]
+    if len(dirs) < 2:
+        raise RunError("compare needs at least two run folders, e.g. `evolve compare archives/run-a archives/run-b`.")
+    kinds = {d: _kind(d) for d in dirs}
+    if len(set(kinds.values())) > 1:
+        listed = ", ".join(f"{d} ({k})" for d, k in kinds.items())
+        raise RunError(f"cannot compare runs of different kinds: {listed}. Compare calibration runs with calibration runs "
+                       "and bench runs with bench runs.")
+    if kinds[dirs[0]] == "calibration":
+        return _compare_calibrations(dirs, n_boot, seed)
+    return _compare_benches(dirs, n_boot, seed)
+
+
+# -- calibration runs -----------------------------------------------------------------------------
+
+
+def _calibration_label(config) -> str:
+    model = config.judge.model
+    if config.endpoint.provider == "embedded":
+        model = config.endpoint.local_model
+    return f"{config.run_id} ({model})"
+
+
+def _check_same_frame(dirs: list[Path], configs: list) -> tuple:
+    """The pack and split every run shares, or a RunError saying which run differs and how."""
+    from evolve.data import load_pack
+    from evolve.splits import load_splits
+
+    packs = [load_pack(c.pack, prompts_root=c.prompts_root) for c in configs]
+    splits = [load_splits(c.splits) for c in configs]
+    ref = packs[0].manifest
+    for d, pack, split in zip(dirs[1:], packs[1:], splits[1:]):
+        m = pack.manifest
+        if (m.name, m.rubric.id, m.rubric.version, m.source_sha256) != (ref.name, ref.rubric.id, ref.rubric.version, ref.source_sha256):
+            raise RunError(f"{d} calibrated on pack {m.name!r} (rubric {m.rubric.id} v{m.rubric.version}) but {dirs[0]} on "
+                           f"{ref.name!r} (rubric {ref.rubric.id} v{ref.rubric.version}), or on another import of its "
+                           "source files: the runs do not share a pack. Compare runs made with the same --pack.")
+        if (split.train, split.validation) != (splits[0].train, splits[0].validation):
+            raise RunError(f"{d} used another split than {dirs[0]} (train or validation cases differ): the runs do not share "
+                           "a split, so their validation targets differ. Compare runs made with the same --splits folder.")
+    return packs[0], splits[0]
+
+
+def _candidate_of(entry: dict, key: str) -> str | None:
+    kind = {"best-initial": "initial"}.get(key, key)
+    for row in entry["rows"]:
+        if row["kind"] == kind and (kind != "initial" or row.get("best_initial")):
+            return row["candidate_id"]
+    return None
+
+
+def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int) -> dict:
+    from evolve.calibration import load_run_config
+
+    configs = [load_run_config(d) for d in dirs]
+    pack, _ = _check_same_frame(dirs, configs)
+    ratings = pack.ratings_frame()
+    reports = [build_report(d, n_boot=n_boot, seed=seed) for d in dirs]
+    labels = [_calibration_label(c) for c in configs]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} [{i + 1}]" for i, label in enumerate(labels)]
+    scores = []
+    for d in dirs:
+        folder = CalibrationFolder(d)
+        frame = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
+        assert frame is not None  # required file
+        scores.append(frame[(frame["phase"] == "reeval") & (frame["split"] == "validation")])
+    shared = [c for c in reports[0]["criteria"] if all(c in r["criteria"] for r in reports[1:])]
+    if not shared:
+        raise RunError(f"the runs have no criterion with a winner in common ({', '.join(labels)}); nothing to compare.")
+    criteria, differences = {}, []
+    for criterion in shared:
+        entries = [r["criteria"][criterion] for r in reports]
+        criteria[criterion] = {"name": entries[0].get("name"), "runs": [_side(label, e) for label, e in zip(labels, entries)]}
+        for key, what in _ROWS:
+            ids = [_candidate_of(e, key) for e in entries]
+            for i in range(1, len(dirs)):
+                differences.append(_paired(criterion, what, labels[i], labels[0], scores[i], ids[i], scores[0], ids[0],
+                                           ratings, n_boot, seed))
+    return {"kind": "calibration", "pack": pack.manifest.name, "splits": str(configs[0].splits),
+            "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
+            "runs": [{"label": label, "path": str(d), "judge_model": c.judge.model, "provider": c.endpoint.provider,
+                      "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
+                     for label, d, c in zip(labels, dirs, configs)],
+            "criteria": criteria, "differences": differences}
+
+
+def _side(label: str, entry: dict) -> dict:
+    agreement = entry.get("agreement", {})
+    row = {"run": label, "winner": entry["winner"]["candidate_id"], "origin": entry["winner"]["origin"]}
+    for key, _ in (*_ROWS, ("ceiling", "ceiling")):
+        mae = agreement.get(key, {}).get("validation", {}).get("mae") or {}
+        row.update({f"{key}_mae": mae.get("estimate"), f"{key}_low": mae.get("low"), f"{key}_high": mae.get("high")})
+    return row
+
+
+def _paired(criterion: str, what: str, run: str, versus: str, a_scores: pd.DataFrame, a_id: str | None,
+            b_scores: pd.DataFrame, b_id: str | None, ratings: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    """``what`` of run A minus ``what`` of run B on the validation targets both scored."""
+    row: dict = {"criterion": criterion, "what": what, "run": run, "versus": versus}
+    if a_id is None or b_id is None:
+        return {**row, "estimate": None, "low": None, "high": None, "n_pairs": 0, "n_targets": 0, "n_cases": 0,
+                "verdict": "not in both runs"}
+    a = a_scores[a_scores["candidate_id"] == a_id]
+    b = b_scores[b_scores["candidate_id"] == b_id]
+    targets = set(a["target_id"]) & set(b["target_id"])
+    a, b = a[a["target_id"].isin(targets)], b[b["target_id"].isin(targets)]
+    d = paired_mae_difference(a, b, ratings, n_boot=n_boot, seed=seed)
+    return {**row, "estimate": _finite(d.estimate), "low": _finite(d.low), "high": _finite(d.high), "n_pairs": d.n_pairs,
+            "n_targets": len(targets), "n_cases": int(a["case_id"].nunique()), "verdict": d.verdict}
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+# -- bench runs -----------------------------------------------------------------------------------
+
+
+def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
+    manifests = [BenchFolder(d).read_json(BenchFolder.MANIFEST) for d in dirs]
+    for d, m in zip(dirs[1:], manifests[1:]):
+        if m.get("cases_sha256") != manifests[0].get("cases_sha256"):
+            raise RunError(f"{d} ran the cases of {m.get('cases_path')} but {dirs[0]} those of "
+                           f"{manifests[0].get('cases_path')} (different sha256): the runs do not share a case file. "
+                           "Compare bench runs made with the same --cases file.")
+    reports = [build_bench_report(d, n_boot=n_boot, seed=seed) for d in dirs]
+    arms = []
+    for d, report in zip(dirs, reports):
+        for key, rows in pd.DataFrame(report["pipelines"]).groupby(["model", "condition", "topology"], sort=True):
+            arms.append({"label": f"{d.name}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
+    ref = arms[0]
+    differences = [_quality_difference(arm, ref, n_boot, seed) for arm in arms[1:]]
+    side = [{"arm": a["label"], "pipelines": len(a["frame"]), "consensus_share": float(a["frame"]["consensus"].astype(float).mean()),
+             "mean_rounds": float(a["frame"]["rounds_completed"].mean()), "mean_tokens": float(a["frame"]["tokens"].mean()),
+             "quality": _finite(float(pd.to_numeric(a["frame"]["quality"], errors="coerce").mean()))} for a in arms]
+    return {"kind": "bench", "cases_sha256": manifests[0].get("cases_sha256"),
+            "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
+            "runs": [{"label": d.name, "path": str(d), "models": r["counts"]["models"]} for d, r in zip(dirs, reports)],
+            "arms": side, "differences": differences}
+
+
+def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:
+    """Final-report quality of ``arm`` minus the reference arm, paired by case (each case's
+    mean over its judged pipelines on each side)."""
+    def per_case(frame: pd.DataFrame) -> pd.Series:
+        return pd.to_numeric(frame["quality"], errors="coerce").groupby(frame["case_id"].astype(str)).mean().dropna()
+
+    a, b = per_case(arm["frame"]), per_case(ref["frame"])
+    cases = sorted(set(a.index) & set(b.index))
+    row = {"criterion": "final-report quality (0-3)", "what": "quality", "run": arm["label"], "versus": ref["label"],
+           "n_targets": len(cases), "n_cases": len(cases), "n_pairs": len(cases)}
+    if not cases:
+        return {**row, "estimate": None, "low": None, "high": None, "verdict": "no judged case in common"}
+    rs = ClusterMeans(cases, n_boot, seed, 0.95)
+    diff = a.loc[cases].to_numpy() - b.loc[cases].to_numpy()
+    iv = rs.interval(*rs.mean(np.asarray(cases, dtype=object), diff))
+    verdict = "higher" if iv.low > 0 else "lower" if iv.high < 0 else "no distinguishable difference"
+    return {**row, "estimate": _finite(iv.estimate), "low": _finite(iv.low), "high": _finite(iv.high), "verdict": verdict}
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def _ci(est, low, high) -> str:
+    return format_interval(est, low, high, digits=3)
+
+
+def render_comparison_markdown(comparison: dict) -> str:
+    """The comparison as Markdown: the runs, the side-by-side table and the paired differences."""
+    lines = ["# Runs compared", ""]
+    runs = comparison["runs"]
+    lines += [f"Reference: **{runs[0]['label']}**; every difference is the other run minus the reference, paired on the "
+              "targets both scored, with a case-clustered bootstrap 95% interval "
+              f"({comparison['bootstrap']['n_boot']} replicates, seed {comparison['bootstrap']['seed']}).", ""]
+    lines += [f"- {r['label']}: `{r['path']}`" for r in runs] + [""]
+    if comparison["kind"] == "calibration":
+        lines += [f"Pack `{comparison['pack']}`, split `{comparison['splits']}`. Validation MAE against every physician "
+                  "rating (lower is better); negative differences: the other run agrees better.", ""]
+        for criterion, entry in comparison["criteria"].items():
+            lines += [f"## {entry.get('name') or criterion} ({criterion})", "",
+                      "| run | winner | winner MAE | no guidance MAE | best initial MAE | physician ceiling |",
+                      "|---|---|---|---|---|---|"]
+            for s in entry["runs"]:
+                lines.append(f"| {s['run']} | {s['winner']} ({s['origin']}) | " + " | ".join(
+                    _ci(s[f"{k}_mae"], s[f"{k}_low"], s[f"{k}_high"]) for k in ("winner", "no-guidance", "best-initial", "ceiling")) + " |")
+            lines.append("")
+    else:
+        lines += ["| arm | pipelines | consensus | mean rounds | mean tokens | final-report quality |", "|---|---|---|---|---|---|"]
+        for a in comparison["arms"]:
+            lines.append(f"| {a['arm']} | {a['pipelines']} | {format_interval(a['consensus_share'], None, None, digits=2)} | "
+                         f"{a['mean_rounds']:.2f} | {a['mean_tokens']:.0f} | {format_interval(a['quality'], None, None)} |")
+        lines.append("")
+    lines += ["## Paired differences", "", "| criterion | what | run − reference | difference [95% CI] | pairs | targets | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for d in comparison["differences"]:
+        lines.append(f"| {d['criterion']} | {d['what']} | {d['run']} − {d['versus']} | {_ci(d['estimate'], d['low'], d['high'])} | "
+                     f"{d['n_pairs']} | {d['n_targets']} | {d['verdict']} |")
+    lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart.", ""]
+    return "\n".join(lines)
+
+
+def _difference_rows(comparison: dict) -> list[dict]:
+    return [{"label": f"{d['criterion']}: {d['what']} ({d['run']})", "estimate": d["estimate"], "low": d["low"],
+             "high": d["high"]} for d in comparison["differences"]]
+
+
+def comparison_html(comparison: dict, markdown_text: str) -> str:
+    """The comparison as one self-contained page: the paired differences as a forest plot,
+    then the Markdown tables."""
+    from evolve.report import _figures as fig
+
+    rows = _difference_rows(comparison)
+    xlabel = "paired MAE difference (negative: better than the reference)" if comparison["kind"] == "calibration" \
+        else "paired quality difference (positive: better than the reference)"
+    forest = figure_html(lambda ax: fig.interval_plot(rows, xlabel=xlabel, title="each run minus the reference",
+                                                      reference=0.0, ax=ax),
+                         "paired differences with case-clustered 95% intervals", size=(9.0, 1.0 + 0.4 * max(len(rows), 1)))
+    parts = [section("Paired differences", [forest]), f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>"]
+    return page("Runs compared: " + " vs ".join(r["label"] for r in comparison["runs"]), parts)
+
+
+def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_boot: int = 2000, seed: int = 0,
+                     html: bool = True) -> dict:
+    """Compare runs and write ``report.md``, ``report.json``, ``differences.csv`` and
+    ``report.html`` into ``out_dir`` (``reports/<name>/``).
+
+    Raises:
+        RunError: As :func:`build_comparison`; nothing is written then.
+    """
+    comparison = build_comparison(run_dirs, n_boot=n_boot, seed=seed)
+    folder = ComparisonFolder(out_dir)
+    markdown = render_comparison_markdown(comparison)
+    folder.write(folder.REPORT_JSON, json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
+    folder.write(folder.DIFFERENCES, pd.DataFrame(comparison["differences"], columns=DIFFERENCE_COLUMNS).to_csv(index=False))
+    folder.write(folder.REPORT_MD, markdown)
+    if html:
+        folder.write(folder.REPORT_HTML, comparison_html(comparison, markdown))
+    return comparison

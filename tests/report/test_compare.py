@@ -1,0 +1,120 @@
+"""``evolve compare``: paired differences on shared targets, checked by plain recomputation, and
+refusals of runs that do not share a pack and split (or a case file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from evolve.cli import app
+from evolve.data import load_pack
+from evolve.errors import RunError
+from evolve.report import DIFFERENCE_COLUMNS, build_comparison, write_comparison
+from evolve.splits import load_splits, make_splits, write_splits
+from tests.report.conftest import LENIENT_MODEL, bench_folder, calibrate_tiny
+from tests.report.test_html_reports import decoded_images, parse
+
+
+def _validation_calls(run: Path, candidate_id: str) -> pd.DataFrame:
+    s = pd.read_csv(run / "scores.csv", dtype={"target_id": str, "case_id": str})
+    return s[(s["phase"] == "reeval") & (s["split"] == "validation") & (s["candidate_id"] == candidate_id)
+             & (s["outcome"] == "score")]
+
+
+def _mean_abs_error(calls: pd.DataFrame, ratings: pd.DataFrame) -> float:
+    errors = [abs(c["score"] - r["score"]) for _, c in calls.iterrows()
+              for _, r in ratings[ratings["target_id"] == c["target_id"]].iterrows()]
+    return sum(errors) / len(errors)
+
+
+def test_two_judge_models_are_compared_pairwise_on_shared_targets(calibration_runs, tmp_path):
+    guided, lenient = calibration_runs
+    out = tmp_path / "reports" / "models"
+    comparison = write_comparison([guided, lenient], out, n_boot=200)
+    labels = [r["label"] for r in comparison["runs"]]
+    assert labels == ["guided (judge-guided)", f"lenient ({LENIENT_MODEL})"]
+    ratings = pd.read_csv(Path(json.loads((guided / "config.json").read_text())["pack"]) / "ratings.csv",
+                          dtype={"target_id": str})
+    ratings = ratings[ratings["criterion"] == "entailment"]
+    winner = next(d for d in comparison["differences"] if d["what"] == "winner")
+    ids = [json.loads((r / "report.json").read_text())["criteria"]["entailment"]["winner"]["candidate_id"] for r in (guided, lenient)]
+    a, b = _validation_calls(lenient, ids[1]), _validation_calls(guided, ids[0])
+    # every target has the same number of calls and ratings on both sides, so the paired mean is the difference of MAEs
+    assert winner["estimate"] == pytest.approx(_mean_abs_error(a, ratings) - _mean_abs_error(b, ratings))
+    assert winner["estimate"] > 0 and winner["low"] <= winner["estimate"] <= winner["high"]
+    assert winner["n_targets"] == a["target_id"].nunique() and winner["n_pairs"] > 0
+    assert winner["verdict"] in ("worse", "no distinguishable difference")
+    # the same lenient answer without guidance: no guidance is identical for both judges only if the guided
+    # judge is lenient too without guidance, which the fake is (always 2)
+    none = next(d for d in comparison["differences"] if d["what"] == "no guidance")
+    assert none["estimate"] == 0.0
+    assert list(pd.read_csv(out / "differences.csv").columns) == DIFFERENCE_COLUMNS
+    md = (out / "report.md").read_text()
+    assert "guided (judge-guided)" in md and "Paired differences" in md
+    assert len(decoded_images(parse(out / "report.html"))) == 1
+
+
+def test_runs_on_another_split_are_refused_in_words_and_nothing_is_written(calibration_runs, tiny_frame, tmp_path):
+    pack, splits = tiny_frame
+    other = make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.4, seed=4)
+    assert other.validation != load_splits(splits).validation
+    other_dir = tmp_path / "splits" / "other"
+    write_splits(other, other_dir)
+    third = calibrate_tiny(tmp_path, "other-split", "judge-guided", pack, other_dir)
+    out = tmp_path / "reports" / "x"
+    with pytest.raises(RunError, match="do not share a split"):
+        write_comparison([calibration_runs[0], third], out)
+    assert not out.exists()
+
+
+def test_runs_on_another_pack_are_refused(calibration_runs, tmp_path):
+    copy = Path(shutil.copytree(calibration_runs[1], tmp_path / "copy"))
+    config = json.loads((copy / "config.json").read_text())
+    pack = Path(shutil.copytree(config["pack"], tmp_path / "pack"))
+    manifest = json.loads((pack / "pack.json").read_text())
+    manifest["name"] = "another-pack"
+    (pack / "pack.json").write_text(json.dumps(manifest))
+    config["pack"] = str(pack)
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunError, match="do not share a pack"):
+        build_comparison([calibration_runs[0], copy])
+
+
+def test_compare_refuses_one_run_other_kinds_and_folders_that_are_no_run(calibration_runs, bench_run, tmp_path):
+    with pytest.raises(RunError, match="at least two"):
+        build_comparison([calibration_runs[0]])
+    with pytest.raises(RunError, match="different kinds"):
+        build_comparison([calibration_runs[0], bench_run])
+    with pytest.raises(RunError, match="neither a calibration run"):
+        build_comparison([calibration_runs[0], tmp_path])
+
+
+def test_cli_writes_under_reports_and_fails_cleanly(calibration_runs, bench_run, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", str(calibration_runs[0]), str(calibration_runs[1]), "--reports-dir",
+                              str(tmp_path / "reports"), "--n-boot", "100"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "reports" / "guided-vs-lenient" / "report.html").is_file()
+    assert "winner lenient (judge-lenient) − guided (judge-guided)" in res.output
+    res = runner.invoke(app, ["compare", str(calibration_runs[0]), str(bench_run), "--name", "bad",
+                              "--reports-dir", str(tmp_path / "reports")])
+    assert res.exit_code == 2 and "different kinds" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "reports" / "bad").exists()
+
+
+def test_bench_runs_pair_final_report_quality_by_case(tmp_path):
+    a = bench_folder(tmp_path / "a")
+    b = bench_folder(tmp_path / "b")
+    comparison = build_comparison([a, b], n_boot=100)
+    assert comparison["kind"] == "bench"
+    same = [d for d in comparison["differences"] if d["run"].split(": ", 1)[1] == comparison["arms"][0]["arm"].split(": ", 1)[1]
+            and d["run"].startswith("b:")]
+    assert same and same[0]["estimate"] == 0.0 and same[0]["verdict"] == "no distinguishable difference"
+    c = bench_folder(tmp_path / "c", cases_text="other cases\n")
+    with pytest.raises(RunError, match="do not share a case file"):
+        build_comparison([a, c])
