@@ -289,15 +289,13 @@ def _read_case_run(path: Path) -> CaseRun:
 # -- resume ----------------------------------------------------------------------------------
 
 _RESUME_IGNORED = ("archives_dir", "run_id", "parallel_cases", "cache_path")
-_ENDPOINT_RESUME_IGNORED = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out")
 
 
 def _comparable(config: BenchConfig) -> dict:
     data = json.loads(config.model_dump_json())
     for key in _RESUME_IGNORED:
         data.pop(key, None)
-    for key in _ENDPOINT_RESUME_IGNORED:
-        data["endpoint"].pop(key, None)
+    data["endpoint"] = config.endpoint.resume_fields()
     return data
 
 

@@ -194,6 +194,11 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
     return counts
 
 
+def _comparable(config: OtbConfig) -> dict:
+    """A config as a resume compares it: the endpoint's parallelism, patience and prices may change."""
+    return {**json.loads(config.model_dump_json()), "endpoint": config.endpoint.resume_fields()}
+
+
 def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: bool = False,
                  progress: ProgressHook | None = None) -> dict[tuple[str, str], GenerationCounts]:
     """Answer every item of every task with every model into the run folder.
@@ -220,12 +225,11 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     prompts = load_stored_prompts(config, items)
     if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
         try:  # validated, so fields added since the run started compare at their defaults
-            stored = json.loads(OtbConfig.model_validate(folder.read_json(folder.CONFIG)).model_dump_json())
+            stored = OtbConfig.model_validate(folder.read_json(folder.CONFIG))
         except ValidationError as exc:
             raise RunError(f"{folder / folder.CONFIG}: cannot read the stored configuration ({exc.errors()[0]['msg']}); "
                            "start a new --run-id.") from exc
-        check_same_settings(folder / folder.CONFIG, stored, json.loads(config.model_dump_json()),
-                            ignore=("run_id", "archives_dir"))
+        check_same_settings(folder / folder.CONFIG, _comparable(stored), _comparable(config), ignore=("run_id", "archives_dir"))
     else:
         folder.write(folder.CONFIG, config.model_dump_json(indent=2) + "\n")
     journal = folder.journal()

@@ -7,7 +7,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -59,6 +59,14 @@ class EndpointSettings(BaseModel):
     context_tokens: int | None = Field(default=None, ge=256)
     price_in: float | None = Field(default=None, ge=0)
     price_out: float | None = Field(default=None, ge=0)
+
+    RESULT_NEUTRAL: ClassVar[tuple[str, ...]] = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out")
+    """Fields that change how a run goes (parallelism, patience, the money shown), never what
+    it computes: a resume may change them."""
+
+    def resume_fields(self) -> dict[str, Any]:
+        """The fields a resumed run must keep (JSON-like; every field but :attr:`RESULT_NEUTRAL`)."""
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in self.RESULT_NEUTRAL}
 
     @model_validator(mode="after")
     def _needs_url(self) -> EndpointSettings:

@@ -107,6 +107,11 @@ def test_a_resumed_run_pays_no_finished_call_twice_and_refuses_other_settings(tm
         other = _config(tmp_path, files, decoding={"temperature": 0.5})
         with pytest.raises(RunError, match="differs from this one in \\['decoding'\\]"):
             generate_otb(other, client=client, resume=True)
+        # parallelism, patience and prices change no answer: a resume may change them
+        faster = _config(tmp_path, files, endpoint={"provider": "fake", "max_concurrency": 4, "price_in": 1.0, "price_out": 2.0})
+        assert generate_otb(faster, client=client, resume=True)[("turn", "model-a")].reused == 3
+        with pytest.raises(RunError, match="differs from this one in \\['endpoint', 'judge'\\]"):  # the judge follows the model
+            generate_otb(_config(tmp_path, files, endpoint={"provider": "fake", "model": "other"}), client=client, resume=True)
         # an answer lost from responses.jsonl is asked again from the cache: no new call
         folder = OtbFolder(config.run_dir)
         path = folder.responses("turn", "model-a")
