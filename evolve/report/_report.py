@@ -293,7 +293,10 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     entry["number"], entry["name"] = crit.number, crit.name
     entry["archive"] = {"length_bins": archive.length_bins, "bias_bins": archive.bias_bins,
                         "bias_range": float(crit.scale_range)}
-    entry["candidates"] = _candidate_records(ccands)
+    pruned = ccands.loc[ccands["status"] == "pruned", "candidate_id"]
+    partial = {cid: agreement(evo[(evo["candidate_id"] == cid) & (evo["split"] == "train")], split_ratings["train"]).mae
+               for cid in pruned}
+    entry["candidates"] = _candidate_records(ccands, partial)
     winner_val = reeval[(reeval["candidate_id"] == win["candidate_id"]) & (reeval["split"] == "validation")]
     entry["confusion"] = _confusion(judge_pairs(winner_val, split_ratings["validation"]), labels)
     stats: dict = {}
@@ -315,16 +318,18 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     return entry
 
 
-def _candidate_records(ccands: pd.DataFrame) -> list[dict]:
+def _candidate_records(ccands: pd.DataFrame, partial: dict[str, float | None]) -> list[dict]:
     """Every candidate of a criterion in attempt order, for the figures: id, parent, origin,
     status, whether it is an elite or the winner, length (characters), training MAE and signed
-    error (``None`` where it was never scored)."""
+    error (``None`` where it was never scored). A mutant racing pruned has the MAE of the
+    training targets it was judged on before it was stopped (``partial``)."""
     def num(x: str) -> float | None:
         return float(x) if x not in ("", None) else None
 
     return [{"candidate_id": r["candidate_id"], "parent_id": r["parent_id"], "origin": r["origin"],
              "status": r["status"], "seq": int(r["seq"]) if r["seq"] else 0, "elite": r["elite"] == "True",
-             "selected": r["selected"] == "True", "length": int(r["length"] or 0), "train_mae": num(r["train_mae"]),
+             "selected": r["selected"] == "True", "length": int(r["length"] or 0),
+             "train_mae": num(r["train_mae"]) if r["train_mae"] else partial.get(r["candidate_id"]),
              "train_signed_error": num(r["train_signed_error"])} for _, r in ccands.iterrows()]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,17 @@ LENIENT_MODEL = "judge-lenient"
 
 
 def two_model_endpoint(request: ChatRequest) -> str:
-    """:func:`fake_endpoint`, except that :data:`LENIENT_MODEL` ignores its guidance."""
+    """:func:`fake_endpoint`, except that :data:`LENIENT_MODEL` ignores its guidance, and that
+    every other mutation is a plain rule that misleads the judge by one point (a worse mutant
+    for racing to stop)."""
     if request.tag == "judge" and request.model == LENIENT_MODEL:
         return json.dumps({"rationale": "synthetic", "score": "2"})
+    user = request.messages[-1].content
+    if request.tag == "judge" and "plain rule" in user.split("GUIDANCE FOR THIS CRITERION:", 1)[-1]:
+        truth = int(re.search(r"truth (\d)", user).group(1))
+        return json.dumps({"rationale": "synthetic", "score": str((truth + 1) % 3)})
+    if request.tag == "mutation" and request.seed % 2 == 1:
+        return json.dumps({"analysis": "synthetic", "guidance": f"plain rule {request.seed}: read the statement."})
     return fake_endpoint(request)
 
 

@@ -189,3 +189,25 @@ def test_a_bench_report_html_has_rounds_transitions_and_quality_figures(bench_ru
     html = (bench_run / "report.html").read_text()
     for title in ("Consensus and stop reasons by round", "Vote transitions", "Quality against tokens"):
         assert title in html
+
+
+def test_candidate_records_carry_the_mae_of_every_candidate_pruned_ones_on_their_raced_targets(calibration_runs):
+    run = calibration_runs[0]
+    records = json.loads((run / "report.json").read_text())["criteria"]["entailment"]["candidates"]
+    cands = pd.read_csv(run / "candidates.csv", keep_default_na=False, dtype=str).set_index("candidate_id")
+    scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str})
+    ratings = pd.read_csv(Path(json.loads((run / "config.json").read_text())["pack"]) / "ratings.csv", dtype={"target_id": str})
+    assert [r["candidate_id"] for r in records] == cands.index.tolist()
+    statuses = set()
+    for r in records:
+        statuses.add(r["status"])
+        stored = cands.loc[r["candidate_id"], "train_mae"]
+        if stored:
+            assert r["train_mae"] == pytest.approx(float(stored))
+        elif r["status"] == "pruned":
+            calls = scores[(scores["candidate_id"] == r["candidate_id"]) & (scores["phase"] == "evolution")
+                           & (scores["outcome"] == "score")]
+            errors = [abs(c["score"] - x["score"]) for _, c in calls.iterrows()
+                      for _, x in ratings[ratings["target_id"] == c["target_id"]].iterrows()]
+            assert r["train_mae"] == pytest.approx(sum(errors) / len(errors))
+    assert "pruned" in statuses  # the fixture's racing stops at least one mutant
