@@ -67,6 +67,9 @@ def test_bench_on_the_real_local_model(installed_local_model, tmp_path):
         assert numeric.between(0, 3).all()
         assert (scores["outcome"] == "score").mean() >= 0.7  # the schema keeps the small model on track
     assert (run / "bench_report.md").is_file() and (run / "table3.csv").is_file()
+    from tests.report.test_html_reports import decoded_images, parse
+
+    assert len(decoded_images(parse(run / "report.html"))) == 3  # rounds, transitions, quality vs tokens
 
     # the same configuration in a new folder is answered by the response cache; only answers
     # that were cut at the output limit are never cached (and so asked again)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from evolve.cli import app
 from evolve.testing import LoopbackChatServer
+from tests.report.test_html_reports import decoded_images, parse
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[2] / "ratings" / "otb-example"
@@ -55,6 +56,8 @@ def test_otb_run_judge_report_end_to_end_and_a_second_run_is_free(tmp_path, endp
     assert "deberta-xlarge-mnli" in md  # nobody mistakes the stand-in for the paper's BERTScore
     assert "| scripted | 4 | 4.00 [4.00, 4.00] | 0 | 0 | 0.0% [0.0, 0.0] | 100.0% [100.0, 100.0] |" in md
     assert (run / "board" / "scripted" / "responses.jsonl").is_file() and (run / "turn" / "scripted" / "summary.json").is_file()
+    page = parse(run / "report.html")  # one figure per task, then the same tables
+    assert len(decoded_images(page)) == 2 and page.tables == md.count("\n|---") + md.startswith("|---")
     calls = sum("messages" in b for b in endpoint.bodies)
     assert calls == 3 + 4 + 3 * 2 + 4  # generation, then alignment + decisions per board answer, equivalence per turn
     again = runner.invoke(app, ["otb", "judge", str(run)], env=env)
