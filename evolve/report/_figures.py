@@ -237,17 +237,10 @@ def stop_reasons_by_round(pipelines: Sequence[Mapping], *, title: str = "", ax: 
         return _note(ax, "no pipeline")
     rounds = sorted({int(p["rounds_completed"]) for p in pipelines})
     reasons = sorted({str(p["stop_reason"]) for p in pipelines})
-    bottom = np.zeros(len(rounds))
-    for reason in reasons:
-        counts = np.array([sum(1 for p in pipelines if p["stop_reason"] == reason and int(p["rounds_completed"]) == r)
-                           for r in rounds], dtype=float)
-        ax.bar([str(r) for r in rounds], counts, bottom=bottom, label=reason)
-        bottom += counts
-    ax.set_xlabel("review rounds completed")
-    ax.set_ylabel("pipelines")
-    ax.set_title(title or "stop reasons by round")
-    ax.legend(fontsize="small")
-    return ax
+    series = {reason: [sum(1 for p in pipelines if p["stop_reason"] == reason and int(p["rounds_completed"]) == r)
+                       for r in rounds] for reason in reasons}
+    return _stacked_bars(ax, [str(r) for r in rounds], series, xlabel="review rounds completed", ylabel="pipelines",
+                         title=title or "stop reasons by round")
 
 
 def vote_transitions(rows: Sequence[Mapping], *, title: str = "", ax: Axes | None = None) -> Axes:
@@ -263,15 +256,22 @@ def vote_transitions(rows: Sequence[Mapping], *, title: str = "", ax: Axes | Non
     ax = _axes(ax)
     if not rows:
         return _note(ax, "no consilium reached a second round")
-    pairs = [r["rounds"] for r in rows]
-    bottom = np.zeros(len(rows))
-    for kind in ("yes_yes", "yes_no", "no_yes", "no_no"):
-        counts = np.array([r.get(kind) or 0 for r in rows], dtype=float)
-        ax.bar(pairs, counts, bottom=bottom, label=kind.replace("_", "→"))
-        bottom += counts
-    ax.set_xlabel("rounds")
-    ax.set_ylabel("role votes")
-    ax.set_title(title or "vote transitions")
+    series = {kind.replace("_", "→"): [r.get(kind) or 0 for r in rows] for kind in ("yes_yes", "yes_no", "no_yes", "no_no")}
+    return _stacked_bars(ax, [r["rounds"] for r in rows], series, xlabel="rounds", ylabel="role votes",
+                         title=title or "vote transitions")
+
+
+def _stacked_bars(ax: Axes, xs: Sequence[str], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
+                  title: str) -> Axes:
+    """One stacked bar per x, one layer per series (in the mapping's order), with a legend."""
+    bottom = np.zeros(len(xs))
+    for label, counts in series.items():
+        values = np.asarray(counts, dtype=float)
+        ax.bar(list(xs), values, bottom=bottom, label=label)
+        bottom += values
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize="small")
     return ax
 

@@ -132,6 +132,21 @@ def test_confusion_heatmap_shows_the_counts():
     assert ax.get_ylabel() == "physician score" and ax.get_xlabel() == "judge score"
 
 
+def test_stop_reasons_and_vote_transitions_stack_the_counts():
+    pipes = [{"rounds_completed": 1, "stop_reason": "consensus"}, {"rounds_completed": 1, "stop_reason": "consensus"},
+             {"rounds_completed": 3, "stop_reason": "max_rounds"}]
+    ax = fig.stop_reasons_by_round(pipes)
+    layers = {c.get_label(): [p.get_height() for p in c] for c in ax.containers}
+    assert layers == {"consensus": [2, 0], "max_rounds": [0, 1]}
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "3"]
+    ax = fig.vote_transitions([{"rounds": "1-2", "yes_yes": 3, "yes_no": 1, "no_yes": 2, "no_no": 0},
+                               {"rounds": "2-3", "yes_yes": 4, "yes_no": 0, "no_yes": 1, "no_no": 1}])
+    layers = {c.get_label(): [p.get_height() for p in c] for c in ax.containers}
+    assert layers == {"yes→yes": [3, 4], "yes→no": [1, 0], "no→yes": [2, 1], "no→no": [0, 1]}
+    tops = [max(p.get_y() + p.get_height() for c in ax.containers for p in [c[i]]) for i in range(2)]
+    assert tops == [6, 6]  # stacked, not overlaid
+
+
 # -- calibration report.html ----------------------------------------------------------------------
 
 
