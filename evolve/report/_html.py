@@ -68,10 +68,18 @@ def _png_figure(fig: Figure, caption: str, dpi: int, *, wide: bool) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """A Markdown report as HTML (tables, code blocks), with Python-Markdown."""
+    """A Markdown report as HTML (tables, code blocks), with Python-Markdown.
+
+    Raw HTML in the text is shown as text, never interpreted: reports quote model output
+    (guidance, rationales) and case texts, and a ``<script>`` or ``<img src=http...>`` in them
+    must neither run nor reach the network.
+    """
     import markdown
 
-    return markdown.markdown(text, extensions=["tables", "fenced_code", "sane_lists"])
+    converter = markdown.Markdown(extensions=["tables", "fenced_code", "sane_lists"])
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    return converter.convert(text)
 
 
 def section(title: str, figures: Sequence[str], intro: str = "") -> str:

@@ -226,3 +226,13 @@ def test_candidate_records_carry_the_mae_of_every_candidate_pruned_ones_on_their
                       for _, x in ratings[ratings["target_id"] == c["target_id"]].iterrows()]
             assert r["train_mae"] == pytest.approx(sum(errors) / len(errors))
     assert "pruned" in statuses  # the fixture's racing stops at least one mutant
+
+
+def test_raw_html_quoted_from_model_output_is_shown_as_text_never_run():
+    from evolve.report._html import markdown_html, page
+
+    text = "| guidance |\n|---|\n| <img src=http://127.0.0.1:9/x.png> score `<b>` & <script>alert(1)</script> |\n"
+    out = _Page()
+    out.feed(page("t", [markdown_html(text)]))
+    assert out.images == [] and out.scripts == 0 and out.tables == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown_html(text)
