@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from evolve.cli._app import BootSeedOption, NBootOption, _fail, out
-from evolve.errors import EvolveError
+from evolve.errors import ConfigError, EvolveError
 
 
 def _default_name(run_dirs: list[Path]) -> str:
@@ -29,6 +29,8 @@ def compare(
     targets they share (no model calls). Writes report.md, report.json, differences.csv and report.html."""
     from evolve.report import write_comparison
 
+    if name is not None and (Path(name).name != name or name in (".", "..")):
+        _fail(ConfigError(f"--name {name!r} must be a plain folder name (it goes under {reports_dir}/), e.g. --name qwen-05-vs-15."))
     out_dir = reports_dir / (name or _default_name(run_dirs))
     try:
         comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html)

@@ -105,6 +105,9 @@ def test_cli_writes_under_reports_and_fails_cleanly(calibration_runs, bench_run,
                               "--reports-dir", str(tmp_path / "reports")])
     assert res.exit_code == 2 and "different kinds" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "reports" / "bad").exists()
+    res = runner.invoke(app, ["compare", str(calibration_runs[0]), str(calibration_runs[1]), "--name", "../elsewhere",
+                              "--reports-dir", str(tmp_path / "reports")])
+    assert res.exit_code == 2 and "plain folder name" in res.output and not (tmp_path / "elsewhere").exists()
 
 
 def test_bench_runs_pair_final_report_quality_by_case(tmp_path):
