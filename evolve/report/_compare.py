@@ -13,16 +13,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from evolve.errors import RunError
 from evolve.report._bench import build_bench_report
-from evolve.report._html import figure_html, markdown_html, page, section
+from evolve.report._html import figure_html, page, section, tables
 from evolve.report._report import build_report, format_interval
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
 from evolve.stats import ClusterMeans, paired_mae_difference
+
+if TYPE_CHECKING:
+    from evolve.config import CalibrationConfig
 
 DIFFERENCE_COLUMNS = ["criterion", "what", "run", "versus", "estimate", "low", "high", "n_pairs", "n_targets", "n_cases", "verdict"]
 """Columns of ``differences.csv``: one paired difference (run minus the reference) per row."""
@@ -31,7 +35,10 @@ _ROWS = (("winner", "winner"), ("no-guidance", "no guidance"), ("best-initial", 
 
 
 def _kind(run_dir: Path) -> str:
-    if (run_dir / CalibrationFolder.CONFIG).is_file() and (run_dir / CalibrationFolder.SCORES).is_file():
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir}: no such folder. Pass run folders under archives/, e.g. archives/<run_id>.")
+    if (run_dir / CalibrationFolder.CONFIG).is_file():
+        CalibrationFolder(run_dir).require(CalibrationFolder.SCORES)  # an unfinished run: says how to resume it
         return "calibration"
     if (run_dir / BenchFolder.MANIFEST).is_file():
         return "bench"
@@ -60,6 +67,9 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
     dirs = [Path(d) for d in run_dirs]
     if len(dirs) < 2:
         raise RunError("compare needs at least two run folders, e.g. `evolve compare archives/run-a archives/run-b`.")
+    same = {d.resolve() for d in dirs}
+    if len(same) < len(dirs):
+        raise RunError("the same run folder is given twice; compare different runs (a copy of a run is the same run).")
     kinds = {d: _kind(d) for d in dirs}
     if len(set(kinds.values())) > 1:
         listed = ", ".join(f"{d} ({k})" for d, k in kinds.items())
@@ -73,11 +83,10 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
 # -- calibration runs -----------------------------------------------------------------------------
 
 
-def _calibration_label(config) -> str:
-    model = config.judge.model
-    if config.endpoint.provider == "embedded":
-        model = config.endpoint.local_model
-    return f"{config.run_id} ({model})"
+def _calibration_label(run_dir: Path, config: CalibrationConfig) -> str:
+    """``<folder> (<judge model>)``: the embedded model's name, or the model id sent to the endpoint."""
+    model = config.endpoint.local_model if config.endpoint.provider == "embedded" else config.judge.model
+    return f"{run_dir.name} ({model})"
 
 
 def _check_same_frame(dirs: list[Path], configs: list) -> tuple:
@@ -115,7 +124,7 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int) -> dict:
     pack, _ = _check_same_frame(dirs, configs)
     ratings = pack.ratings_frame()
     reports = [build_report(d, n_boot=n_boot, seed=seed) for d in dirs]
-    labels = [_calibration_label(c) for c in configs]
+    labels = [_calibration_label(d, c) for d, c in zip(dirs, configs)]
     if len(set(labels)) < len(labels):
         labels = [f"{label} [{i + 1}]" for i, label in enumerate(labels)]
     scores = []
@@ -275,7 +284,7 @@ def comparison_html(comparison: dict, markdown_text: str) -> str:
     forest = figure_html(lambda ax: fig.interval_plot(rows, xlabel=xlabel, title="each run minus the reference",
                                                       reference=0.0, ax=ax),
                          "paired differences with case-clustered 95% intervals", size=(9.0, 1.0 + 0.4 * max(len(rows), 1)))
-    parts = [section("Paired differences", [forest]), f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>"]
+    parts = [section("Paired differences", [forest]), tables(markdown_text)]
     return page("Runs compared: " + " vs ".join(r["label"] for r in comparison["runs"]), parts)
 
 

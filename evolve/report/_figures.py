@@ -118,9 +118,9 @@ def mae_over_attempts(candidates: Sequence[Mapping], *, ax: Axes | None = None) 
 
 
 def lineage(candidates: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
-    """How the winner descends from the initial prompts: every parent → child edge in grey,
-    the winner's line of descent in colour, labelled with candidate ids, on (order made,
-    training MAE)."""
+    """How the winner descends from the initial prompts: every parent → child edge in grey
+    (pruned mutants hollow), the winner's line of descent in colour, labelled with candidate
+    ids, on (order made, training MAE)."""
     ax = _axes(ax)
     by_id = {c["candidate_id"]: c for c in _scored(candidates)}
     winner = next((c for c in candidates if c.get("selected")), None)
@@ -130,7 +130,10 @@ def lineage(candidates: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
         parent = by_id.get(c.get("parent_id") or "")
         if parent is not None:
             ax.plot([parent["seq"], c["seq"]], [parent["train_mae"], c["train_mae"]], color="#bdbdbd", linewidth=0.8)
-    ax.scatter([c["seq"] for c in by_id.values()], [c["train_mae"] for c in by_id.values()], color="#bdbdbd", s=16)
+    for pruned in (False, True):  # racing's pruned mutants hollow, as in :func:`mae_over_attempts`
+        pts = [c for c in by_id.values() if (c["status"] == "pruned") == pruned]
+        ax.scatter([c["seq"] for c in pts], [c["train_mae"] for c in pts], s=16, edgecolors="#9e9e9e",
+                   facecolors="none" if pruned else "#bdbdbd")
     chain: list[Mapping] = []
     node = by_id.get(winner["candidate_id"])
     while node is not None and len(chain) < len(by_id):
@@ -208,7 +211,8 @@ def drift_flags(rows: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
     for y, r in enumerate(rows[::-1]):
         for x, (label, flag) in enumerate(r["flags"]):
             ax.add_patch(_cell(x, y, FLAG_COLOURS.get(flag, "#9e9e9e")))
-            ax.text(x + 0.5, y + 0.5, f"{label}\n{flag}", ha="center", va="center", fontsize="small", color="white")
+            ax.text(x + 0.5, y + 0.5, f"{label}\n{flag}", ha="center", va="center", fontsize="small",
+                    color="black" if flag == "review" else "white")  # dark on the light amber, for contrast
     ax.set_xlim(0, width)
     ax.set_ylim(0, len(rows))
     ax.set_yticks(np.arange(len(rows)) + 0.5, [r["criterion"] for r in rows[::-1]])

@@ -76,10 +76,17 @@ def markdown_html(text: str) -> str:
     """
     import markdown
 
-    converter = markdown.Markdown(extensions=["tables", "fenced_code", "sane_lists"])
+    # toc's baselevel moves the report's own headings one level down, under the page's title
+    converter = markdown.Markdown(extensions=["tables", "fenced_code", "sane_lists", "toc"],
+                                  extension_configs={"toc": {"baselevel": 2}})
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
     return converter.convert(text)
+
+
+def tables(markdown_text: str) -> str:
+    """The Markdown report's text and tables, as the last part of a page."""
+    return f"<section class=\"tables\">{markdown_html(markdown_text)}</section>"
 
 
 def section(title: str, figures: Sequence[str], intro: str = "") -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from evolve.report import _figures as fig
-from evolve.report._html import figure_html, grid_html, markdown_html, page, section
+from evolve.report._html import figure_html, grid_html, page, section, tables
 
 AGREEMENT_ROWS = (("no-guidance", "no guidance"), ("best-initial", "best initial"), ("training-median", "training median"),
                   ("winner", "winner"), ("ceiling", "physician vs physician"))
@@ -89,7 +89,7 @@ def calibration_html(report: Mapping, markdown_text: str) -> str:
     parts.append(section("Drift audit", [figure_html(lambda ax: fig.drift_flags(drift, ax=ax),
                                                      "audit flags of each criterion's winner and initial prompts",
                                                      size=(7.0, 0.9 + 0.5 * max(len(drift), 1)))]))
-    parts.append(f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>")
+    parts.append(tables(markdown_text))
     return page(f"Calibration report: {report.get('run_id', '')}", parts)
 
 
@@ -118,7 +118,7 @@ def bench_html(report: Mapping, markdown_text: str) -> str:
         section("Quality against tokens", [figure_html(lambda ax: fig.quality_vs_tokens(
             [{**p, "arm": _arm(p)} for p in pipes], ax=ax), "final-report quality against generation tokens, one point "
             "per pipeline", size=(7.0, 4.5))]),
-        f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>",
+        tables(markdown_text),
     ]
     return page(f"Benchmark report: {report.get('run_dir', '')}", parts)
 
@@ -152,7 +152,7 @@ def otb_html(report: Mapping, markdown_text: str) -> str:
                   if any(r.get(metric) is not None for r in rows)]
         figures.append(grid_html(panels, f"{task}: each model's mean score and flag rates, case-clustered 95% intervals",
                                  cell=(4.5, 2.0 + 0.4 * len(rows))))
-    parts = [section("Scores with intervals", figures), f"<section><h2>Tables</h2>{markdown_html(markdown_text)}</section>"]
+    parts = [section("Scores with intervals", figures), tables(markdown_text)]
     return page(f"OpenTumorBoard report: {report.get('run_dir', '')}", parts)
 
 

@@ -92,6 +92,14 @@ def test_compare_refuses_one_run_other_kinds_and_folders_that_are_no_run(calibra
         build_comparison([calibration_runs[0], bench_run])
     with pytest.raises(RunError, match="neither a calibration run"):
         build_comparison([calibration_runs[0], tmp_path])
+    with pytest.raises(RunError, match="no such folder"):
+        build_comparison([calibration_runs[0], tmp_path / "missing"])
+    with pytest.raises(RunError, match="given twice"):
+        build_comparison([calibration_runs[0], calibration_runs[0].parent / ".." / calibration_runs[0].parent.name / calibration_runs[0].name])
+    unfinished = Path(shutil.copytree(calibration_runs[1], tmp_path / "unfinished"))
+    (unfinished / "scores.csv").unlink()
+    with pytest.raises(RunError, match="evolve calibrate --resume"):
+        build_comparison([calibration_runs[0], unfinished])
 
 
 def test_cli_writes_under_reports_and_fails_cleanly(calibration_runs, bench_run, tmp_path):

@@ -177,6 +177,8 @@ def test_a_calibration_run_leaves_a_self_contained_report_html_with_every_figure
     assert all(img.shape[0] > 100 and img.shape[1] > 100 for img in decoded_images(page))
     assert page.links == [] and page.scripts == 0  # nothing to fetch, nothing to run
     assert page.tables == markdown_tables((run / "report.md").read_text()) > 0
+    html = (run / "report.html").read_text()
+    assert html.count("<h1") == 1 and "<h2" in html  # the report's own headings sit under the page title
 
 
 def test_report_html_can_be_skipped_and_rebuilt(calibration_runs, tmp_path):
