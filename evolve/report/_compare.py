@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 DIFFERENCE_COLUMNS = ["criterion", "what", "run", "versus", "estimate", "low", "high", "n_pairs", "n_targets", "n_cases", "verdict"]
 """Columns of ``differences.csv``: one paired difference (run minus the reference) per row."""
 
+MIN_CASES = 10
+"""Fewer validation cases than this behind a difference: its interval comes from resampling too
+few cases to be trusted (a percentile bootstrap over a handful of clusters is too narrow), so a
+"better" or "worse" verdict is marked as noise."""
+
 _ROWS = (("winner", "winner"), ("no-guidance", "no guidance"), ("best-initial", "best initial"))
 
 
@@ -174,8 +179,16 @@ def _paired(criterion: str, what: str, run: str, versus: str, a_scores: pd.DataF
     targets = set(a["target_id"]) & set(b["target_id"])
     a, b = a[a["target_id"].isin(targets)], b[b["target_id"].isin(targets)]
     d = paired_mae_difference(a, b, ratings, n_boot=n_boot, seed=seed)
+    n_cases = int(a["case_id"].nunique())
     return {**row, "estimate": _finite(d.estimate), "low": _finite(d.low), "high": _finite(d.high), "n_pairs": d.n_pairs,
-            "n_targets": len(targets), "n_cases": int(a["case_id"].nunique()), "verdict": d.verdict}
+            "n_targets": len(targets), "n_cases": n_cases, "verdict": _guarded(d.verdict, n_cases)}
+
+
+def _guarded(verdict: str, n_cases: int) -> str:
+    """A verdict, marked as noise when it rests on fewer than :data:`MIN_CASES` cases."""
+    if verdict in ("better", "worse", "higher", "lower") and n_cases < MIN_CASES:
+        return f"{verdict}? only {n_cases} cases: read as noise"
+    return verdict
 
 
 def _finite(x: float) -> float | None:
@@ -224,7 +237,8 @@ def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:
     diff = a.loc[cases].to_numpy() - b.loc[cases].to_numpy()
     iv = rs.interval(*rs.mean(np.asarray(cases, dtype=object), diff))
     verdict = "higher" if iv.low > 0 else "lower" if iv.high < 0 else "no distinguishable difference"
-    return {**row, "estimate": _finite(iv.estimate), "low": _finite(iv.low), "high": _finite(iv.high), "verdict": verdict}
+    return {**row, "estimate": _finite(iv.estimate), "low": _finite(iv.low), "high": _finite(iv.high),
+            "verdict": _guarded(verdict, len(cases))}
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -264,7 +278,9 @@ def render_comparison_markdown(comparison: dict) -> str:
     for d in comparison["differences"]:
         lines.append(f"| {d['criterion']} | {d['what']} | {d['run']} − {d['versus']} | {_ci(d['estimate'], d['low'], d['high'])} | "
                      f"{d['n_pairs']} | {d['n_targets']} | {d['verdict']} |")
-    lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart.", ""]
+    lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart. "
+              f"One that rests on fewer than {MIN_CASES} cases is marked as noise whatever its interval: resampling a "
+              "handful of cases gives intervals that are too narrow.", ""]
     return "\n".join(lines)
 
 

@@ -48,7 +48,9 @@ def test_two_judge_models_are_compared_pairwise_on_shared_targets(calibration_ru
     assert winner["estimate"] == pytest.approx(_mean_abs_error(a, ratings) - _mean_abs_error(b, ratings))
     assert winner["estimate"] > 0 and winner["low"] <= winner["estimate"] <= winner["high"]
     assert winner["n_targets"] == a["target_id"].nunique() and winner["n_pairs"] > 0
-    assert winner["verdict"] in ("worse", "no distinguishable difference")
+    # the tiny pack's validation split has 3 cases: a verdict on so few is marked as noise
+    assert winner["n_cases"] == a["case_id"].nunique() == 3
+    assert winner["verdict"] in ("worse? only 3 cases: read as noise", "no distinguishable difference")
     # the same lenient answer without guidance: no guidance is identical for both judges only if the guided
     # judge is lenient too without guidance, which the fake is (always 2)
     none = next(d for d in comparison["differences"] if d["what"] == "no guidance")
@@ -129,3 +131,12 @@ def test_bench_runs_pair_final_report_quality_by_case(tmp_path):
     c = bench_folder(tmp_path / "c", cases_text="other cases\n")
     with pytest.raises(RunError, match="do not share a case file"):
         build_comparison([a, c])
+
+
+def test_a_verdict_on_fewer_than_ten_cases_is_marked_as_noise():
+    from evolve.report._compare import MIN_CASES, _guarded
+
+    assert MIN_CASES == 10
+    assert _guarded("better", 10) == "better" and _guarded("lower", 12) == "lower"
+    assert _guarded("better", 6) == "better? only 6 cases: read as noise"
+    assert _guarded("no distinguishable difference", 3) == "no distinguishable difference"
