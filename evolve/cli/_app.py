@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -109,6 +110,17 @@ def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSe
         price_in = endpoint.price_in if price_in is None else price_in
         price_out = endpoint.price_out if price_out is None else price_out
     return price_of(price_in, price_out)
+
+
+def _run_price(price_in: float | None, price_out: float | None, load_config: Callable[[Path], Any], run_dir: Path) -> Price | None:
+    """The price for more work on an existing run: the options, else the prices stored in its
+    configuration. An unreadable configuration prices nothing here: the command itself then
+    says what is wrong."""
+    try:
+        endpoint = load_config(run_dir).endpoint
+    except EvolveError:
+        endpoint = None
+    return _price(price_in, price_out, endpoint)
 
 
 class _RichProgress:
@@ -805,11 +817,7 @@ def bench_judge(
     from evolve.consilium import judge_bench, load_bench_config
 
     try:
-        try:
-            endpoint = load_bench_config(run_dir).endpoint  # its prices, if the run has any
-        except EvolveError:
-            endpoint = None  # judge_bench says what is wrong
-        price = _price(price_in, price_out, endpoint)
+        price = _run_price(price_in, price_out, load_bench_config, run_dir)
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar, price),

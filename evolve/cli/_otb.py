@@ -26,6 +26,7 @@ from evolve.cli._app import (
     _progress_bar,
     _refuse_options_on_resume,
     _RichProgress,
+    _run_price,
     err,
     out,
 )
@@ -138,11 +139,7 @@ def otb_judge(
     from evolve.report import write_otb_report
 
     try:
-        try:
-            endpoint = load_otb_config(run_dir).endpoint  # its prices, if the run has any
-        except EvolveError:
-            endpoint = None  # judge_otb says what is wrong
-        price = _price(price_in, price_out, endpoint)
+        price = _run_price(price_in, price_out, load_otb_config, run_dir)
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price))
