@@ -69,6 +69,7 @@ from evolve.report._bench_cohort import (
     render_cohort,
     table2,
 )
+from evolve.report._pages import bench_html
 from evolve.report._report import format_interval
 from evolve.report._usage import render_usage, usage_report
 from evolve.runs import BenchFolder
@@ -935,8 +936,6 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
     markdown = render_bench_markdown(report)
     folder.write(folder.REPORT_MD, markdown)
     if html:
-        from evolve.report._pages import bench_html
-
         folder.write(folder.REPORT_HTML, bench_html(report, markdown))
     columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
                "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,

@@ -21,6 +21,7 @@ import pandas as pd
 from evolve.errors import RunError
 from evolve.report._bench import build_bench_report
 from evolve.report._html import figure_html, page, section, tables
+from evolve.report._pages import forest_row
 from evolve.report._report import build_report, format_interval
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
 from evolve.stats import ClusterMeans, paired_mae_difference
@@ -285,8 +286,7 @@ def render_comparison_markdown(comparison: dict) -> str:
 
 
 def _difference_rows(comparison: dict) -> list[dict]:
-    return [{"label": f"{d['criterion']}: {d['what']} ({d['run']})", "estimate": d["estimate"], "low": d["low"],
-             "high": d["high"]} for d in comparison["differences"]]
+    return [forest_row(f"{d['criterion']}: {d['what']} ({d['run']})", d) for d in comparison["differences"]]
 
 
 def comparison_html(comparison: dict, markdown_text: str) -> str:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
 from evolve.report._bench import _clean
+from evolve.report._pages import otb_html
 from evolve.report._report import format_interval
 from evolve.report._usage import render_usage, usage_report
 from evolve.runs import OtbFolder
@@ -183,8 +184,6 @@ def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, 
     markdown = render_otb_markdown(report)
     folder.write(folder.REPORT_MD, markdown)
     if html:
-        from evolve.report._pages import otb_html
-
         folder.write(folder.REPORT_HTML, otb_html(report, markdown))
     folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
     return report

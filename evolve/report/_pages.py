@@ -18,7 +18,9 @@ AGREEMENT_ROWS = (("no-guidance", "no guidance"), ("best-initial", "best initial
 """Rows of the agreement figure: the report's agreement key and its label."""
 
 
-def _interval(label: str, stat: Mapping | None) -> dict:
+def forest_row(label: str, stat: Mapping | None) -> dict:
+    """One row of :func:`~evolve.report._figures.interval_plot`: ``label`` and the estimate and
+    bounds of ``stat`` (any mapping with ``estimate``/``low``/``high``; None: an empty row)."""
     stat = stat or {}
     return {"label": label, "estimate": stat.get("estimate"), "low": stat.get("low"), "high": stat.get("high")}
 
@@ -27,9 +29,9 @@ def _criterion_section(criterion: str, entry: Mapping) -> str:
     cands = entry.get("candidates", [])
     grid = entry.get("archive", {})
     agreement = entry.get("agreement", {})
-    mae_rows = [_interval(label, agreement.get(key, {}).get("validation", {}).get("mae")) for key, label in AGREEMENT_ROWS]
+    mae_rows = [forest_row(label, agreement.get(key, {}).get("validation", {}).get("mae")) for key, label in AGREEMENT_ROWS]
     verdicts = entry.get("verdicts", {})
-    diffs = [_interval(f"winner − {label}", verdicts.get(key)) for key, label in
+    diffs = [forest_row(f"winner − {label}", verdicts.get(key)) for key, label in
              (("best_initial", "best initial"), ("no_guidance", "no guidance"))
              if verdicts.get(key) and verdicts[key].get("verdict") != "same candidate"]
     confusion = entry.get("confusion", {"matrix": [], "labels": []})
@@ -157,6 +159,6 @@ def otb_html(report: Mapping, markdown_text: str) -> str:
 
 
 def _otb_panel(rows, metric: str, label: str, task: str, ax) -> None:
-    points = [_interval(r["model"], {"estimate": r.get(metric), "low": r.get(f"{metric}_low"), "high": r.get(f"{metric}_high")})
+    points = [forest_row(r["model"], {"estimate": r.get(metric), "low": r.get(f"{metric}_low"), "high": r.get(f"{metric}_high")})
               for r in rows]
     fig.interval_plot(points, xlabel=label, title=task, ax=ax)

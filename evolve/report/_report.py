@@ -15,6 +15,7 @@ import pandas as pd
 from sklearn.metrics import confusion_matrix
 
 from evolve.config import ArchiveSettings
+from evolve.report._pages import calibration_html
 from evolve.report._usage import render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric
 from evolve.runs import CalibrationFolder
@@ -755,8 +756,6 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bo
     ``table5.csv`` (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and
     ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
     """
-    from evolve.report._pages import calibration_html
-
     run_dir = Path(run_dir)
     report = build_report(run_dir, n_boot=n_boot, seed=seed)
     folder = CalibrationFolder(run_dir)
