@@ -27,7 +27,9 @@ class EndpointSettings(BaseModel):
     Attributes:
         provider: ``embedded`` (start the local llama-server, the default), ``openai_compatible``
             (any base URL: OpenAI, OpenRouter, vLLM, a running llama-server) or ``fake`` (tests).
-        base_url: Base URL ending in ``/v1`` for ``openai_compatible``.
+            Given a ``base_url`` and no provider, ``openai_compatible``; ``embedded`` together
+            with a ``base_url`` is refused.
+        base_url: Base URL ending in ``/v1`` for ``openai_compatible`` (implies it).
         model: Model id sent with each request (llama-server ignores it).
         api_key_env: Name of the environment variable holding the API key (the key itself is
             never stored).
@@ -67,6 +69,22 @@ class EndpointSettings(BaseModel):
     def resume_fields(self) -> dict[str, Any]:
         """The fields a resumed run must keep (JSON-like; every field but :attr:`RESULT_NEUTRAL`)."""
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in self.RESULT_NEUTRAL}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_of_url(cls, data: Any) -> Any:
+        """A base URL without a provider means ``openai_compatible``; with ``embedded`` (which
+        serves its own model and would ignore the URL) it is refused."""
+        if not isinstance(data, dict) or not data.get("base_url"):
+            return data
+        provider = data.get("provider")
+        if provider is None:
+            return {**data, "provider": "openai_compatible"}
+        if provider == "embedded":
+            raise ValueError(f"provider 'embedded' starts its own model server and would ignore base_url "
+                             f"{data['base_url']!r}; drop the provider (a base URL means 'openai_compatible') "
+                             "or drop base_url to use the embedded model")
+        return data
 
     @model_validator(mode="after")
     def _needs_url(self) -> EndpointSettings:
