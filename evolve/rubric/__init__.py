@@ -11,6 +11,7 @@ ratings against it, the judge (``evolve.judge``) turns it into prompts, archives
 length by it. It imports nothing of ``evolve`` but the error tree.
 """
 
+from evolve.rubric._bundle import RUBRIC_ID_PATTERN, RubricBundle
 from evolve.rubric._loading import (
     MAX_GUIDANCE_CHARS,
     default_prompts_root,
@@ -22,8 +23,10 @@ from evolve.rubric._models import Criterion, Rubric
 
 __all__ = [
     "MAX_GUIDANCE_CHARS",
+    "RUBRIC_ID_PATTERN",
     "Criterion",
     "Rubric",
+    "RubricBundle",
     "default_prompts_root",
     "load_initial_guidance",
     "load_protocol",
