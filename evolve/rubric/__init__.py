@@ -14,15 +14,20 @@ length by it. It imports nothing of ``evolve`` but the error tree.
 from evolve.rubric._bundle import RUBRIC_ID_PATTERN, RubricBundle
 from evolve.rubric._loading import (
     MAX_GUIDANCE_CHARS,
+    PROMPTS_ROOT_ENV,
     default_prompts_root,
     load_initial_guidance,
     load_protocol,
     load_rubric,
+    resolve_prompts_root,
+    rubric_source,
+    shipped_prompts_root,
 )
 from evolve.rubric._models import Criterion, Rubric
 
 __all__ = [
     "MAX_GUIDANCE_CHARS",
+    "PROMPTS_ROOT_ENV",
     "RUBRIC_ID_PATTERN",
     "Criterion",
     "Rubric",
@@ -31,4 +36,7 @@ __all__ = [
     "load_initial_guidance",
     "load_protocol",
     "load_rubric",
+    "resolve_prompts_root",
+    "rubric_source",
+    "shipped_prompts_root",
 ]

@@ -1,15 +1,27 @@
-"""Loading rubrics, protocols and initial guidance from ``judge_prompts/``.
+"""Loading rubrics, protocols and initial guidance from a prompts root.
 
-Layout of one rubric folder (``judge_prompts/<rubric_id>/``)::
+Layout of one rubric folder (``<prompts root>/<rubric_id>/``)::
 
     rubric.json                  # Rubric (criteria, anchors, applicability, version)
     protocol.md                  # fixed judge protocol (system message)
     guidance/<criterion_id>/*.md # initial guidance candidates, sorted by file name
+
+Where a rubric id is looked up, in order:
+
+1. the prompts root given (``root=``; on the command line ``--prompts-root DIR``, in a config
+   the key ``prompts_root``), else the ``EVOLVE_PROMPTS_ROOT`` environment variable;
+2. the rubrics shipped inside the installed package (:func:`shipped_prompts_root`).
+
+The first root holding ``<rubric_id>/rubric.json`` provides the whole rubric folder (rubric,
+protocol and guidance come from the same folder, never mixed).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,35 +32,115 @@ from evolve.rubric._models import Rubric
 MAX_GUIDANCE_CHARS = 800
 """Upper bound on a guidance prompt, in characters (SPEC §4; longer candidates are rejected)."""
 
+PROMPTS_ROOT_ENV = "EVOLVE_PROMPTS_ROOT"
+"""Environment variable naming a prompts root looked up before the shipped rubrics."""
+
+
+def shipped_prompts_root() -> Path:
+    """The folder of rubrics shipped with evolve (``consilium``, ``kqa-entailment`` ...).
+
+    An installed wheel carries them as package data (``evolve/judge_prompts/``, read through
+    :mod:`importlib.resources`); an editable install or a checkout on ``PYTHONPATH`` reads the
+    repository's ``judge_prompts/`` next to the package.
+
+    Returns:
+        The first of these that is a folder; the package-data path when neither is (the
+        loaders then report that no rubric is known there).
+    """
+    package = resources.files("evolve")
+    packaged = Path(str(package / "judge_prompts"))
+    checkout = Path(str(package)).parent / "judge_prompts"
+    for candidate in (packaged, checkout):
+        if candidate.is_dir():
+            return candidate
+    return packaged
+
 
 def default_prompts_root() -> Path:
-    """The ``judge_prompts/`` folder shipped with the project (next to the package)."""
-    return Path(__file__).resolve().parents[2] / "judge_prompts"
+    """Alias of :func:`shipped_prompts_root` (kept for existing callers)."""
+    return shipped_prompts_root()
 
 
-def _rubric_dir(root: Path | None, rubric_id: str) -> Path:
-    root = Path(root) if root is not None else default_prompts_root()
-    path = root / rubric_id
-    if not (path / "rubric.json").is_file():
-        known = sorted(p.name for p in root.iterdir() if (p / "rubric.json").is_file()) if root.is_dir() else []
-        raise RubricError(
-            f"{path / 'rubric.json'}: no such rubric. Known rubrics under {root}: {known or 'none'}. "
-            "Pass --prompts-root to point at another judge_prompts folder, or fix the pack's "
-            "pack.json 'rubric.id'."
-        )
-    return path
+def resolve_prompts_root(root: Path | str | None = None, *, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The prompts root to look in before the shipped rubrics.
+
+    Args:
+        root: An explicit prompts root (``--prompts-root``, a config's ``prompts_root``).
+        environ: Environment to read ``EVOLVE_PROMPTS_ROOT`` from (default: ``os.environ``).
+
+    Returns:
+        ``root`` if given, else ``$EVOLVE_PROMPTS_ROOT`` if set and non-empty, else None
+        (the shipped rubrics only). ``~`` is expanded; the folder is not checked here.
+    """
+    if root is not None and str(root).strip():
+        return Path(root).expanduser()
+    value = (os.environ if environ is None else environ).get(PROMPTS_ROOT_ENV, "").strip()
+    return Path(value).expanduser() if value else None
 
 
-def load_rubric(rubric_id: str, *, root: Path | None = None, version: str | None = None) -> Rubric:
+def _known(root: Path) -> list[str]:
+    """Rubric ids (folders holding a ``rubric.json``) under ``root``."""
+    return sorted(p.name for p in root.iterdir() if (p / "rubric.json").is_file()) if root.is_dir() else []
+
+
+def rubric_source(rubric_id: str, *, root: Path | str | None = None) -> Path:
+    """The rubric folder ``rubric_id`` resolves to (see the module's lookup order).
+
+    Args:
+        rubric_id: Folder name of the rubric (``consilium``, ``my-rubric``).
+        root: Prompts root looked in first; None = ``$EVOLVE_PROMPTS_ROOT`` if set.
+
+    Returns:
+        ``<root>/<rubric_id>`` or ``<shipped root>/<rubric_id>``, whichever holds a
+        ``rubric.json`` first (not validated here: :func:`load_rubric` does that).
+
+    Raises:
+        RubricError: ``rubric_id`` is not a plain folder name; the prompts root given is not
+            a folder; or no searched root holds the rubric (the message lists each root
+            searched with the rubrics it holds, and how to point at another one).
+    """
+    if not rubric_id or Path(rubric_id).name != rubric_id or rubric_id in (".", ".."):
+        raise RubricError(f"rubric id {rubric_id!r} is not a plain folder name; use a name like 'my-rubric'.")
+    given = resolve_prompts_root(root)
+    shipped = shipped_prompts_root()
+    searched: list[tuple[str, Path]] = []
+    if given is not None:
+        if not given.is_dir():
+            raise RubricError(
+                f"{given}: the prompts root given (--prompts-root, {PROMPTS_ROOT_ENV} or the config's "
+                "'prompts_root') is not a folder; give the folder that holds <rubric id>/rubric.json."
+            )
+        searched.append(("the prompts root given", given))
+    if given is None or given.resolve() != shipped.resolve():
+        searched.append(("the shipped rubrics", shipped))
+    for _, base in searched:
+        if (base / rubric_id / "rubric.json").is_file():
+            return base / rubric_id
+    places = "; ".join(f"{what} {base} (rubrics: {', '.join(_known(base)) or 'none'})" for what, base in searched)
+    raise RubricError(
+        f"no rubric {rubric_id!r}: no {rubric_id}/rubric.json in {places}. Point at the folder holding "
+        f"{rubric_id}/rubric.json with --prompts-root DIR or {PROMPTS_ROOT_ENV}=DIR (a config's 'prompts_root'), "
+        f"create it with `evolve rubric new {rubric_id} --criterion ID --scale 0-3`, or fix the rubric id "
+        "(a pack names it in pack.json 'rubric.id')."
+    )
+
+
+def _rubric_dir(root: Path | str | None, rubric_id: str) -> Path:
+    return rubric_source(rubric_id, root=root)
+
+
+def load_rubric(rubric_id: str, *, root: Path | str | None = None, version: str | None = None) -> Rubric:
     """Load and validate ``<root>/<rubric_id>/rubric.json``.
 
     Args:
         rubric_id: Folder name under the prompts root.
-        root: The ``judge_prompts`` folder; defaults to the project's.
+        root: Prompts root looked in before the shipped rubrics (see :func:`rubric_source`);
+            None = ``$EVOLVE_PROMPTS_ROOT`` if set, else the shipped rubrics only.
         version: If given, the rubric file's version must equal it.
 
     Raises:
-        RubricError: Missing file, invalid JSON, schema violation or version mismatch.
+        RubricError: Rubric not found (every root searched is named), invalid JSON, schema
+            violation or version mismatch.
     """
     path = _rubric_dir(root, rubric_id) / "rubric.json"
     try:
@@ -71,11 +163,15 @@ def load_rubric(rubric_id: str, *, root: Path | None = None, version: str | None
     return rubric
 
 
-def load_protocol(rubric_id: str, *, root: Path | None = None) -> str:
+def load_protocol(rubric_id: str, *, root: Path | str | None = None) -> str:
     """Return the fixed judge protocol text (``protocol.md``) of a rubric.
 
+    Args:
+        rubric_id: Folder name of the rubric.
+        root: Prompts root looked in before the shipped rubrics (see :func:`rubric_source`).
+
     Raises:
-        RubricError: The file is missing or empty.
+        RubricError: Rubric not found, or the file is missing or empty.
     """
     path = _rubric_dir(root, rubric_id) / "protocol.md"
     if not path.is_file() or not path.read_text(encoding="utf-8").strip():
@@ -83,13 +179,19 @@ def load_protocol(rubric_id: str, *, root: Path | None = None) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
-def load_initial_guidance(rubric_id: str, criterion_id: str, *, root: Path | None = None) -> list[tuple[str, str]]:
+def load_initial_guidance(rubric_id: str, criterion_id: str, *, root: Path | str | None = None) -> list[tuple[str, str]]:
     """Return the initial guidance candidates of one criterion as ``(name, text)`` pairs.
 
     Files are ``guidance/<criterion_id>/*.md``, sorted by name; the name is the file stem.
 
+    Args:
+        rubric_id: Folder name of the rubric.
+        criterion_id: The criterion (a folder under ``guidance/``).
+        root: Prompts root looked in before the shipped rubrics (see :func:`rubric_source`).
+
     Raises:
-        RubricError: No candidate files, or a candidate longer than 800 characters.
+        RubricError: Rubric not found, no candidate files, or a candidate longer than 800
+            characters.
     """
     folder = _rubric_dir(root, rubric_id) / "guidance" / criterion_id
     files = sorted(folder.glob("*.md")) if folder.is_dir() else []

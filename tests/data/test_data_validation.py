@@ -239,11 +239,12 @@ def test_unsupported_version(edit, prompts_root) -> None:
 
 
 def test_missing_rubric(prompts_root, pack_dir) -> None:
+    (elsewhere := prompts_root.parent / "elsewhere").mkdir()
     with pytest.raises(PackError) as info:
-        load_pack(pack_dir, prompts_root=prompts_root.parent / "elsewhere")
+        load_pack(pack_dir, prompts_root=elsewhere)
     msg = str(info.value)
     assert "pack.json, field 'rubric'" in msg
-    assert "no such rubric" in msg
+    assert "no rubric 'test-rubric'" in msg and str(elsewhere) in msg
     assert isinstance(info.value.__cause__, RubricError)
 
 
