@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evolve.errors import BudgetError, ConfigError
 from evolve.judge import JudgeSettings
+from evolve.rubric import PROMPTS_ROOT_ENV
 from evolve.runs import EndpointSettings
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -169,6 +170,11 @@ class ArchiveSettings(_Settings):
     Measures (descriptors): guidance length in characters, range [0, 800], and the judge's
     signed bias on training items (mean of judge score minus rater score), range
     [-scale range, +scale range] of the criterion.
+
+    Attributes:
+        length_bins: Cells along the guidance length (0-800 characters, equal widths).
+        bias_bins: Cells along the judge's signed bias on training items (from minus to plus
+            the criterion's scale range, equal widths).
     """
 
     length_bins: int = Field(default=20, ge=1)
@@ -188,7 +194,9 @@ class CalibrationConfig(_Settings):
         run_id: Folder name under ``archives_dir``.
         pack: Rating pack folder.
         splits: Split manifest folder (``frame.txt``, ``train.txt``, ``validation.txt`` ...).
-        prompts_root: ``judge_prompts`` folder; None = the project's.
+        prompts_root: Folder of rubric folders looked up before the shipped rubrics
+            (:func:`evolve.rubric.rubric_source`); None = ``EVOLVE_PROMPTS_ROOT`` if set, else
+            the shipped rubrics only.
         rubric: Expected rubric id (``--rubric consilium``); the pack must be rated on it.
             None = whatever rubric the pack names.
         criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
@@ -309,8 +317,12 @@ def readable_error(error: Any) -> str:
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Endpoint overrides from ``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_PROVIDER``."""
+    """Overrides from the environment: the endpoint from ``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``,
+    ``EVOLVE_PROVIDER``, and ``prompts_root`` from ``EVOLVE_PROMPTS_ROOT``."""
     env = os.environ if environ is None else environ
+    found: dict[str, Any] = {}
+    if env.get(PROMPTS_ROOT_ENV, "").strip():
+        found["prompts_root"] = env[PROMPTS_ROOT_ENV].strip()
     endpoint: dict[str, Any] = {}
     if env.get("EVOLVE_BASE_URL"):
         endpoint["base_url"] = env["EVOLVE_BASE_URL"]
@@ -319,7 +331,7 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
         endpoint["model"] = env["EVOLVE_MODEL"]
     if env.get("EVOLVE_PROVIDER"):
         endpoint["provider"] = env["EVOLVE_PROVIDER"]
-    return {"endpoint": endpoint} if endpoint else {}
+    return {**found, "endpoint": endpoint} if endpoint else found
 
 
 def default_models(data: dict[str, Any]) -> dict[str, Any]:

@@ -88,7 +88,15 @@ class OutputLimits(_Settings):
 
 
 class ModelOutputLimits(_Settings):
-    """One model's output limits, tokens; a stage left out keeps the run's limit."""
+    """One model's output limits, tokens; a stage left out keeps the run's limit.
+
+    Attributes:
+        role_assignment: Role assignment, tokens; None = the run's ``limits.role_assignment``.
+        opinion: Each opinion (and, in ``n+1``, each worker opinion and the consolidation),
+            tokens; None = the run's.
+        consilium: Synthesis, votes and moderator decisions, tokens; None = the run's.
+        finalizer: The final opinion, tokens; None = the run's.
+    """
 
     role_assignment: int | None = Field(default=None, ge=16)
     opinion: int | None = Field(default=None, ge=16)
@@ -159,7 +167,8 @@ class BenchConfig(_Settings):
         parallel_cases: (case, model) units generated at once in threads over the shared
             client; does not change what is computed.
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
-        prompts_root: ``judge_prompts`` folder of the judge rubric; None = the project's.
+        prompts_root: Folder of rubric folders looked up before the shipped rubrics for the
+            judge rubric ``consilium``; None = ``EVOLVE_PROMPTS_ROOT`` if set, else the shipped one.
     """
 
     version: Literal[1] = BENCH_CONFIG_VERSION

@@ -24,7 +24,9 @@ class Decoding(_Settings):
     """Decoding of a generating model (released defaults: temperature 0, top_p 1, seed 0).
 
     Attributes:
-        temperature, top_p, seed: Sampling settings; ``seed`` None sends none.
+        temperature: Sampling temperature.
+        top_p: Nucleus mass (1 = off).
+        seed: Sampling seed sent with every call; None sends none.
         max_tokens_board: Output limit of a Board Simulation answer, tokens (released: 32,768).
         max_tokens_turn: Output limit of a Specialist Turn answer, tokens (released: 8,192).
     """
@@ -41,6 +43,9 @@ class OtbJudgeSettings(_Settings):
 
     Attributes:
         model: Judge model id (default: the endpoint's model).
+        temperature: Sampling temperature of judge calls.
+        top_p: Nucleus mass of judge calls (1 = off).
+        seed: Sampling seed of every judge call.
         max_tokens_board, max_tokens_turn: Output limits (released: 1,200 / 1,024 tokens).
         four_decisions: Also rate the board's four decisions (one more call per board answer).
     """
@@ -58,6 +63,7 @@ class OtbConfig(_Settings):
     """One OpenTumorBoard run.
 
     Attributes:
+        version: Config format version.
         run_id: Folder name under ``archives_dir``.
         archives_dir: Where run folders go.
         board: A ``task1_*.jsonl[.gz]`` file (Board Simulation), or None.
@@ -74,6 +80,9 @@ class OtbConfig(_Settings):
         endpoint: Where calls go (the embedded model by default).
         judge: The judge.
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
+        prompts_root: Folder of rubric folders looked up before the shipped rubrics for rubric
+            ``otb`` (which names the criteria of a ``--guidance`` calibration run); None =
+            ``EVOLVE_PROMPTS_ROOT`` if set, else the shipped one.
     """
 
     version: Literal[1] = 1
@@ -91,6 +100,7 @@ class OtbConfig(_Settings):
     endpoint: EndpointSettings = EndpointSettings()
     judge: OtbJudgeSettings = OtbJudgeSettings()
     cache_path: Path | None = None
+    prompts_root: Path | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> OtbConfig:

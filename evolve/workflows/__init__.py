@@ -10,7 +10,8 @@ share, so the embedded server starts once:
 * :func:`run_and_judge` - generate consilium outputs, judge them (optionally with calibrated
   guidance), then write the bench tables (``evolve bench run``);
 * :func:`run_otb` - answer OpenTumorBoard's Board Simulation and Specialist Turn items, judge
-  the extracted answers, then write the OpenTumorBoard tables (``evolve otb run``).
+  the extracted answers, then write the OpenTumorBoard tables (``evolve otb run``);
+* :func:`config_reference` - every configuration key, from the models (``evolve config keys``).
 
 The command line calls these; a library user may call the engines alone.
 """
@@ -18,5 +19,7 @@ The command line calls these; a library user may call the engines alone.
 from evolve.workflows._bench import run_and_judge
 from evolve.workflows._calibration import run_calibration
 from evolve.workflows._otb import OtbRunResult, run_otb
+from evolve.workflows._reference import ConfigKey, config_keys, config_reference, key_reference, replace_marked
 
-__all__ = ["OtbRunResult", "run_and_judge", "run_calibration", "run_otb"]
+__all__ = ["ConfigKey", "OtbRunResult", "config_keys", "config_reference", "key_reference", "replace_marked",
+           "run_and_judge", "run_calibration", "run_otb"]
