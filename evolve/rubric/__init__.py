@@ -8,7 +8,12 @@ initial *guidance* candidates of each criterion (``guidance/<criterion>/*.md``, 
 
 The rubric sits below everything that reads it: rating packs (``evolve.data``) check their
 ratings against it, the judge (``evolve.judge``) turns it into prompts, archives bound guidance
-length by it. It imports nothing of ``evolve`` but the error tree.
+length by it. It imports nothing of ``evolve`` but the error tree (and, to write a rubric folder
+atomically, :func:`evolve.runs.atomic_write`).
+
+A rubric of one's own starts from :func:`scaffold_rubric` (``evolve rubric new``), is checked by
+:func:`check_rubric_folder` (``evolve rubric check``) and travels in memory as a
+:class:`RubricBundle`; :func:`rubric_field_reference` documents every ``rubric.json`` field.
 """
 
 from evolve.rubric._bundle import RUBRIC_ID_PATTERN, RubricBundle
@@ -24,19 +29,39 @@ from evolve.rubric._loading import (
     shipped_prompts_root,
 )
 from evolve.rubric._models import Criterion, Rubric
+from evolve.rubric._reference import rubric_field_reference
+from evolve.rubric._scaffold import (
+    PLACEHOLDER,
+    CriterionSpec,
+    check_rubric_folder,
+    criterion_specs,
+    parse_scale,
+    rubric_summary,
+    scaffold_rubric,
+    unedited_placeholders,
+)
 
 __all__ = [
     "MAX_GUIDANCE_CHARS",
+    "PLACEHOLDER",
     "PROMPTS_ROOT_ENV",
     "RUBRIC_ID_PATTERN",
     "Criterion",
+    "CriterionSpec",
     "Rubric",
     "RubricBundle",
+    "check_rubric_folder",
+    "criterion_specs",
     "default_prompts_root",
     "load_initial_guidance",
     "load_protocol",
     "load_rubric",
+    "parse_scale",
     "resolve_prompts_root",
+    "rubric_field_reference",
     "rubric_source",
+    "rubric_summary",
+    "scaffold_rubric",
     "shipped_prompts_root",
+    "unedited_placeholders",
 ]
