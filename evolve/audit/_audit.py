@@ -34,23 +34,31 @@ from evolve.config import CalibrationConfig
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.llm import CallFailure, Client
-from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric, load_protocol, load_rubric
+from evolve.rubric import (
+    MAX_GUIDANCE_CHARS,
+    Criterion,
+    Rubric,
+    load_protocol,
+    load_rubric,
+    run_prompts_root,
+    snapshot_changes,
+)
 from evolve.runs import CalibrationFolder, EndpointSettings, Event, owned_client
 
 AUDIT_JSON = CalibrationFolder.AUDIT_JSON
 AUDIT_MD = CalibrationFolder.AUDIT_MD
 
 
-def _run_rubric(config: CalibrationConfig) -> Rubric:
+def _run_rubric(config: CalibrationConfig, root: Path | None) -> Rubric:
     path = Path(config.pack) / MANIFEST_FILE
     try:
         manifest = PackManifest.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunError(
-            f"{path}: cannot read the run's pack manifest ({exc}). Pack paths in config.json are as typed "
-            "when the run started: run the audit from the same folder, or restore the pack there."
+            f"{path}: cannot read the run's pack manifest ({exc}). The pack path in config.json is read from the "
+            "run folder (runs made before that: from the current folder); restore the pack there."
         ) from exc
-    return load_rubric(manifest.rubric.id, root=config.prompts_root, version=manifest.rubric.version)
+    return load_rubric(manifest.rubric.id, root=root, version=manifest.rubric.version)
 
 
 def _reference(winner: CandidateRecord, initials: Sequence[CandidateRecord], by_id: dict[str, CandidateRecord]) -> tuple[CandidateRecord, str]:
@@ -205,8 +213,10 @@ def audit_run(
     config = load_run_config(run_dir)
     thresholds = thresholds or DriftThresholds()
     check = check or DriftCheckSettings()
-    rubric = _run_rubric(config)
-    protocol = load_protocol(rubric.id, root=config.prompts_root)
+    own = CalibrationFolder(run_dir).prompts_root  # the run's copy of its rubric, when it has one
+    root = run_prompts_root(own, config.prompts_root)
+    rubric = _run_rubric(config, root)
+    protocol = load_protocol(rubric.id, root=root)
     rows = read_candidates(run_dir)
     by_id = {r.candidate_id: r for r in rows}
     ran = {r.criterion for r in rows}
@@ -243,6 +253,7 @@ def audit_run(
         if journal is not None:
             journal.append(Event.AUDIT_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         raise
+    result = result.model_copy(update={"notes": tuple(snapshot_changes(own))})
     if write:
         folder = CalibrationFolder(run_dir)
         folder.write(AUDIT_JSON, result.model_dump_json(indent=2) + "\n")
@@ -431,6 +442,7 @@ def render_markdown(result: AuditResult) -> str:
         + (f" (model `{result.llm_model}`)" if result.llm_model else "")
         + f"; embeddings: {result.embeddings_status}.",
         "",
+        *[f"Note: {note}.\n" for note in result.notes],
         "## Winners",
         "",
         _HEADER,

@@ -217,6 +217,8 @@ class AuditResult(_Record):
         embeddings_status: ``available``, ``unavailable (<reason>)`` or ``skipped (<why>)``.
         thresholds: The thresholds of the flag rule.
         criteria: One entry per audited criterion, in rubric order.
+        notes: That the rubric the run copied has changed at its source since the run (the
+            audit read the run's copy), one sentence each.
     """
 
     version: Literal[1] = AUDIT_VERSION
@@ -231,6 +233,7 @@ class AuditResult(_Record):
     embeddings_status: str
     thresholds: DriftThresholds
     criteria: tuple[CriterionAudit, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def embeddings_available(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +29,16 @@ from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
 from evolve.judge import Judge
 from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
-from evolve.rubric import Criterion, Rubric, load_initial_guidance, load_protocol, load_rubric
+from evolve.rubric import (
+    Criterion,
+    Rubric,
+    load_initial_guidance,
+    load_protocol,
+    load_rubric,
+    run_prompts_root,
+    snapshot_changes,
+    write_prompts_snapshot,
+)
 from evolve.runs import (
     CalibrationFolder,
     Event,
@@ -653,14 +663,35 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     atomic_write(run_dir / CalibrationFolder.SCORES, scores.to_csv(index=False))
 
 
+CONFIG_PATHS = ("pack", "splits", "prompts_root", "archives_dir", "cache_path")
+"""The path fields of :class:`~evolve.config.CalibrationConfig`: ``config.json`` stores the
+relative ones relative to the run folder (:meth:`~evolve.runs.RunFolder.portable`)."""
+
+
+def run_config_json(config: CalibrationConfig) -> str:
+    """``config.json`` of a run: the configuration, its relative paths relative to the run folder
+    (so :func:`load_run_config` finds them from any current folder)."""
+    data = CalibrationFolder(config.run_dir).portable_fields(json.loads(config.model_dump_json()), CONFIG_PATHS)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _absolute_paths(config: CalibrationConfig) -> dict[str, Any]:
+    """The configuration as JSON, its path fields absolute (relative ones from the current folder)."""
+    data = json.loads(config.model_dump_json())
+    for name in CONFIG_PATHS:
+        if data.get(name) is not None:
+            data[name] = os.path.normpath(Path.cwd() / data[name])
+    return data
+
+
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     if not check_resumable(config.run_dir, CalibrationFolder.CONFIG, resume):
         return
     path = config.run_dir / CalibrationFolder.CONFIG
     try:
         # validated, so fields added since the run started compare at their defaults
-        stored = json.loads(CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8")).model_dump_json())
-    except (OSError, ValidationError) as exc:
+        stored = _absolute_paths(_read_run_config(config.run_dir))
+    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
     if stored.get("version", 1) < CONFIG_VERSION:
         raise RunError(f"{config.run_dir} was started by an older evolve (configuration version {stored.get('version')}: "
@@ -668,12 +699,31 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
                        "it with the evolve that started it, or start a new --run-id; `evolve report` still reads it.")
     # where the run folder and its cache sit, its name and how many archives run at once do not
     # change what the run computes (runs made before the cache path was recorded resume too)
-    check_same_settings(path, stored, json.loads(config.model_dump_json()),
-                        ignore=("archives_dir", "run_id", "parallel_criteria", "cache_path"))
+    # a run with its own rubric copy resumes on that copy, wherever the rubric was loaded from
+    own_copy = ("prompts_root",) if run_prompts_root(CalibrationFolder(config.run_dir).prompts_root, None) else ()
+    check_same_settings(path, stored, _absolute_paths(config),
+                        ignore=("archives_dir", "run_id", "parallel_criteria", "cache_path", *own_copy))
+
+
+def _read_run_config(run_dir: Path) -> CalibrationConfig:
+    """``config.json`` of ``run_dir``, its relative paths resolved from the run folder.
+
+    Raises:
+        OSError, ValidationError: Unreadable or invalid file.
+    """
+    folder = CalibrationFolder(run_dir)
+    data = json.loads((folder / folder.CONFIG).read_text(encoding="utf-8") or "null")
+    if not isinstance(data, dict):
+        return CalibrationConfig.model_validate(data)  # raises: not an object
+    return CalibrationConfig.model_validate(folder.resolved_fields(data, CONFIG_PATHS))
 
 
 def load_run_config(run_dir: Path) -> CalibrationConfig:
     """Read ``config.json`` of a run folder.
+
+    Relative paths in it (pack, splits, prompts root, archives folder, cache) are resolved from
+    the run folder, so a run is read the same from any current folder; runs written before paths
+    were stored that way fall back on the current folder.
 
     Raises:
         RunError: Missing or invalid file.
@@ -684,8 +734,8 @@ def load_run_config(run_dir: Path) -> CalibrationConfig:
         raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
                        "wrong path). Check the path; a run stopped before it started is begun again with the command that started it.")
     try:
-        return CalibrationConfig.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError) as exc:
+        return _read_run_config(Path(run_dir))
+    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         raise RunError(f"{path}: cannot read the run configuration ({exc}). Is this a run folder?") from exc
 
 
@@ -803,7 +853,9 @@ def calibrate(
     run_dir.mkdir(parents=True, exist_ok=True)
     journal = CalibrationFolder(run_dir).journal()
     if not resume:
-        atomic_write(run_dir / CalibrationFolder.CONFIG, config.model_dump_json(indent=2) + "\n")
+        # the rubric's copy first: a run folder with a config.json always has it
+        write_prompts_snapshot(CalibrationFolder(run_dir).prompts_root, [plan.rubric.id], root=config.prompts_root)
+        atomic_write(run_dir / CalibrationFolder.CONFIG, run_config_json(config))
     exclusions = structural_exclusions(plan.pack, plan.splits, plan.rubric, plan.criteria, config.conditions)
     atomic_write(run_dir / CalibrationFolder.EXCLUSIONS, exclusions.to_csv(index=False))
     journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
@@ -831,7 +883,8 @@ class CalibrationPlan:
         warnings: :func:`budget_warnings` of the run.
         conditions: The target conditions used: ``config.conditions``, or
             ``(config.prefer_condition,)`` when that was None and the pack has such targets.
-        notes: What the plan chose on the user's behalf (one sentence each).
+        notes: What the plan chose on the user's behalf, and on resume whether the rubric the
+            run copied has changed at its source since (one sentence each).
     """
 
     pack: RatingPack
@@ -855,10 +908,14 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
         PackError, SplitError, RubricError: Invalid inputs.
     """
     _check_resume(with_cache_path(config), resume)
-    pack = load_pack(config.pack, prompts_root=config.prompts_root)
+    root, notes = config.prompts_root, []
+    if resume:  # a resumed run reads the rubric copy it started with (runs made before copies: the original)
+        own = CalibrationFolder(config.run_dir).prompts_root
+        root, notes = run_prompts_root(own, config.prompts_root), snapshot_changes(own)
+    pack = load_pack(config.pack, prompts_root=root)
     splits = load_splits(config.splits)
     check_splits(splits, pack)
-    rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
+    rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     if config.rubric is not None and config.rubric != rubric.id:
         raise RunError(
             f"--rubric {config.rubric!r} was requested but pack {pack.manifest.name!r} is rated on rubric "
@@ -866,7 +923,7 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
             "or drop --rubric."
         )
     criteria = _chosen_criteria(config, rubric)
-    conditions, notes = _conditions(config, pack)
+    conditions, chosen = _conditions(config, pack)
     items = {}
     for i, c in enumerate(criteria):
         train = _select_items(pack, splits, c, "train", config.budget.max_train_targets, config.seed + i, conditions)
@@ -878,10 +935,10 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
             )
         items[c.criterion_id] = (train, val)
     return CalibrationPlan(
-        pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=config.prompts_root),
+        pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=root),
         criteria=criteria, items=items,
-        initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=config.prompts_root) for c in criteria},
-        warnings=budget_warnings(config, len(criteria)), conditions=conditions, notes=notes,
+        initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=root) for c in criteria},
+        warnings=budget_warnings(config, len(criteria)), conditions=conditions, notes=notes + chosen,
     )
 
 

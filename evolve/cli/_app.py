@@ -570,7 +570,7 @@ def report(
     from evolve.report import write_report
 
     try:
-        write_report(run_dir, n_boot=n_boot, seed=seed, html=html)
+        report_data = write_report(run_dir, n_boot=n_boot, seed=seed, html=html)
     except EvolveError as exc:
         _fail(exc)
     out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv and agreement.csv", highlight=False)
@@ -653,6 +653,8 @@ def audit(
         err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
         raise typer.Exit(code=130) from None
     typer.echo((run_dir / AUDIT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
+    for note in report_data["rubric"].get("notes", []):  # the run's rubric copy was used, the original changed
+        out.print(f"note: {note}", highlight=False, soft_wrap=True)
     if rebuild_report and (run_dir / CalibrationFolder.REPORT_JSON).is_file():
         from evolve.report import write_report
 

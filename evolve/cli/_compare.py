@@ -36,6 +36,8 @@ def compare(
         comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html)
     except EvolveError as exc:
         _fail(exc)
+    for note in comparison.get("notes", []):
+        out.print(f"note: {note}", highlight=False, soft_wrap=True)
     for d in comparison["differences"]:
         iv = "—" if d["estimate"] is None else f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
         out.print(f"{d['criterion']}: {d['what']} {d['run']} − {d['versus']}: {iv} ({d['verdict']})", highlight=False,

@@ -23,6 +23,7 @@ from evolve.report._bench import build_bench_report
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
 from evolve.report._report import build_report, format_interval
+from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
 from evolve.stats import ClusterMeans, paired_mae_difference
 
@@ -100,7 +101,8 @@ def _check_same_frame(dirs: list[Path], configs: list) -> tuple:
     from evolve.data import load_pack
     from evolve.splits import load_splits
 
-    packs = [load_pack(c.pack, prompts_root=c.prompts_root) for c in configs]
+    packs = [load_pack(c.pack, prompts_root=run_prompts_root(CalibrationFolder(d).prompts_root, c.prompts_root))
+             for d, c in zip(dirs, configs)]  # each run's own copy of its rubric, when it has one
     splits = [load_splits(c.splits) for c in configs]
     ref = packs[0].manifest
     for d, pack, split in zip(dirs[1:], packs[1:], splits[1:]):
@@ -156,7 +158,8 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int) -> dict:
             "runs": [{"label": label, "path": str(d), "judge_model": c.judge.model, "provider": c.endpoint.provider,
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
-            "criteria": criteria, "differences": differences}
+            "criteria": criteria, "differences": differences,
+            "notes": list(dict.fromkeys(n for r in reports for n in r["rubric"]["notes"]))}
 
 
 def _side(label: str, entry: dict) -> dict:

@@ -17,7 +17,7 @@ from sklearn.metrics import confusion_matrix
 from evolve.config import ArchiveSettings
 from evolve.report._pages import calibration_html
 from evolve.report._usage import render_usage, usage_report
-from evolve.rubric import Rubric, load_rubric
+from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
     STATISTICS,
@@ -145,7 +145,10 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         bootstrap interval, for each baseline row and the physician ceiling, train and
         validation), ``"exclusions"`` (structurally inapplicable pairs) and ``"audit"`` (drift
         verdicts, when ``audit.json`` exists) and ``"usage"`` (every call of every process of the
-        run from the journal, :func:`~evolve.report.usage_report`).
+        run from the journal, :func:`~evolve.report.usage_report`). ``"rubric"`` holds the id,
+        the version, ``run_copy`` (the rubric was read from the run's own copy,
+        ``judge_prompts/``) and ``notes`` (:func:`~evolve.rubric.snapshot_changes`: the original
+        rubric has changed since the run).
 
     Args:
         run_dir: The run folder.
@@ -164,9 +167,10 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
     cands = folder.read_frame(folder.CANDIDATES, keep_default_na=False, dtype=str)
     assert scores is not None and cands is not None  # required files
-    pack = load_pack(config.pack, prompts_root=config.prompts_root)
+    root = run_prompts_root(folder.prompts_root, config.prompts_root)  # the run's own copy of its rubric
+    pack = load_pack(config.pack, prompts_root=root)
     ratings = pack.ratings_frame()
-    rubric = load_rubric(pack.manifest.rubric.id, root=config.prompts_root, version=pack.manifest.rubric.version)
+    rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     audit = _read_audit(run_dir)
     exclusions = folder.read_frame(folder.EXCLUSIONS, optional=True)
     exclusions = pd.DataFrame() if exclusions is None else exclusions
@@ -174,7 +178,8 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         "version": REPORT_VERSION,
         "run_id": config.run_id,
         "pack": pack.manifest.name,
-        "rubric": {"id": pack.manifest.rubric.id, "version": pack.manifest.rubric.version},
+        "rubric": {"id": pack.manifest.rubric.id, "version": pack.manifest.rubric.version,
+                   "run_copy": root == folder.prompts_root, "notes": snapshot_changes(folder.prompts_root)},
         "conditions": list(config.conditions) if config.conditions is not None else None,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
         "criteria": {},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,9 @@ class RunFolder:
 
     JOURNAL = "journal.jsonl"
     RESUME = "the command that made it, with --resume"
+    PROMPTS = "judge_prompts"
+    """The run's copy of the rubrics it used, a prompts root (``judge_prompts/<rubric_id>/...``,
+    with ``sources.json``: where each was copied from and every file's sha256)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -79,6 +83,53 @@ class RunFolder:
     def journal(self) -> Journal:
         """The run's :class:`Journal` (creates the folder)."""
         return Journal(self.journal_path)
+
+    @property
+    def prompts_root(self) -> Path:
+        """``judge_prompts/``: the run's copy of its rubric, protocol and initial guidance (a
+        prompts root; absent in runs made before runs kept one)."""
+        return self.path / self.PROMPTS
+
+    def portable(self, path: Path | str | None) -> str | None:
+        """A path as a run's configuration stores it: a relative path (relative to the current
+        folder, as typed) becomes relative to this run folder; an absolute one stays absolute.
+
+        The inverse is :meth:`resolve`, so ``evolve report RUN`` works from any folder.
+        """
+        if path is None:
+            return None
+        path = Path(path)
+        if path.is_absolute():
+            return str(path)
+        try:
+            return os.path.relpath(Path.cwd() / path, self.path.absolute())
+        except ValueError:  # another drive (Windows): keep it absolute
+            return str(Path.cwd() / path)
+
+    def resolve(self, path: Path | str | None) -> Path | None:
+        """A path read from this run's configuration, as a usable (absolute) path.
+
+        A relative path is taken from the run folder (how runs store them, see :meth:`portable`);
+        when nothing is there but the path exists from the current folder, that one (runs made
+        before paths were stored relative to the run folder kept them as typed).
+        """
+        if path is None:
+            return None
+        path = Path(path)
+        if path.is_absolute():
+            return path
+        from_run = Path(os.path.normpath(self.path.absolute() / path))
+        if not from_run.exists() and (Path.cwd() / path).exists():
+            return Path.cwd() / path
+        return from_run
+
+    def portable_fields(self, data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+        """``data`` (a configuration as JSON) with the path ``fields`` made :meth:`portable`."""
+        return {**data, **{f: self.portable(data[f]) for f in fields if data.get(f) is not None}}
+
+    def resolved_fields(self, data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+        """``data`` (a configuration as stored) with the path ``fields`` :meth:`resolve`-d."""
+        return {**data, **{f: str(self.resolve(data[f])) for f in fields if data.get(f) is not None}}
 
     def write(self, name: str, data: str | bytes) -> Path:
         """Write the file ``name`` of this run atomically; returns its path."""
