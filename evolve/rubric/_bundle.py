@@ -35,11 +35,13 @@ Guidance = Mapping[str, tuple[tuple[str, str], ...]]
 
 
 def _normalised(guidance: Mapping[str, Iterable[tuple[str, str]]]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Guidance with stripped texts, ordered by file name as the loader reads them back."""
+    """Guidance with stripped texts, ordered by file name as the loader reads them back; a
+    criterion without any text is left out (as a folder without files reads back)."""
     out = {}
     for cid, pairs in guidance.items():
         items = tuple((str(name), str(text).strip()) for name, text in pairs)
-        out[str(cid)] = tuple(sorted(items, key=lambda pair: f"{pair[0]}.md"))
+        if items:
+            out[str(cid)] = tuple(sorted(items, key=lambda pair: f"{pair[0]}.md"))
     return out
 
 
@@ -107,7 +109,7 @@ class RubricBundle:
             if cid not in known:
                 raise RubricError(f"{where}: no criterion {cid!r} in {RUBRIC_FILE} (known: {sorted(known)}); "
                                   "rename the folder to a criterion id or remove it.")
-            if not known[cid].evolve and pairs:
+            if not known[cid].evolve:
                 raise RubricError(f"{where}: criterion {cid!r} is not evolved (evolve: false), so its guidance is never "
                                   "used; remove it or set evolve: true.")
             self._check_pairs(where, pairs)

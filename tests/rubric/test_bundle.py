@@ -72,6 +72,15 @@ def test_texts_are_stripped_and_guidance_is_in_file_name_order():
     assert bundle.guidance["accuracy"] == (("a-b", "third"), ("a", "first"), ("b", "second"))
 
 
+def test_a_criterion_without_guidance_texts_is_left_out(tmp_path: Path):
+    rubric = Rubric(id="mine", version="1", components={"answer": "The answer."},
+                    criteria=(_criterion("accuracy"), _criterion("overall", evolve=False)))
+    bundle = RubricBundle(rubric=rubric, protocol="P.", guidance={"accuracy": [("i", "x")], "overall": []})
+    assert list(bundle.guidance) == ["accuracy"]
+    bundle.write(tmp_path)
+    assert RubricBundle.load("mine", root=tmp_path) == bundle
+
+
 @pytest.mark.parametrize("rubric_id", SHIPPED)
 def test_shipped_rubrics_load_and_round_trip(tmp_path: Path, rubric_id: str):
     bundle = RubricBundle.load(rubric_id)
