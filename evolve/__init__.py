@@ -5,10 +5,50 @@ guidance prompts appended to a fixed judge protocol; an LLM mutates elites, fitn
 mean absolute error (MAE) between the judge's scores and every individual physician rating on
 training cases, and winners are re-scored with fresh seeds on held-out validation cases against
 no-guidance, initial-prompt and training-median baselines.
+
+The short path from Python (see the README's "Python quickstart")::
+
+    import evolve
+
+    summary = evolve.calibrate("ratings/kqa", endpoint="http://127.0.0.1:8080/v1")
+    print(summary.describe())
+
+``calibrate``, ``CalibrationSummary``, ``RatingPack`` and ``RubricBundle`` are imported on first
+use, so ``import evolve`` (and ``evolve --help``) does not load the engines.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from evolve.errors import EvolveError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from evolve.data import RatingPack
+    from evolve.rubric import RubricBundle
+    from evolve.workflows import CalibrationSummary, calibrate
+
 __version__ = "0.1.0"
 
-__all__ = ["EvolveError", "__version__"]
+_LAZY = {
+    "calibrate": "evolve.workflows",
+    "CalibrationSummary": "evolve.workflows",
+    "RatingPack": "evolve.data",
+    "RubricBundle": "evolve.rubric",
+}
+"""Names re-exported on first use, and the module that defines them."""
+
+__all__ = ["CalibrationSummary", "EvolveError", "RatingPack", "RubricBundle", "__version__", "calibrate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'evolve' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -7,6 +7,10 @@ share, so the embedded server starts once:
 * :func:`run_calibration` - calibrate every criterion, audit the winners for semantic drift
   (unless ``config.audit`` is off), then write ``report.md``/``report.json``
   (``evolve calibrate``);
+* :func:`calibrate` - the short Python path (``evolve.calibrate``): a pack folder or an
+  in-memory pack, a rubric id, folder or bundle, an endpoint URL or a client; in-memory inputs
+  are written into the run folder, the split is made when none is given, and a
+  :class:`CalibrationSummary` is returned;
 * :func:`run_and_judge` - generate consilium outputs, judge them (optionally with calibrated
   guidance), then write the bench tables (``evolve bench run``);
 * :func:`run_otb` - answer OpenTumorBoard's Board Simulation and Specialist Turn items, judge
@@ -16,10 +20,11 @@ share, so the embedded server starts once:
 The command line calls these; a library user may call the engines alone.
 """
 
+from evolve.workflows._api import CalibrationSummary, CriterionSummary, Verdict, calibrate
 from evolve.workflows._bench import run_and_judge
 from evolve.workflows._calibration import run_calibration
 from evolve.workflows._otb import OtbRunResult, run_otb
 from evolve.workflows._reference import ConfigKey, config_keys, config_reference, key_reference, replace_marked
 
-__all__ = ["ConfigKey", "OtbRunResult", "config_keys", "config_reference", "key_reference", "replace_marked",
-           "run_and_judge", "run_calibration", "run_otb"]
+__all__ = ["CalibrationSummary", "ConfigKey", "CriterionSummary", "OtbRunResult", "Verdict", "calibrate", "config_keys",
+           "config_reference", "key_reference", "replace_marked", "run_and_judge", "run_calibration", "run_otb"]

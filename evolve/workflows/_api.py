@@ -1,0 +1,330 @@
+"""``evolve.calibrate``: from ratings (a folder or in memory) to a calibrated judge, in one call.
+
+:func:`calibrate` accepts what a Python user has at hand - a rating pack folder or a
+:class:`~evolve.data.RatingPack` built in memory (``RatingPack.from_frame(df, ...)``), a rubric
+id, folder or :class:`~evolve.rubric.RubricBundle`, an endpoint URL or a ready client - writes
+what exists only in memory into the run folder, makes the case-disjoint split when none is
+given, and runs :func:`~evolve.workflows.run_calibration` (calibrate, drift audit, report). It
+returns a :class:`CalibrationSummary` read from the run's ``report.json``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from evolve.config import EndpointSettings, resolve_config
+from evolve.data import RatingPack, load_pack, write_pack
+from evolve.errors import EvolveError, RubricError, RunError
+from evolve.llm import Client, FakeProvider
+from evolve.rubric import RubricBundle
+from evolve.runs import CalibrationFolder, ProgressHook
+from evolve.splits import Splits, make_splits, write_splits
+from evolve.workflows._calibration import run_calibration
+
+__all__ = ["CalibrationSummary", "CriterionSummary", "Verdict", "calibrate"]
+
+PACK_DIR, SPLITS_DIR, RUBRIC_DIR = "pack", "splits", "rubric"
+"""Where :func:`calibrate` writes an in-memory pack, a made split and an in-memory rubric
+(a prompts root: ``rubric/<rubric_id>/...``) inside the run folder."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Verdict(_Record):
+    """The winner against one baseline on validation: paired MAE difference and its interval.
+
+    Attributes:
+        baseline: ``best_initial`` (the best hand-written guidance) or ``no_guidance``.
+        estimate: Winner's MAE minus the baseline's, rating points (negative: the winner is
+            closer to the physicians); None when undefined.
+        low: Lower end of the case-clustered bootstrap interval (level: the summary's
+            ``confidence``); None when undefined.
+        high: Upper end of that interval; None when undefined.
+        n_pairs: (judge call, physician rating) pairs compared; 0 when the winner is the baseline.
+        verdict: ``better`` (interval below 0), ``worse`` (above 0), ``no distinguishable
+            difference`` (covers 0) or ``same candidate``.
+    """
+
+    baseline: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    n_pairs: int
+    verdict: str
+
+    def describe(self) -> str:
+        """``better than no_guidance: -0.400 [-0.700, -0.100]`` (or ``same candidate as ...``)."""
+        if self.verdict == "same candidate" or self.estimate is None:
+            return f"{self.verdict} as {self.baseline}" if self.verdict == "same candidate" else \
+                f"{self.verdict} vs {self.baseline}"
+        interval = f"[{self.low:+.3f}, {self.high:+.3f}]" if self.low is not None and self.high is not None else "[—]"
+        return f"{self.verdict} vs {self.baseline}: {self.estimate:+.3f} {interval}"
+
+
+class CriterionSummary(_Record):
+    """One criterion of a finished calibration.
+
+    Attributes:
+        criterion: Criterion id.
+        name: Criterion name (the rubric's).
+        winner: Candidate id of the selected guidance (e.g. ``entailment:m003``).
+        origin: ``mutation`` (evolved), ``initial`` (a hand-written guidance kept) or ``none``.
+        guidance: The winner's guidance text, as the judge receives it (empty for ``none``).
+        train_mae: The winner's MAE against every physician rating on training, from evolution.
+        validation_mae: The winner's MAE on validation with fresh judge seeds, rating points.
+        baselines: Validation MAE of ``no_guidance``, ``best_initial`` and ``training_median``
+            (always answering the training median), rating points; None when undefined.
+        ceiling_mae: The physicians' own MAE against each other on validation (a floor for any
+            judge); None when no validation target has two raters.
+        verdicts: Paired verdicts of the winner against ``best_initial`` and ``no_guidance``.
+        n_validation_targets: Validation targets judged.
+        drift: The drift audit's flag (``ok``, ``review``, ...), None when not audited.
+    """
+
+    criterion: str
+    name: str
+    winner: str
+    origin: str
+    guidance: str
+    train_mae: float | None
+    validation_mae: float | None
+    baselines: dict[str, float | None]
+    ceiling_mae: float | None
+    verdicts: dict[str, Verdict]
+    n_validation_targets: int
+    drift: str | None
+
+    def describe(self) -> str:
+        """One line: the winner, its validation MAE, the baselines' and the verdicts."""
+        mae = "n/a" if self.validation_mae is None else f"{self.validation_mae:.3f}"
+        base = ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items() if v is not None)
+        verdicts = "; ".join(v.describe() for v in self.verdicts.values())
+        return f"{self.criterion}: winner {self.winner} ({self.origin}), validation MAE {mae} ({base}); {verdicts}"
+
+
+class CalibrationSummary(_Record):
+    """What a calibration found, read from its run folder's ``report.json``.
+
+    Attributes:
+        run_dir: The run folder (``report.md``, ``report.html`` and every table are there).
+        run_id: The run's id.
+        pack: The rating pack's name.
+        rubric: The rubric id.
+        confidence: Level of the verdicts' intervals (0.95).
+        criteria: Per criterion id, its :class:`CriterionSummary`, in the report's order.
+    """
+
+    run_dir: Path
+    run_id: str
+    pack: str
+    rubric: str
+    confidence: float
+    criteria: dict[str, CriterionSummary]
+
+    @property
+    def guidance(self) -> dict[str, str]:
+        """The calibrated judge: the winning guidance text per criterion id."""
+        return {cid: c.guidance for cid, c in self.criteria.items()}
+
+    def describe(self) -> str:
+        """One line per criterion (:meth:`CriterionSummary.describe`)."""
+        return "\n".join(c.describe() for c in self.criteria.values())
+
+    @classmethod
+    def from_report(cls, run_dir: Path | str, report: Mapping[str, Any]) -> CalibrationSummary:
+        """The summary of a parsed ``report.json`` (as :func:`evolve.report.build_report` makes it)."""
+        criteria = {}
+        for row in report.get("table5", []):
+            entry = report["criteria"][row["criterion"]]
+            verdicts = {k: Verdict(baseline=k, **v) for k, v in entry.get("verdicts", {}).items() if v}
+            criteria[row["criterion"]] = CriterionSummary(
+                criterion=row["criterion"], name=row.get("name") or row["criterion"], winner=row["evolved"],
+                origin=row["evolved_origin"], guidance=entry["winner"].get("text", ""),
+                train_mae=row.get("evolved_train_mae"), validation_mae=row.get("evolved_val_mae"),
+                baselines={"no_guidance": row.get("no_guidance_val_mae"), "best_initial": row.get("best_initial_val_mae"),
+                           "training_median": row.get("median_val_mae")},
+                ceiling_mae=row.get("ceiling_val_mae"), verdicts=verdicts,
+                n_validation_targets=int(row.get("n_val_targets") or 0), drift=row.get("drift"),
+            )
+        return cls(run_dir=Path(run_dir), run_id=str(report.get("run_id", Path(run_dir).name)), pack=str(report.get("pack", "")),
+                   rubric=str((report.get("rubric") or {}).get("id", "")),
+                   confidence=float((report.get("bootstrap") or {}).get("confidence", 0.95)), criteria=criteria)
+
+    @classmethod
+    def from_run(cls, run_dir: Path | str) -> CalibrationSummary:
+        """The summary of a finished run folder (its ``report.json``).
+
+        Raises:
+            RunError: The folder has no readable ``report.json`` (``evolve report RUN`` writes it).
+        """
+        import json
+
+        path = Path(run_dir) / CalibrationFolder.REPORT_JSON
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{path}: cannot read the run's report ({exc}); write it with `evolve report {run_dir}`.") from exc
+        return cls.from_report(run_dir, report)
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+    return out
+
+
+def _endpoint(endpoint: Client | EndpointSettings | Mapping[str, Any] | str | None, model: str | None) -> dict[str, Any]:
+    """The endpoint overrides of a :func:`calibrate` call."""
+    if isinstance(endpoint, Client):
+        out: dict[str, Any] = {"provider": "fake"} if isinstance(endpoint.provider, FakeProvider) else {}
+    elif isinstance(endpoint, str):
+        out = {"base_url": endpoint}  # a URL means the OpenAI-compatible provider
+    elif isinstance(endpoint, EndpointSettings):
+        out = endpoint.model_dump()
+    elif isinstance(endpoint, Mapping):
+        out = dict(endpoint)
+    elif endpoint is None:
+        out = {}
+    else:
+        raise EvolveError(f"endpoint={endpoint!r}: give a base URL, an EndpointSettings, a dict of endpoint settings or "
+                          "an evolve.llm.Client.")
+    return {**out, "model": model} if model is not None else out
+
+
+def _rubric(rubric: RubricBundle | Path | str | None, prompts_root: Path | str | None,
+            run_dir: Path) -> tuple[str | None, Path | None, RubricBundle | None]:
+    """(expected rubric id, prompts root, bundle to write into the run) of a :func:`calibrate` call."""
+    root = Path(prompts_root) if prompts_root is not None else None
+    if rubric is None:
+        return None, root, None
+    if isinstance(rubric, RubricBundle):
+        rubric.validate()
+        return rubric.rubric.id, run_dir / RUBRIC_DIR, rubric
+    if isinstance(rubric, Path) or "/" in rubric or "\\" in rubric:
+        folder = Path(rubric)
+        if not (folder / "rubric.json").is_file():
+            raise RubricError(f"{folder}: not a rubric folder (no rubric.json). Give a rubric folder "
+                              "(<prompts root>/<rubric_id>/rubric.json), a rubric id or a RubricBundle.")
+        return folder.name, folder.parent, None
+    return rubric, root, None
+
+
+def _pack_name(pack: RatingPack | Path | str) -> str:
+    return pack.manifest.name if isinstance(pack, RatingPack) else Path(pack).resolve().name
+
+
+def calibrate(
+    pack: RatingPack | Path | str,
+    *,
+    rubric: RubricBundle | Path | str | None = None,
+    endpoint: Client | EndpointSettings | Mapping[str, Any] | str | None = None,
+    preset: str | None = "quick",
+    model: str | None = None,
+    splits: Splits | Path | str | None = None,
+    criteria: list[str] | tuple[str, ...] | None = None,
+    config: Mapping[str, Any] | Path | str | None = None,
+    prompts_root: Path | str | None = None,
+    run_id: str | None = None,
+    archives_dir: Path | str = "archives",
+    split_seed: int = 42,
+    progress: ProgressHook | None = None,
+) -> CalibrationSummary:
+    """Calibrate a judge on ratings: evolve each criterion's guidance, audit it, report.
+
+    What exists only in memory is written into the new run folder first (``pack/``,
+    ``splits/``, ``rubric/<rubric_id>/``), so the run folder holds everything it was made from;
+    folders given by path are read where they are. The configuration is layered as for
+    ``evolve calibrate``: ``preset`` < ``config`` < environment (``EVOLVE_BASE_URL`` ...) < the
+    other arguments. Nothing is written when an argument or the configuration is invalid; a
+    start that fails before the run begins (an invalid pack, an impossible split) removes the
+    run folder it made.
+
+    Example::
+
+        summary = evolve.calibrate("ratings/kqa", endpoint="http://127.0.0.1:8080/v1")
+        print(summary.describe())          # winner, validation MAE, verdicts per criterion
+        summary.guidance["entailment"]     # the calibrated guidance text
+
+    Args:
+        pack: A rating pack folder, or a :class:`~evolve.data.RatingPack` in memory (e.g.
+            ``RatingPack.from_frame(df, rubric=..., name=...)``).
+        rubric: None (the rubric the pack names), a rubric id (the pack must be rated on it),
+            a rubric folder (a :class:`~pathlib.Path`, or a string with a ``/``), or a
+            :class:`~evolve.rubric.RubricBundle` in memory.
+        endpoint: None (the configuration's endpoint: the embedded model by default), a base
+            URL (an OpenAI-compatible server, e.g. ``http://127.0.0.1:8080/v1``), an
+            :class:`~evolve.config.EndpointSettings`, a dict of endpoint settings, or a ready
+            :class:`~evolve.llm.Client` (kept open; a client over the fake provider is recorded
+            as provider ``fake``).
+        preset: ``quick`` (minutes on the embedded model), ``paper`` (SPEC §4) or None.
+        model: Model id sent to the endpoint (judge and mutation); None = the configuration's.
+        splits: A split folder, a :class:`~evolve.splits.Splits`, or None to split the pack's
+            cases with :func:`~evolve.splits.make_splits` (seed ``split_seed``).
+        criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
+        config: Further configuration: a dict nested as a config file (see the README's
+            "Configuration keys"), or the path of a JSON config file.
+        prompts_root: Where rubric ids are looked up first (then ``$EVOLVE_PROMPTS_ROOT``, then
+            the shipped rubrics).
+        run_id: Run folder name under ``archives_dir``; None = ``<pack name>-<UTC time>``.
+        archives_dir: Where run folders go.
+        split_seed: Seed of the split made when ``splits`` is None.
+        progress: Progress hook (:class:`~evolve.runs.ProgressHook`).
+
+    Returns:
+        The run's :class:`CalibrationSummary` (winners, guidance, validation MAE against the
+        baselines, verdicts with intervals).
+
+    Raises:
+        ConfigError: An invalid setting (names the field) or an unusable ``endpoint``.
+        RunError: The run folder already holds a run, or the inputs leave no training or
+            validation targets.
+        PackError, SplitError, RubricError: Invalid inputs (before any model call).
+        NoWinnerError: Some criterion found no usable guidance (the report covers the others).
+    """
+    run_id = run_id or f"{_pack_name(pack)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    run_dir = Path(archives_dir) / run_id
+    rubric_id, root, bundle = _rubric(rubric, prompts_root, run_dir)
+    pack_dir = run_dir / PACK_DIR if isinstance(pack, RatingPack) else Path(pack)
+    split_dir = Path(splits) if isinstance(splits, (Path, str)) else run_dir / SPLITS_DIR
+    overrides = _merged(dict(config) if isinstance(config, Mapping) else {}, {
+        "run_id": run_id, "archives_dir": Path(archives_dir), "pack": pack_dir, "splits": split_dir,
+        "prompts_root": root, "rubric": rubric_id, "criteria": tuple(criteria) if criteria is not None else None,
+        "endpoint": _endpoint(endpoint, model),
+    })
+    resolved = resolve_config(preset=preset, config_file=None if isinstance(config, Mapping) or config is None else Path(config),
+                              overrides=overrides)
+    if (run_dir / CalibrationFolder.CONFIG).exists():
+        raise RunError(f"{run_dir} already holds a run; choose another run_id (continue that one with "
+                       f"`evolve calibrate --resume {run_dir}`).")
+    made = not run_dir.exists()
+    try:
+        _write_inputs(run_dir, pack, bundle, splits, split_dir, root, split_seed)
+        result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None, progress=progress)
+    except BaseException:
+        if made and not (run_dir / CalibrationFolder.CONFIG).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)  # the run never began: leave nothing behind
+        raise
+    return CalibrationSummary.from_report(result.run_dir, result.report)
+
+
+def _write_inputs(run_dir: Path, pack: RatingPack | Path | str, bundle: RubricBundle | None,
+                  splits: Splits | Path | str | None, split_dir: Path, root: Path | None, split_seed: int) -> None:
+    """Write the in-memory rubric, pack and split of a :func:`calibrate` call into its run folder."""
+    if bundle is not None:
+        bundle.write(run_dir / RUBRIC_DIR, overwrite=True)
+    if isinstance(pack, RatingPack):
+        write_pack(pack, run_dir / PACK_DIR, overwrite=True)
+    if isinstance(splits, Splits):
+        write_splits(splits, split_dir, overwrite=True)
+    elif splits is None:
+        loaded = pack if isinstance(pack, RatingPack) else load_pack(pack, prompts_root=root)
+        write_splits(make_splits(loaded, seed=split_seed), split_dir, overwrite=True)

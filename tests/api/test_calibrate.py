@@ -1,0 +1,142 @@
+"""`evolve.calibrate`: from a pack folder or an in-memory pack and rubric to a typed summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import evolve
+from evolve.data import RatingPack, load_pack
+from evolve.errors import ConfigError, EvolveError, RubricError, RunError
+from evolve.rubric import RubricBundle
+from evolve.splits import load_splits
+from evolve.testing import LoopbackChatServer
+from evolve.workflows import CalibrationSummary, calibrate
+from tests.conftest import fake_endpoint, make_tiny_pack, request_of
+
+SMALL = {"budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2}}
+
+
+def _check_against_report(summary: CalibrationSummary) -> None:
+    """Every field of the summary is what the run's report.json says."""
+    report = json.loads((summary.run_dir / "report.json").read_text("utf-8"))
+    assert summary == CalibrationSummary.from_run(summary.run_dir)
+    assert summary.run_id == report["run_id"] and summary.pack == report["pack"] and summary.rubric == report["rubric"]["id"]
+    assert list(summary.criteria) == [row["criterion"] for row in report["table5"]]
+    for row in report["table5"]:
+        got, entry = summary.criteria[row["criterion"]], report["criteria"][row["criterion"]]
+        assert got.winner == row["evolved"] == entry["winner"]["candidate_id"]
+        assert got.guidance == entry["winner"]["text"] and summary.guidance[row["criterion"]] == got.guidance
+        assert got.validation_mae == row["evolved_val_mae"] and got.baselines == {
+            "no_guidance": row["no_guidance_val_mae"], "best_initial": row["best_initial_val_mae"],
+            "training_median": row["median_val_mae"]}
+        assert got.n_validation_targets == row["n_val_targets"] and got.drift == row["drift"]
+        for name, verdict in entry["verdicts"].items():
+            assert got.verdicts[name].model_dump(exclude={"baseline"}) == verdict
+
+
+def test_pack_folder_rubric_id_and_client(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
+    summary = calibrate(tiny_pack_dir, rubric="kqa-entailment", endpoint=fake_client, run_id="folder",
+                        archives_dir=tmp_path / "archives", config=SMALL)
+    assert summary.run_dir == tmp_path / "archives" / "folder" and summary.rubric == "kqa-entailment"
+    _check_against_report(summary)
+    entailment = summary.criteria["entailment"]
+    # the fake judge finds the truth only under evolved 'calibrated' guidance
+    assert entailment.origin == "mutation" and "calibrated" in entailment.guidance
+    assert entailment.validation_mae < entailment.baselines["no_guidance"]
+    assert entailment.verdicts["no_guidance"].verdict == "better"
+    assert "entailment: winner entailment:m" in summary.describe()
+    config = json.loads((summary.run_dir / "config.json").read_text("utf-8"))
+    assert config["endpoint"]["provider"] == "fake" and config["budget"]["accepted"] == 2
+    # the split was made into the run folder, from the pack's cases
+    splits = load_splits(summary.run_dir / "splits")
+    assert set(splits.train) | set(splits.validation) | set(splits.holdout) == {c.case_id for c in load_pack(tiny_pack_dir).cases}
+    assert not (summary.run_dir / "pack").exists()  # a pack folder is read where it is
+
+
+def _frame() -> pd.DataFrame:
+    pack = make_tiny_pack()
+    targets = {t.target_id: t for t in pack.targets}
+    cases = {c.case_id: c for c in pack.cases}
+    return pd.DataFrame([{"case": r.case_id, "case_text": cases[r.case_id].text, "target": r.target_id,
+                          "target_text": targets[r.target_id].text, "statement": targets[r.target_id].statement,
+                          "rater": r.rater_id, "criterion": r.criterion, "score": r.score} for r in pack.ratings])
+
+
+def test_in_memory_pack_and_rubric(tmp_path: Path, fake_client, monkeypatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # nothing is written outside the run folder
+    shipped = RubricBundle.load("kqa-entailment")
+    bundle = RubricBundle(rubric=shipped.rubric.model_copy(update={"id": "my-entailment"}), protocol=shipped.protocol,
+                          guidance=shipped.guidance)
+    pack = RatingPack.from_frame(_frame(), rubric=bundle.rubric, name="mine")
+    summary = evolve.calibrate(pack, rubric=bundle, endpoint=fake_client, config=SMALL)
+    run = summary.run_dir
+    assert run.parent == Path("archives") and run.name.startswith("mine-")
+    assert sorted(p.name for p in work.iterdir()) == ["archives"]
+    assert RubricBundle.load("my-entailment", root=run / "rubric") == bundle
+    assert load_pack(run / "pack", prompts_root=run / "rubric") == pack
+    config = json.loads((run / "config.json").read_text("utf-8"))
+    # (stored relative to the run folder, or as given)
+    assert (run / config["prompts_root"]).resolve() == (run / "rubric").resolve() and config["rubric"] == "my-entailment"
+    assert summary.rubric == "my-entailment" and summary.pack == "mine"
+    _check_against_report(summary)
+    assert summary.criteria["entailment"].verdicts["no_guidance"].verdict == "better"
+
+
+def test_endpoint_url_means_an_openai_compatible_server(tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path,
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def respond(body: dict):
+        if "input" in body:  # embeddings: a chat-only server
+            return 404, {"error": {"message": "not found"}}
+        return fake_endpoint(request_of(body))
+
+    with LoopbackChatServer(respond) as server:
+        summary = calibrate(tiny_pack_dir, endpoint=server.base_url, model="scripted", splits=tiny_splits_dir,
+                            run_id="url", archives_dir=tmp_path / "archives", config=SMALL)
+    config = json.loads((summary.run_dir / "config.json").read_text("utf-8"))
+    assert config["endpoint"]["provider"] == "openai_compatible" and config["endpoint"]["base_url"] == server.base_url
+    assert config["judge"]["model"] == "scripted"
+    assert (summary.run_dir / config["splits"]).resolve() == tiny_splits_dir.resolve()
+    assert not (summary.run_dir / "splits").exists()
+    _check_against_report(summary)
+
+
+def test_refusals_write_nothing(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
+    archives = tmp_path / "archives"
+    with pytest.raises(ConfigError, match="embedded"):
+        calibrate(tiny_pack_dir, endpoint={"provider": "embedded", "base_url": "http://127.0.0.1:9/v1"}, run_id="a",
+                  archives_dir=archives)
+    with pytest.raises(EvolveError, match="endpoint="):
+        calibrate(tiny_pack_dir, endpoint=42, run_id="a", archives_dir=archives)  # type: ignore[arg-type]
+    with pytest.raises(RubricError, match="not a rubric folder"):
+        calibrate(tiny_pack_dir, rubric=tmp_path / "nowhere", endpoint=fake_client, run_id="a", archives_dir=archives)
+    # a start that fails before the run begins removes the folder it made
+    with pytest.raises(RunError, match="nope"):
+        calibrate(tiny_pack_dir, criteria=["nope"], endpoint=fake_client, run_id="a", archives_dir=archives)
+    assert not archives.exists() or not any(archives.iterdir())
+
+
+def test_an_existing_run_is_never_overwritten(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
+    first = calibrate(tiny_pack_dir, endpoint=fake_client, run_id="once", archives_dir=tmp_path, config=SMALL)
+    before = {p: p.read_bytes() for p in first.run_dir.rglob("*") if p.is_file()}
+    with pytest.raises(RunError, match="already holds a run"):
+        calibrate(make_tiny_pack(), endpoint=fake_client, run_id="once", archives_dir=tmp_path, config=SMALL)
+    assert {p: p.read_bytes() for p in first.run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_import_evolve_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, evolve; heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pandas', 'numpy', 'ribs', 'pydantic') or m.startswith(('evolve.calibration', 'evolve.workflows')));"
+            "print(heavy); assert not heavy; assert 'calibrate' in dir(evolve)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
