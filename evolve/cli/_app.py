@@ -40,6 +40,10 @@ HtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write r
 NBootOption = Annotated[int, typer.Option(min=1, help="Bootstrap replicates per interval (cases resampled).")]
 BootSeedOption = Annotated[int, typer.Option(help="Bootstrap seed.")]
 LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b).")]
+# Where rubrics are looked up first (evolve.rubric.rubric_source): every command that loads a rubric.
+PromptsRootOption = Annotated[Optional[Path], typer.Option(
+    "--prompts-root", help="Folder of your own rubric folders (<rubric id>/rubric.json, protocol.md, guidance/), looked up "
+    "before the shipped rubrics (default: $EVOLVE_PROMPTS_ROOT, else the shipped rubrics only).")]
 SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
     help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
@@ -238,12 +242,12 @@ def ratings_import(
 
 
 @ratings_app.command("check")
-def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder.")) -> None:
+def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder."), prompts_root: PromptsRootOption = None) -> None:
     """Validate a rating pack and print its counts."""
     from evolve.data import check_pack
 
     try:
-        summary = check_pack(pack_dir)
+        summary = check_pack(pack_dir, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
     out.print(summary.model_dump_json(indent=2), highlight=False)
@@ -262,6 +266,7 @@ def ratings_import_workbooks(
     columns: Optional[list[str]] = typer.Option(None, "--column",
         help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Import physician rating workbooks of consilium records (SPEC §6) into a rating pack."""
     from evolve.data import import_workbooks, parse_column_overrides, write_workbook_import
@@ -269,7 +274,7 @@ def ratings_import_workbooks(
     try:
         result = import_workbooks(
             src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name or out_dir.name,
-            case_columns=parse_column_overrides(columns) if columns else None,
+            case_columns=parse_column_overrides(columns) if columns else None, prompts_root=prompts_root,
         )
         write_workbook_import(result, out_dir, overwrite=overwrite)
     except EvolveError as exc:
@@ -292,12 +297,14 @@ def ratings_workbook_template(
     rater: str = typer.Option("", "--rater", help="Rater id to pre-fill (default: derived on import)."),
     case_ids: Optional[list[str]] = typer.Option(None, "--case-id", help="Case id to pre-fill in column A (repeatable)."),
     overwrite: bool = typer.Option(False, help="Replace an existing file."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Write an empty, correctly headed physician rating workbook for one specialty."""
     from evolve.data import write_workbook_template
 
     try:
-        write_workbook_template(path, specialty=specialty, rater=rater, case_ids=case_ids or [], overwrite=overwrite)
+        write_workbook_template(path, specialty=specialty, rater=rater, case_ids=case_ids or [], overwrite=overwrite,
+                                prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
     out.print(f"wrote {path}", highlight=False)
@@ -328,6 +335,7 @@ def splits_make(
         None, "--column", help="With --cases: case_id=COLUMN and/or doi=COLUMN when the case file names them "
         "differently (default: case_id, else doi, else id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace different manifests already in the folder."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Write a deterministic case-disjoint frame/held-out and train/validation partition.
 
@@ -339,7 +347,7 @@ def splits_make(
     from evolve.splits import build_splits, write_splits
 
     try:
-        pack = load_pack(pack_dir)
+        pack = load_pack(pack_dir, prompts_root=prompts_root)
         result = build_splits(
             pack, cases=_case_universe(cases, case_column), frame_manifest=frame_manifest, frame_size=frame_size, n_train=train_size,
             n_validation=validation_size, train_manifest=train_manifest, validation_manifest=validation_manifest,
@@ -381,13 +389,14 @@ def splits_check(
         None, "--cases", help="The case file the frame was chosen from: also verify ids, exact complement and order."),
     case_column: Optional[list[str]] = typer.Option(
         None, "--column", help="With --cases: case_id=COLUMN and/or doi=COLUMN, as for `splits make`; repeatable."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Check a manifest folder against its pack (disjoint, exact complement, order, one side per case)."""
     from evolve.data import load_pack
     from evolve.splits import check_split_dir
 
     try:
-        result = check_split_dir(split_dir, load_pack(pack_dir), cases=_case_universe(cases, case_column))
+        result = check_split_dir(split_dir, load_pack(pack_dir, prompts_root=prompts_root), cases=_case_universe(cases, case_column))
     except EvolveError as exc:
         _fail(exc)
     for note in result.warnings:
@@ -396,7 +405,7 @@ def splits_check(
 
 
 def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, frame_manifest, conditions, run_id,
-                       archives_dir, seed) -> tuple[Path, Path, str]:
+                       archives_dir, seed, prompts_root) -> tuple[Path, Path, str]:
     """``calibrate --workbooks``: import and split into the run folder (pack/, splits/)."""
     from evolve.calibration import prepare_workbook_inputs
     from evolve.data import parse_column_overrides
@@ -410,7 +419,7 @@ def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, fram
         workbooks, cases=cases, outputs=outputs, into=(archives_dir or Path("archives")) / run_id,
         condition=conditions[0] if conditions else None, role_map=role_map,
         case_columns=parse_column_overrides(case_column) if case_column else None,
-        frame_manifest=frame_manifest, seed=42 if seed is None else seed)
+        frame_manifest=frame_manifest, seed=42 if seed is None else seed, prompts_root=prompts_root)
     for warning in inputs.warnings:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     out.print("imported " + ", ".join(f"{k} {v}" for k, v in inputs.counts.items()), highlight=False)
@@ -461,6 +470,7 @@ def calibrate(
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
     options = dict(locals())  # the options as given (before any local name is bound)
@@ -482,14 +492,15 @@ def calibrate(
             if parallel_criteria is not None:  # how many archives run at once changes no result
                 config = config.model_copy(update={"parallel_criteria": parallel_criteria})
         else:
+            root = _config_prompts_root(preset, config_file, prompts_root)  # before any rubric is read
             if workbooks is not None:
                 pack, splits, run_id = _prepare_workbooks(
                     workbooks, cases=cases, outputs=outputs, role_map=role_map, case_column=case_column,
                     frame_manifest=frame_manifest, conditions=conditions, run_id=run_id,
-                    archives_dir=archives_dir, seed=seed)
+                    archives_dir=archives_dir, seed=seed, prompts_root=root)
             if pack is None:
                 raise EvolveError("--pack is required (or --workbooks DIR, or --resume RUN_DIR to continue a run).")
-            name = load_pack(pack).manifest.name
+            name = load_pack(pack, prompts_root=root).manifest.name
             endpoint = _endpoint_overrides(base_url=base_url, model=model, api_key_env=api_key_env,
                                            max_concurrency=max_concurrency, local_model=local_model,
                                            schema_limits=schema_limits, price_in=price_in, price_out=price_out)
@@ -497,6 +508,7 @@ def calibrate(
                 "run_id": run_id or f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
                 "pack": pack,
                 "splits": splits or Path("splits") / name,
+                "prompts_root": prompts_root,
                 "rubric": rubric,
                 "criteria": tuple(criteria) if criteria else None,
                 "conditions": tuple(conditions) if conditions else None,
@@ -530,6 +542,16 @@ def calibrate(
     typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
     _print_verdicts(result.report)
+
+
+def _config_prompts_root(preset: str, config_file: Path | None, prompts_root: Path | None) -> Path | None:
+    """The prompts root the calibration config will hold (``--prompts-root`` >
+    ``EVOLVE_PROMPTS_ROOT`` > the config file's ``prompts_root``), known before the pack is read."""
+    from evolve.config import PRESETS, layered
+
+    value = layered(PRESETS, preset=preset, config_file=config_file, overrides={"prompts_root": prompts_root},
+                    environ=None).get("prompts_root")
+    return Path(value) if value else None
 
 
 def _on_off(value: str | None, option: str) -> bool | None:
@@ -713,6 +735,7 @@ def bench_run(
              "unknown, so unchecked, for other endpoints)."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Generate consilium second opinions for a case set, judge them and write the bench tables.
 
@@ -758,6 +781,7 @@ def bench_run(
                 "judge": {"model": judge_model},
                 "judge_repeats": judge_repeats,
                 "parallel_cases": parallel_cases,
+                "prompts_root": prompts_root,
             }
             config = resolve_bench_config(preset=preset, config_file=config_file, overrides=overrides)
         price = _price(price_in, price_out, config.endpoint)
@@ -814,6 +838,7 @@ def bench_judge(
              "the paper judged role components of the structured pipeline only)."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
     from evolve.consilium import judge_bench, load_bench_config
@@ -823,7 +848,7 @@ def bench_judge(
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar, price),
-                                 free_form_roles=free_form_roles)
+                                 free_form_roles=free_form_roles, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench judge {run_dir}")
     except KeyboardInterrupt:

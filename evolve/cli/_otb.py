@@ -18,6 +18,7 @@ from evolve.cli._app import (
     NBootOption,
     PriceInOption,
     PriceOutOption,
+    PromptsRootOption,
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
@@ -73,6 +74,7 @@ def otb_run(
     local_model: LocalModelOption = None,
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
 
@@ -102,7 +104,7 @@ def otb_run(
                 "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
                 "board": board, "turn": turn, "max_items": max_items, "prompts": prompts,
                 "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
-                "endpoint": endpoint, "judge": {"model": judge_model}})
+                "endpoint": endpoint, "judge": {"model": judge_model}, "prompts_root": prompts_root})
         price = _price(price_in, price_out, config.endpoint)
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
@@ -133,6 +135,7 @@ def otb_judge(
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
     from evolve.otb import judge_otb, load_otb_config
@@ -142,7 +145,7 @@ def otb_judge(
         price = _run_price(price_in, price_out, load_otb_config, run_dir)
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
-            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price))
+            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price), prompts_root=prompts_root)
         report = write_otb_report(run_dir)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb judge {run_dir}")
@@ -181,13 +184,14 @@ def otb_import_ratings(
                                    "or not_evaluable), comment."),
     out_dir: Path = typer.Option(..., "--out", help="Rating-pack folder to write (e.g. ratings/otb-clinicians)."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+    prompts_root: PromptsRootOption = None,
 ) -> None:
     """Turn clinician ratings of a run's answers into a rating pack of rubric otb (for evolve calibrate)."""
     from evolve.data import write_pack
     from evolve.otb import otb_rating_pack
 
     try:
-        pack = otb_rating_pack(run_dir, ratings, name=out_dir.name)
+        pack = otb_rating_pack(run_dir, ratings, name=out_dir.name, prompts_root=prompts_root)
         write_pack(pack, out_dir, overwrite=overwrite)
     except EvolveError as exc:
         _fail(exc)

@@ -24,7 +24,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -34,10 +33,12 @@ from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings
+from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, distinct_slugs, model_slug
 
 __all__ = [
     "BENCH_CONFIG_VERSION",
+    "BENCH_PATHS",
     "BENCH_PRESETS",
     "MANIFEST_FILE",
     "BenchConfig",
@@ -48,6 +49,7 @@ __all__ = [
     "PromptRecord",
     "load_bench_config",
     "load_bench_manifest",
+    "manifest_json",
     "model_slug",
     "resolve_bench_config",
     "sha256_text",
@@ -381,16 +383,36 @@ class BenchManifest(_Settings):
         )
 
 
+BENCH_PATHS: Final = ("archives_dir", "cases", "cache_path", "prompts_root")
+"""The path fields of :class:`BenchConfig`; ``manifest.json`` stores the relative ones relative to
+the run folder (:meth:`~evolve.runs.RunFolder.portable`)."""
+
+
+def manifest_json(manifest: BenchManifest) -> str:
+    """``manifest.json`` of a run: the manifest, the relative paths of its configuration relative
+    to the run folder (so :func:`load_bench_manifest` finds them from any current folder)."""
+    data = json.loads(manifest.model_dump_json())
+    data["config"] = BenchFolder(manifest.config.run_dir).portable_fields(data["config"], BENCH_PATHS)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def load_bench_manifest(run_dir: Path | str) -> BenchManifest:
     """Read ``manifest.json`` of a benchmark run folder.
+
+    Relative paths of its configuration are resolved from the run folder (runs written before
+    they were stored that way: from the current folder), see :meth:`~evolve.runs.RunFolder.resolve`.
 
     Raises:
         RunError: Missing or invalid file (not a benchmark run folder).
     """
-    path = Path(run_dir) / MANIFEST_FILE
+    folder = BenchFolder(run_dir)
+    path = folder / MANIFEST_FILE
     try:
-        return BenchManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            data["config"] = folder.resolved_fields(data["config"], BENCH_PATHS)
+        return BenchManifest.model_validate(data)
+    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         raise RunError(
             f"{path}: cannot read the benchmark manifest ({exc}). Pass a folder written by `evolve bench run`."
         ) from exc
@@ -400,9 +422,13 @@ def load_bench_config(run_dir: Path | str) -> BenchConfig:
     """The configuration stored in a run folder's ``manifest.json``, placed at ``run_dir``
     (``archives_dir`` and ``run_id`` follow the folder, so a moved run folder still resumes).
 
+    ``prompts_root`` is the run's own copy of its rubric (``judge_prompts/``) when it has one,
+    so judging and resuming read the rubric the run started with.
+
     Raises:
         RunError: Missing or invalid manifest.
     """
     run_dir = Path(run_dir)
     config = load_bench_manifest(run_dir).config
-    return config.model_copy(update={"archives_dir": run_dir.parent, "run_id": run_dir.name})
+    root = run_prompts_root(BenchFolder(run_dir).prompts_root, config.prompts_root)
+    return config.model_copy(update={"archives_dir": run_dir.parent, "run_id": run_dir.name, "prompts_root": root})

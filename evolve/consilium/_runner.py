@@ -26,6 +26,7 @@ cache and is never paid twice.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -37,9 +38,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.consilium._config import (
+    BENCH_PATHS,
     MANIFEST_FILE,
     BenchConfig,
     BenchManifest,
+    load_bench_manifest,
+    manifest_json,
     model_slug,
 )
 from evolve.consilium._models import (
@@ -63,6 +67,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, RunStoppedError
+from evolve.rubric import run_prompts_root, write_prompts_snapshot
 from evolve.runs import (
     BenchFolder,
     Event,
@@ -292,9 +297,17 @@ _RESUME_IGNORED = ("archives_dir", "run_id", "parallel_cases", "cache_path")
 
 
 def _comparable(config: BenchConfig) -> dict:
+    """A config as a resume compares it: paths absolute (relative ones from the current folder),
+    without what changes no result; a run with its own rubric copy resumes on that copy, so
+    where the rubric was loaded from does not count either."""
     data = json.loads(config.model_dump_json())
-    for key in _RESUME_IGNORED:
+    ignored = (*_RESUME_IGNORED, "prompts_root") if run_prompts_root(BenchFolder(config.run_dir).prompts_root, None) \
+        else _RESUME_IGNORED
+    for key in ignored:
         data.pop(key, None)
+    for key in BENCH_PATHS:
+        if data.get(key) is not None:
+            data[key] = os.path.normpath(Path.cwd() / data[key])
     data["endpoint"] = config.endpoint.resume_fields()
     return data
 
@@ -311,9 +324,9 @@ def _check_resume(config: BenchConfig, resume: bool, fresh: BenchManifest) -> No
         return
     path = config.run_dir / MANIFEST_FILE
     try:
-        stored = BenchManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError) as exc:
-        raise RunError(f"{path}: cannot read the stored manifest ({exc}); start a new --run-id.") from exc
+        stored = load_bench_manifest(config.run_dir)
+    except RunError as exc:
+        raise RunError(f"{exc} Or start a new --run-id.") from exc
     check_same_settings(path, _comparable(stored.config), _comparable(config),
                         hint=f"`evolve bench run --resume {config.run_dir}` reuses the stored ones")
     if stored.cases_sha256 != fresh.cases_sha256:
@@ -623,11 +636,16 @@ def run_bench(
     cases, manifest = prepared or prepare_bench(config, resume, backend)
     run_dir = config.run_dir
     if resume:
-        manifest = BenchManifest.model_validate_json((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifest = load_bench_manifest(run_dir)
+        # the rubric copy the run started with (runs made before runs kept one: the configured root)
+        config = config.model_copy(update={"prompts_root": run_prompts_root(BenchFolder(run_dir).prompts_root,
+                                                                            config.prompts_root)})
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
+        # the rubric's copy first: a run folder with a manifest always has it
+        write_prompts_snapshot(BenchFolder(run_dir).prompts_root, [BENCH_RUBRIC_ID], root=config.prompts_root)
         atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
-        atomic_write(run_dir / MANIFEST_FILE, _dump(manifest))
+        atomic_write(run_dir / MANIFEST_FILE, manifest_json(manifest))
     journal = BenchFolder(run_dir).journal()
     context = plan_context(config, cases)
     for warning in context.warnings:

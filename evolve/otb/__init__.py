@@ -31,7 +31,7 @@ conclusion alignment 1-5), ``evolve calibrate`` evolves guidance for it, and
 """
 
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
-from evolve.otb._config import OTB_PRESETS, Decoding, OtbConfig, OtbJudgeSettings, resolve_otb_config
+from evolve.otb._config import OTB_PRESETS, Decoding, OtbConfig, OtbJudgeSettings, read_otb_config, resolve_otb_config
 from evolve.otb._extract import Extraction, ParseStatus, extract_board, extract_turn, final_text, sentence_count
 from evolve.otb._judging import (
     BERTSCORE_MISSING,
@@ -118,6 +118,7 @@ __all__ = [
     "open_jsonl",
     "otb_rating_pack",
     "read_responses",
+    "read_otb_config",
     "resolve_otb_config",
     "rouge_l",
     "run_key",

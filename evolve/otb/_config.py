@@ -3,17 +3,23 @@ preset (``quick`` or ``paper``) < config file < environment < command-line optio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evolve.config import default_models, layered, validated
-from evolve.runs import EndpointSettings, distinct_slugs
+from evolve.rubric import run_prompts_root
+from evolve.runs import EndpointSettings, OtbFolder, distinct_slugs
 
-__all__ = ["OTB_PRESETS", "Decoding", "OtbConfig", "OtbJudgeSettings", "resolve_otb_config"]
+__all__ = ["OTB_PATHS", "OTB_PRESETS", "OTB_RUBRIC_ID", "Decoding", "OtbConfig", "OtbJudgeSettings", "otb_config_json", "read_otb_config",
+           "resolve_otb_config"]
 
 Task = Literal["board", "turn"]
+
+OTB_RUBRIC_ID = "otb"
+"""The rubric of OpenTumorBoard ratings and calibrations (``judge_prompts/otb``); a run keeps a copy."""
 
 
 class _Settings(BaseModel):
@@ -165,3 +171,38 @@ def resolve_otb_config(*, preset: str | None = "quick", config_file: Path | None
     """
     data = layered(OTB_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
     return validated(OtbConfig, default_models(data), "OpenTumorBoard configuration")
+
+
+OTB_PATHS = ("archives_dir", "board", "turn", "board_manifest", "turn_manifest", "cache_path", "prompts_root")
+"""The path fields of :class:`OtbConfig`; ``run_config.json`` stores the relative ones relative to
+the run folder (:meth:`~evolve.runs.RunFolder.portable`)."""
+
+
+def otb_config_json(config: OtbConfig) -> str:
+    """``run_config.json`` of a run: the configuration, its relative paths relative to the run
+    folder (so :func:`read_otb_config` finds them from any current folder)."""
+    data = OtbFolder(config.run_dir).portable_fields(json.loads(config.model_dump_json()), OTB_PATHS)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_otb_config(run_dir: Path | str, *, own_rubric: bool = True) -> OtbConfig:
+    """The configuration stored in a run folder, placed at ``run_dir`` (``archives_dir`` and
+    ``run_id`` follow the folder), its relative paths resolved from the run folder (runs written
+    before they were stored that way: from the current folder).
+
+    Args:
+        run_dir: The run folder.
+        own_rubric: Point ``prompts_root`` at the run's own copy of its rubric (``judge_prompts/``)
+            when it has one, so every reader of the run uses the rubric it started with.
+
+    Raises:
+        RunError: Missing or unreadable file (``OtbFolder.read_json``).
+        ValidationError: Not a valid configuration.
+    """
+    folder = OtbFolder(run_dir)
+    data = folder.read_json(folder.CONFIG)
+    config = OtbConfig.model_validate(folder.resolved_fields(data, OTB_PATHS) if isinstance(data, dict) else data)
+    update: dict[str, Any] = {"archives_dir": folder.path.parent, "run_id": folder.path.name}
+    if own_rubric:
+        update["prompts_root"] = run_prompts_root(folder.prompts_root, config.prompts_root)
+    return config.model_copy(update=update)

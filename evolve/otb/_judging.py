@@ -25,7 +25,7 @@ from evolve.errors import RunError
 from evolve.judge import prompt_hash
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, parse_json_object
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
-from evolve.otb._config import OtbConfig, Task
+from evolve.otb._config import OtbConfig, Task, read_otb_config
 from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
@@ -58,7 +58,8 @@ PROGRESS_KEY = "otb_judge"
 
 
 def load_otb_config(run_dir: Path | str) -> OtbConfig:
-    """The configuration stored in an OpenTumorBoard run folder.
+    """The configuration stored in an OpenTumorBoard run folder (:func:`~evolve.otb.read_otb_config`:
+    paths resolved from the run folder, ``prompts_root`` the run's own rubric copy when it has one).
 
     Raises:
         RunError: Not such a folder, or an unreadable ``run_config.json``.
@@ -67,7 +68,7 @@ def load_otb_config(run_dir: Path | str) -> OtbConfig:
     if not (folder / folder.CONFIG).is_file():
         raise RunError(f"{folder.path}: no {folder.CONFIG}; pass a folder written by `evolve otb run`.")
     try:
-        return OtbConfig.model_validate(folder.read_json(folder.CONFIG))
+        return read_otb_config(run_dir)
     except ValidationError as exc:
         raise RunError(f"{folder / folder.CONFIG}: not a valid OpenTumorBoard configuration ({exc.errors()[0]['msg']}).") from exc
 

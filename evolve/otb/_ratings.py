@@ -22,6 +22,7 @@ import pandas as pd
 
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target
 from evolve.errors import DataError, Problems
+from evolve.otb._config import OTB_RUBRIC_ID
 from evolve.otb._judging import load_otb_config
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
@@ -30,7 +31,6 @@ from evolve.runs import OtbFolder, model_slug
 
 __all__ = ["OTB_RATING_COLUMNS", "OTB_RUBRIC_ID", "otb_rating_pack"]
 
-OTB_RUBRIC_ID = "otb"
 OTB_RATING_COLUMNS = ["item_id", "model", "rater_id", "criterion", "score", "comment"]
 _COMPONENT = {"board": "board_conclusion", "turn": "turn_answer"}
 

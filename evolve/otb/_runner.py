@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,11 @@ from pydantic import ValidationError
 
 from evolve.errors import DataError, RunError
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message
-from evolve.otb._config import OtbConfig, Task
+from evolve.otb._config import OTB_PATHS, OTB_RUBRIC_ID, OtbConfig, Task, otb_config_json, read_otb_config
 from evolve.otb._extract import Extraction, extract_board, extract_turn
 from evolve.otb._prompts import PROMPT_VERSION, board_messages, turn_messages
 from evolve.otb._records import BoardCase, TurnQuestion, load_board_cases, load_manifest, load_turn_questions
+from evolve.rubric import run_prompts_root, write_prompts_snapshot
 from evolve.runs import (
     Event,
     NoProgress,
@@ -195,8 +197,16 @@ def _generate_one(config: OtbConfig, client: Client, folder: OtbFolder, task: Ta
 
 
 def _comparable(config: OtbConfig) -> dict:
-    """A config as a resume compares it: the endpoint's parallelism, patience and prices may change."""
-    return {**json.loads(config.model_dump_json()), "endpoint": config.endpoint.resume_fields()}
+    """A config as a resume compares it: the endpoint's parallelism, patience and prices may change;
+    paths compare absolute (relative ones from the current folder); a run with its own rubric
+    copy resumes on that copy, so where the rubric was loaded from does not count."""
+    data = {**json.loads(config.model_dump_json()), "endpoint": config.endpoint.resume_fields()}
+    for key in OTB_PATHS:
+        if data.get(key) is not None:
+            data[key] = os.path.normpath(Path.cwd() / data[key])
+    if run_prompts_root(OtbFolder(config.run_dir).prompts_root, None) is not None:
+        data.pop("prompts_root", None)
+    return data
 
 
 def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: bool = False,
@@ -225,13 +235,16 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     prompts = load_stored_prompts(config, items)
     if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
         try:  # validated, so fields added since the run started compare at their defaults
-            stored = OtbConfig.model_validate(folder.read_json(folder.CONFIG))
+            stored = read_otb_config(folder.path, own_rubric=False)
         except ValidationError as exc:
             raise RunError(f"{folder / folder.CONFIG}: cannot read the stored configuration ({exc.errors()[0]['msg']}); "
                            "start a new --run-id.") from exc
         check_same_settings(folder / folder.CONFIG, _comparable(stored), _comparable(config), ignore=("run_id", "archives_dir"))
     else:
-        folder.write(folder.CONFIG, config.model_dump_json(indent=2) + "\n")
+        # the rubric's copy first (rubric otb: what calibrated guidance and imported ratings of the run
+        # are read against); a run folder with a run_config.json always has it
+        write_prompts_snapshot(folder.prompts_root, [OTB_RUBRIC_ID], root=config.prompts_root)
+        folder.write(folder.CONFIG, otb_config_json(config))
     journal = folder.journal()
     journal.append(Event.OTB_RESUMED if resume else Event.OTB_STARTED, run_id=config.run_id,
                    tasks={t: len(v) for t, v in items.items()}, models=list(config.models))

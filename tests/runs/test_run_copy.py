@@ -200,3 +200,84 @@ def test_an_unreadable_record_is_named(tmp_path):
     (dest / SNAPSHOT_SOURCES).write_text("{", encoding="utf-8")
     with pytest.raises(RubricError, match="sources.json"):
         read_prompts_snapshot(dest)
+
+
+# -- bench and OpenTumorBoard runs keep their copy too ------------------------------------------
+
+
+def _mine(prompts: Path, rubric_id: str) -> None:
+    """The shipped rubric ``rubric_id`` copied under ``prompts`` with its own version ("mine"),
+    so a loader that fell back on the shipped one would be seen."""
+    folder = prompts / rubric_id
+    shutil.copytree(default_prompts_root() / rubric_id, folder)
+    data = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))
+    (folder / "rubric.json").write_text(json.dumps({**data, "version": "mine"}, indent=2), encoding="utf-8")
+
+
+def test_a_bench_run_keeps_its_rubric_and_resumes_on_it_from_anywhere(tmp_path, monkeypatch):
+    from evolve.consilium import load_bench_config, run_bench
+    from tests.consilium.bench_support import make_client, make_config, standin_backend, write_cases
+
+    project = tmp_path / "project"
+    _mine(project / "my_prompts", "consilium")
+    write_cases(project / "cases.jsonl", n=2)
+    monkeypatch.chdir(project)
+    config = make_config(tmp_path, Path("cases.jsonl"), archives_dir=Path("archives"), prompts_root=Path("my_prompts"))
+    backend, _ = standin_backend()
+    client, provider = make_client(tmp_path)
+    try:
+        run_bench(config, client=client, backend=backend)
+        run = (project / "archives" / "b").absolute()
+        record = read_prompts_snapshot(run / "judge_prompts")
+        assert record is not None and record.rubrics["consilium"].source == str(project / "my_prompts" / "consilium")
+        assert record.rubrics["consilium"].version == "mine"
+        stored = json.loads((run / "manifest.json").read_text())["config"]
+        assert stored["cases"] == "../../cases.jsonl" and stored["prompts_root"] == "../../my_prompts"
+
+        shutil.rmtree(project / "my_prompts")
+        monkeypatch.chdir(tmp_path)
+        resumed_config = load_bench_config(run)
+        assert resumed_config.prompts_root == run / "judge_prompts" and resumed_config.cases == project / "cases.jsonl"
+        calls = provider.calls
+        again = run_bench(resumed_config, client=client, backend=backend, resume=True)
+    finally:
+        client.close()
+    assert provider.calls == calls and again.n_ok == 4
+    assert load_pack(run / "pack" / "model-a", check_rubric=False).manifest.rubric.version == "mine"  # from the copy
+
+
+def test_an_otb_run_keeps_its_rubric_and_judges_and_resumes_from_anywhere(tmp_path, monkeypatch):
+    from evolve.llm import Client, ResponseCache
+    from evolve.otb import generate_otb, judge_otb, load_otb_config, resolve_otb_config
+    from evolve.rubric import load_rubric
+    from evolve.testing import FakeProvider
+    from tests.otb.test_records_extract import BOARD, TURN, _write
+    from tests.otb.test_run_judge import Endpoint
+
+    project = tmp_path / "project"
+    _mine(project / "my_prompts", "otb")
+    _write(project / "task1_test.jsonl", [BOARD])
+    _write(project / "task2_test.jsonl", [TURN])
+    monkeypatch.chdir(project)
+    config = resolve_otb_config(preset="quick", environ={}, overrides={
+        "run_id": "otb", "archives_dir": Path("archives"), "board": Path("task1_test.jsonl"),
+        "turn": Path("task2_test.jsonl"), "models": ("model-a",), "endpoint": {"provider": "fake"},
+        "cache_path": tmp_path / "cache.sqlite", "prompts_root": Path("my_prompts")})
+    provider = FakeProvider(Endpoint())
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        generate_otb(config, client=client)
+        run = (project / "archives" / "otb").absolute()
+        record = read_prompts_snapshot(run / "judge_prompts")
+        assert record is not None and list(record.rubrics) == ["otb"] and record.rubrics["otb"].version == "mine"
+        stored = json.loads((run / "run_config.json").read_text())
+        assert stored["board"] == "../../task1_test.jsonl" and stored["archives_dir"] == ".."
+
+        shutil.rmtree(project / "my_prompts")
+        monkeypatch.chdir(tmp_path)
+        loaded = load_otb_config(run)
+        assert loaded.prompts_root == run / "judge_prompts" and loaded.board == project / "task1_test.jsonl"
+        assert load_rubric("otb", root=loaded.prompts_root).version == "mine"
+        calls = provider.calls
+        again = generate_otb(loaded, client=client, resume=True)
+        assert provider.calls == calls and again[("turn", "model-a")].reused == 1
+        assert judge_otb(run, client=client).calls > 0
