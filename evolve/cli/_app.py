@@ -219,18 +219,74 @@ def serve(
 
 @ratings_app.command("import")
 def ratings_import(
-    source: str = typer.Argument(..., help="Importer: kqa or savage."),
-    path: Path = typer.Argument(..., help="The data set's folder (or the Savage .xlsx file)."),
+    source: str = typer.Argument(..., help="Importer: table, expertqa, kqa or savage."),
+    path: Path = typer.Argument(..., help="table: the table file (.csv/.jsonl/.parquet/.xlsx); expertqa: the folder "
+                                "with rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write, e.g. ratings/kqa."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+    prompts_root: Optional[Path] = typer.Option(None, "--prompts-root",
+        help="Folder of your own rubrics, looked up before the shipped ones (default: $EVOLVE_PROMPTS_ROOT)."),
+    rubric: Optional[str] = typer.Option(None, "--rubric", help="table: id of the rubric the ratings use (required)."),
+    columns: Optional[list[str]] = typer.Option(None, "--column", help=(
+        "table: FIELD=COLUMN, repeatable. Fields: case, case_text, case_title, target, target_text, statement, "
+        "reference, rater, criterion, score, comment, component, model, condition; wide tables also "
+        "criterion:<criterion_id>=COLUMN and comment:<criterion_id>=COLUMN. Unmapped fields use a column named "
+        "like the field (or case_id, target_id, rater_id, title, reference_answer).")),
+    layout: Optional[str] = typer.Option(None, "--layout",
+        help="table: long (one rating per row; default) or wide (one score column per criterion)."),
+    not_evaluable: Optional[list[str]] = typer.Option(None, "--not-evaluable",
+        help="table: a cell value that marks a rating not evaluable, e.g. Unsure (repeatable)."),
+    score_map: Optional[list[str]] = typer.Option(None, "--score-map",
+        help="table: CRITERION:LABEL=N maps a label to a score, e.g. 'correctness:Definitely correct=3' "
+             "('*:LABEL=N' for every criterion; repeatable)."),
+    skip_empty: bool = typer.Option(False, "--skip-empty",
+        help="table: skip empty score cells (they are counted) instead of failing."),
+    name: Optional[str] = typer.Option(None, "--name",
+        help="table, expertqa: pack name (default: the file's name; expertqa-<domain>)."),
+    domain: Optional[str] = typer.Option(None, "--domain",
+        help="expertqa: medicine (= 'Healthcare / Medicine', the default) or any metadata.field of the files."),
 ) -> None:
-    """Import a real rating set into a rating pack (read by path; never commit the result)."""
-    from evolve.data import IMPORTERS, write_pack
+    """Import ratings into a rating pack: any table (long or wide), or a real data set (read by path;
+    never commit the result)."""
+    from evolve.data import IMPORTERS, import_table, parse_score_map, parse_table_columns, write_pack
+    from evolve.errors import ConfigError
 
-    if source not in IMPORTERS:
-        _fail(EvolveError(f"unknown importer {source!r}; choose one of {sorted(IMPORTERS)}."))
+    sources = ["table", *sorted(IMPORTERS)]
+    if source not in sources:
+        _fail(EvolveError(f"unknown importer {source!r}; choose one of {sources}."))
+    table_only = {"rubric": rubric, "column": columns, "layout": layout, "not-evaluable": not_evaluable,
+                  "score-map": score_map, "skip-empty": skip_empty or None}
+    allowed = {"table": set(table_only) | {"name"}, "expertqa": {"name", "domain"}}.get(source, set())
+    owners = {**dict.fromkeys(table_only, "table"), "name": "table and expertqa", "domain": "expertqa"}
+    given = [f"--{k} (an option of `import {owners[k]}`)"
+             for k, v in {**table_only, "name": name, "domain": domain}.items() if v not in (None, []) and k not in allowed]
+    if given:
+        _fail(ConfigError(f"`ratings import {source}` does not take {', '.join(given)}; drop "
+                          f"{'it' if len(given) == 1 else 'them'}."))
+    root = prompts_root
+    if root is None:
+        import os
+
+        root = Path(os.environ["EVOLVE_PROMPTS_ROOT"]) if os.environ.get("EVOLVE_PROMPTS_ROOT", "").strip() else None
+    note = ""
     try:
-        pack = IMPORTERS[source](path)
+        if source == "table":
+            if rubric is None:
+                raise ConfigError("`ratings import table` needs --rubric ID (the rubric the ratings use; "
+                                  "`evolve rubric new` writes one).")
+            if layout not in (None, "long", "wide"):
+                raise ConfigError(f"--layout {layout!r}: choose long or wide.")
+            result = import_table(
+                path, rubric=rubric, name=name, columns=parse_table_columns(columns or []),
+                layout="wide" if layout == "wide" else "long", not_evaluable=not_evaluable or (),
+                score_map=parse_score_map(score_map or []), skip_empty=skip_empty, prompts_root=root,
+            )
+            pack, note = result.pack, result.counts.describe()
+        elif source == "expertqa":
+            pack = IMPORTERS[source](path, domain=domain or "medicine", name=name, prompts_root=root)
+            note = pack.manifest.description
+        else:
+            pack = IMPORTERS[source](path, prompts_root=root)
         write_pack(pack, out_dir, overwrite=overwrite)
     except EvolveError as exc:
         _fail(exc)
@@ -239,6 +295,8 @@ def ratings_import(
         f"{len(pack.ratings)} ratings by {len(pack.raters)} raters",
         highlight=False,
     )
+    if note:
+        out.print(note, highlight=False, soft_wrap=True)
 
 
 @ratings_app.command("check")

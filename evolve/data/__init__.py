@@ -17,7 +17,9 @@ of human ratings, independent of how that source was originally laid out:
 criteria / score scales / components against the rubric) and reports every problem at once
 in one :class:`~evolve.errors.PackError`. :func:`write_pack` writes one atomically. Importers
 (:data:`IMPORTERS`) convert the original release files of a data set into a pack in memory;
-the caller decides where to write it. Imported real data is never committed to the
+the caller decides where to write it. :func:`import_table` (a file) and
+:func:`import_frame` / :meth:`RatingPack.from_frame` (a pandas DataFrame) read any table of
+ratings, long or wide, with a column mapping. Imported real data is never committed to the
 repository (see ``ratings/README.md``).
 
 For the consilium benchmark: :func:`load_cases` reads NEJM-MedQA-style case files,
@@ -46,6 +48,13 @@ from evolve.data._consilium import (
     record_file_stem,
     role_slug,
 )
+from evolve.data._expertqa import (
+    EXPERTQA_DOMAINS,
+    EXPERTQA_LABEL_SCORES,
+    EXPERTQA_NOT_EVALUABLE,
+    expertqa_case_id,
+    import_expertqa,
+)
 from evolve.data._kqa import KQA_LABEL_SCORES, import_kqa, kqa_case_id
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import (
@@ -66,6 +75,17 @@ from evolve.data._pack import (
     write_pack_schemas,
 )
 from evolve.data._savage import import_savage, savage_swapped_case_ids
+from evolve.data._table import (
+    TABLE_FIELDS,
+    TABLE_SUFFIXES,
+    TableCounts,
+    TableImport,
+    import_frame,
+    import_table,
+    parse_score_map,
+    parse_table_columns,
+    read_table,
+)
 from evolve.data._workbooks import (
     NOT_EVALUABLE_MARKS,
     STRUCTURAL_EXCLUSIONS_FILE,
@@ -82,6 +102,7 @@ from evolve.data._workbooks import (
 )
 
 IMPORTERS: dict[str, Callable[..., RatingPack]] = {
+    "expertqa": import_expertqa,
     "kqa": import_kqa,
     "savage": import_savage,
 }
@@ -91,6 +112,9 @@ a validated :class:`RatingPack` and writes nothing."""
 __all__ = [
     "CASES_FILE",
     "CASE_FILE_SUFFIXES",
+    "EXPERTQA_DOMAINS",
+    "EXPERTQA_LABEL_SCORES",
+    "EXPERTQA_NOT_EVALUABLE",
     "IMPORTERS",
     "KQA_LABEL_SCORES",
     "MANIFEST_FILE",
@@ -101,6 +125,8 @@ __all__ = [
     "RATINGS_COLUMNS",
     "RATINGS_FILE",
     "STRUCTURAL_EXCLUSIONS_FILE",
+    "TABLE_FIELDS",
+    "TABLE_SUFFIXES",
     "TARGETS_FILE",
     "WORKBOOK_HEADERS",
     "WORKBOOK_IMPORTER",
@@ -115,14 +141,20 @@ __all__ = [
     "RatingPack",
     "RoleOutput",
     "RubricRef",
+    "TableCounts",
+    "TableImport",
     "Target",
     "WorkbookImport",
     "WorkbookImportSummary",
     "check_pack",
     "consilium_targets",
+    "expertqa_case_id",
     "generation_input",
+    "import_expertqa",
+    "import_frame",
     "import_kqa",
     "import_savage",
+    "import_table",
     "import_workbooks",
     "kqa_case_id",
     "case_file",
@@ -132,7 +164,10 @@ __all__ = [
     "load_structural_exclusions",
     "pack_json_schemas",
     "parse_column_overrides",
+    "parse_score_map",
+    "parse_table_columns",
     "read_role_map",
+    "read_table",
     "record_file_stem",
     "role_slug",
     "savage_swapped_case_ids",

@@ -22,11 +22,11 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -219,6 +219,46 @@ class RatingPack:
         frame["score"] = frame["score"].astype("Int64")
         frame["not_evaluable"] = frame["not_evaluable"].astype(bool)
         return frame
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        rubric: Rubric | str,
+        name: str,
+        columns: Mapping[str, str] | None = None,
+        layout: Literal["long", "wide"] = "long",
+        not_evaluable: Sequence[str] = (),
+        score_map: Mapping[str, Mapping[str, int]] | None = None,
+        skip_empty: bool = False,
+        prompts_root: Path | str | None = None,
+        description: str = "",
+        source: str = "",
+    ) -> RatingPack:
+        """A validated pack from a table of ratings in memory (a pandas DataFrame); writes nothing.
+
+        A thin front of :func:`evolve.data.import_frame` (which also returns the counts of
+        what was read): long tables hold one rating per row, wide tables one score column per
+        criterion; columns are mapped by field (``case``, ``case_text``, ``target``,
+        ``target_text``, ``rater``, ``criterion``, ``score``, ...).
+
+        Example::
+
+            pack = RatingPack.from_frame(df, rubric=my_rubric, name="my-ratings",
+                                         columns={"case_text": "question", "target_text": "answer"})
+
+        Raises:
+            PackError: Any bad or unmapped value, each named by row (``row i + 2``) and column.
+            RubricError: ``rubric`` is an id that cannot be loaded.
+        """
+        from evolve.data._table import import_frame
+
+        return import_frame(
+            frame, rubric=rubric, name=name, columns=columns, layout=layout, not_evaluable=not_evaluable,
+            score_map=score_map, skip_empty=skip_empty, prompts_root=prompts_root, description=description,
+            source=source,
+        ).pack
 
     def subset(self, case_ids: Iterable[str]) -> RatingPack:
         """A pack restricted to some cases (with their targets and ratings), in source order.
@@ -520,11 +560,19 @@ def validate_pack(
     *,
     prompts_root: Path | str | None = None,
     check_rubric: bool = True,
+    rubric: Rubric | None = None,
 ) -> None:
     """Run the cross-record checks of :func:`load_pack` on an in-memory pack.
 
     Locations in the message are those the records would have once written by
     :func:`write_pack` (line ``i + 1`` of the JSONL files, row ``i + 2`` of ``ratings.csv``).
+
+    Args:
+        pack: The pack.
+        prompts_root: Where to look the pack's rubric up first (unless ``rubric`` is given).
+        check_rubric: Check criteria, scales and components against the rubric.
+        rubric: Check against this rubric object (in memory, nothing on disk needed) instead of
+            loading the one ``pack.json`` names; its id and version must match the manifest's.
 
     Raises:
         PackError: The pack is inconsistent (all problems are listed).
@@ -538,6 +586,7 @@ def validate_pack(
         problems,
         prompts_root=prompts_root,
         check_rubric=check_rubric,
+        rubric=rubric,
     )
     problems.raise_if_any()
 
@@ -551,6 +600,7 @@ def _cross_check(
     *,
     prompts_root: Path | str | None,
     check_rubric: bool,
+    rubric: Rubric | None = None,
 ) -> None:
     # Unique case ids.
     case_line: dict[str, int] = {}
@@ -613,7 +663,15 @@ def _cross_check(
     if manifest is None or not check_rubric:
         return
 
-    rubric = _load_rubric_for(manifest, prompts_root, problems)
+    if rubric is not None and (rubric.id, rubric.version) != (manifest.rubric.id, manifest.rubric.version):
+        problems.add_at(
+            MANIFEST_FILE, None, "rubric",
+            f"names rubric {manifest.rubric.id!r} version {manifest.rubric.version!r}, but the pack is checked "
+            f"against rubric {rubric.id!r} version {rubric.version!r}",
+            "Set pack.json 'rubric' to the rubric's id and version, or check against the right rubric.",
+        )
+        return
+    rubric = rubric or _load_rubric_for(manifest, prompts_root, problems)
     if rubric is None:
         return
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.data import IMPORTERS, import_kqa, import_savage, kqa_case_id, savage_swapped_case_ids
+from evolve.data import IMPORTERS, import_expertqa, import_kqa, import_savage, kqa_case_id, savage_swapped_case_ids
 from evolve.errors import PackError
 
 KQA_ROWS = [
@@ -156,4 +156,4 @@ def test_savage_missing_file(tmp_path: Path) -> None:
 
 
 def test_importer_registry() -> None:
-    assert IMPORTERS == {"kqa": import_kqa, "savage": import_savage}
+    assert IMPORTERS == {"expertqa": import_expertqa, "kqa": import_kqa, "savage": import_savage}

@@ -1,0 +1,706 @@
+"""Import any table of ratings (CSV, JSONL, Parquet, XLSX) into a rating pack.
+
+Two layouts are read:
+
+* **long** - one rating per row: columns for the case, the target, the rater, the criterion
+  and the score (plus optional texts, comment, component, model, condition);
+* **wide** - one row per (target, rater) with one score column per rubric criterion (by
+  default every column named like a criterion id of the rubric; or mapped with
+  ``criterion:<criterion_id>=COLUMN``).
+
+Which column holds which field is a mapping ``field -> column`` (:data:`TABLE_FIELDS`); a field
+that is not mapped is read from a column named like the field (or like the pack format's own
+name for it, e.g. ``case_id``), if the table has one. A score cell holds an integer, a label
+listed in a score map (``{criterion: {label: score}}``, ``"*"`` for every criterion) or a
+*not evaluable* value. Every problem is collected - named by row (a spreadsheet's: the header
+is row 1) and column - and raised together as one :class:`~evolve.errors.PackError`; nothing
+is returned, so nothing is written, unless the whole table is valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
+from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
+from evolve.data._util import is_missing, sha256_file
+from evolve.errors import DataError, PackError, Problems
+from evolve.rubric import Criterion, Rubric, load_rubric
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "TABLE_FIELDS",
+    "TABLE_IMPORTER",
+    "TABLE_SUFFIXES",
+    "TableCounts",
+    "TableImport",
+    "import_frame",
+    "import_table",
+    "parse_score_map",
+    "parse_table_columns",
+    "read_table",
+]
+
+TABLE_IMPORTER = "evolve.data.import_table/1"
+TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet", ".xlsx")
+"""File name endings :func:`import_table` reads."""
+
+TABLE_FIELDS: dict[str, str] = {
+    "case": "case id (default column: case or case_id; absent: derived from the case text)",
+    "case_text": "case text the judge sees, e.g. the question (required)",
+    "case_title": "short case title (default column: case_title or title)",
+    "target": "target id (default column: target or target_id; absent: derived from case, component, "
+              "target text and statement)",
+    "target_text": "the rated text, e.g. an answer (required)",
+    "statement": "a statement the text is judged against (K-QA: a gold statement; ExpertQA: one claim)",
+    "reference": "reference answer of the case (default column: reference or reference_answer)",
+    "rater": "rater id (default column: rater or rater_id; required)",
+    "criterion": "criterion id of the rubric (long layout; required there)",
+    "score": "integer score, a mapped label or a not-evaluable value (long layout; required there)",
+    "comment": "the rater's comment (wide layout: one per row, or comment:<criterion>=COLUMN)",
+    "component": "rubric component of the target (optional when the rubric has one component)",
+    "model": "the model that wrote the target",
+    "condition": "the producing condition of the target",
+}
+"""Every column-mapping field with a one-line description (what ``--column FIELD=COLUMN`` takes)."""
+
+_DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "case": ("case", "case_id"),
+    "case_title": ("case_title", "title"),
+    "target": ("target", "target_id"),
+    "reference": ("reference", "reference_answer"),
+    "rater": ("rater", "rater_id"),
+}
+_REQUIRED = ("case_text", "target_text", "rater")
+_LONG_ONLY = ("criterion", "score")
+_ID_RE = re.compile(_ID_PATTERN)
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_ANY = "*"
+
+
+class TableCounts(BaseModel):
+    """What a table import read, and where every rating cell went.
+
+    ``n_cells == n_scored + n_not_evaluable + n_skipped_empty`` always holds: a cell is one
+    row of a long table, or one criterion column of one row of a wide table.
+
+    Attributes:
+        n_rows: Data rows read (blank rows are not counted).
+        n_cells: Rating cells read.
+        n_scored: Cells that became a numeric rating.
+        n_not_evaluable: Cells that became a *not evaluable* rating.
+        n_skipped_empty: Empty score cells skipped (only with ``skip_empty``).
+        skipped_by_criterion: Skipped empty cells per criterion (empty criterion cells of a
+            long table count under ``""``).
+        n_cases: Cases in the pack.
+        n_targets: Targets in the pack.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_rows: int
+    n_cells: int
+    n_scored: int
+    n_not_evaluable: int
+    n_skipped_empty: int
+    skipped_by_criterion: dict[str, int]
+    n_cases: int
+    n_targets: int
+
+    def describe(self) -> str:
+        """One sentence with every count, e.g. for a pack's description."""
+        skipped = (f"; {self.n_skipped_empty} empty score cells skipped ("
+                   + ", ".join(f"{k or 'no criterion'}: {v}" for k, v in self.skipped_by_criterion.items()) + ")"
+                   if self.n_skipped_empty else "")
+        return (f"{self.n_rows} rows, {self.n_cells} rating cells: {self.n_scored} scores, "
+                f"{self.n_not_evaluable} not evaluable{skipped}; {self.n_cases} cases, {self.n_targets} targets")
+
+
+@dataclass(frozen=True)
+class TableImport:
+    """A validated pack made from a table, and the counts of what was read.
+
+    Attributes:
+        pack: The rating pack (in memory; ``path`` is ``None``).
+        counts: Rows and cells read, and where each went.
+    """
+
+    pack: RatingPack
+    counts: TableCounts
+
+
+# --------------------------------------------------------------------------------------------
+# Option parsing (the CLI's --column and --score-map)
+# --------------------------------------------------------------------------------------------
+
+
+def parse_table_columns(items: Sequence[str]) -> dict[str, str]:
+    """Parse ``FIELD=COLUMN`` strings into a mapping (also ``criterion:<id>=COLUMN`` and
+    ``comment:<id>=COLUMN`` for a wide table).
+
+    Raises:
+        DataError: A string without ``=``, an empty column, an unknown field, or a field given twice.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, column = item.partition("=")
+        name, column = name.strip(), column.strip()
+        base = name.split(":", 1)[0]
+        if not sep or not column or base not in TABLE_FIELDS or (":" in name and base not in ("criterion", "comment")):
+            raise DataError(
+                f"--column {item!r}: expected FIELD=COLUMN with FIELD one of {list(TABLE_FIELDS)} (or "
+                "criterion:<criterion_id>=COLUMN / comment:<criterion_id>=COLUMN for a wide table), "
+                "e.g. --column case_text=question."
+            )
+        if name in out:
+            raise DataError(f"--column {item!r}: field {name!r} is mapped twice; keep one --column {name}=...")
+        out[name] = column
+    return out
+
+
+def parse_score_map(items: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Parse ``CRITERION:LABEL=N`` strings into ``{criterion: {label: N}}`` (``*:LABEL=N``: every criterion).
+
+    The label is everything between the first ``:`` and the last ``=``, so labels may hold spaces.
+
+    Raises:
+        DataError: A malformed string, a non-integer N, or one label mapped twice.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for item in items:
+        criterion, sep, rest = item.partition(":")
+        label, sep2, number = rest.rpartition("=")
+        criterion, label, number = criterion.strip(), label.strip(), number.strip()
+        if not sep or not sep2 or not criterion or not label or not _INT_RE.match(number):
+            raise DataError(
+                f"--score-map {item!r}: expected CRITERION:LABEL=N with an integer N, e.g. "
+                "--score-map 'correctness:Definitely correct=3' (or '*:Yes=1' for every criterion)."
+            )
+        labels = out.setdefault(criterion, {})
+        if label in labels:
+            raise DataError(f"--score-map {item!r}: label {label!r} of {criterion!r} is mapped twice; keep one.")
+        labels[label] = int(number)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a file into a frame
+# --------------------------------------------------------------------------------------------
+
+
+def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
+    """Read a table file into a frame of its cells, and each row's location for messages.
+
+    CSV (UTF-8) and XLSX (first sheet) rows are numbered as a spreadsheet shows them (the
+    header is row 1); JSONL rows by file line; Parquet rows by record (1-based). Blank rows
+    are kept here (the importer skips them) so the numbers stay right.
+
+    Returns:
+        ``(frame, locations)`` with ``locations[i]`` such as ``"ratings.csv, row 5"``.
+
+    Raises:
+        PackError: The file is missing, of another type, unreadable, or has no rows.
+    """
+    import zipfile
+
+    import pandas as pd
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise PackError(f"{path}: table not found. Pass a {', '.join(TABLE_SUFFIXES)} file with one rating (long) or "
+                        "one rated target (wide) per row.")
+    if suffix not in TABLE_SUFFIXES:
+        raise PackError(f"{path}: unsupported table type {suffix or '(none)'!r}. Save the table as one of "
+                        f"{list(TABLE_SUFFIXES)}.")
+    try:
+        if suffix == ".jsonl":
+            return _read_jsonl_table(path)
+        if suffix == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", skip_blank_lines=False)
+            return frame, [f"{path.name}, row {i + 2}" for i in range(len(frame))]
+        if suffix == ".xlsx":
+            frame = pd.read_excel(path, sheet_name=0, dtype=object)
+            return frame, [f"{path.name}, row {i + 2}" for i in range(len(frame))]
+        frame = pd.read_parquet(path)
+        return frame, [f"{path.name}, record {i + 1}" for i in range(len(frame))]
+    except pd.errors.EmptyDataError:
+        raise PackError(f"{path}: the file is empty. Write a header row, then one row per rating.") from None
+    except UnicodeDecodeError as exc:
+        raise PackError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8 (CSV UTF-8).") from None
+    except (pd.errors.ParserError, ValueError, zipfile.BadZipFile, KeyError, OSError, ImportError) as exc:
+        raise PackError(f"{path}: cannot be read as a {suffix[1:]} table ({type(exc).__name__}: {str(exc)[:160]}). "
+                        "Check that the file is what its name says.") from None
+
+
+def _read_jsonl_table(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    import json
+
+    import pandas as pd
+
+    problems = Problems(f"cannot import table {path}", PackError, MAX_REPORTED_PROBLEMS)
+    records: list[dict[str, Any]] = []
+    locations: list[str] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.add(f"{path.name}, line {lineno}", f"malformed JSON at column {exc.colno} ({exc.msg})",
+                         "Write exactly one JSON object per line.", order=(lineno,))
+            continue
+        if not isinstance(raw, dict):
+            problems.add(f"{path.name}, line {lineno}", f"expected a JSON object, got {type(raw).__name__}",
+                         "Write exactly one JSON object per line.", order=(lineno,))
+            continue
+        records.append(raw)
+        locations.append(f"{path.name}, line {lineno}")
+    problems.raise_if_any()
+    return pd.DataFrame.from_records(records), locations
+
+
+def import_table(
+    path: Path | str,
+    *,
+    rubric: Rubric | str,
+    name: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    layout: Literal["long", "wide"] = "long",
+    not_evaluable: Sequence[str] = (),
+    score_map: Mapping[str, Mapping[str, int]] | None = None,
+    skip_empty: bool = False,
+    prompts_root: Path | str | None = None,
+) -> TableImport:
+    """Read a ratings table file into a validated rating pack (in memory; nothing is written).
+
+    Args:
+        path: A ``.csv`` (UTF-8), ``.jsonl``, ``.parquet`` or ``.xlsx`` (first sheet) file.
+        rubric: The rubric (a :class:`~evolve.rubric.Rubric` or a rubric id under the prompts root).
+        name: Pack name (default: the file's stem).
+        columns, layout, not_evaluable, score_map, skip_empty: As for :func:`import_frame`.
+        prompts_root: Where to look the rubric id up first (then the shipped rubrics).
+
+    Returns:
+        The pack and the counts of what was read; the manifest records the file's sha256.
+
+    Raises:
+        PackError: The file cannot be read, or any cell is invalid (all problems listed, each
+            with its row and column).
+        RubricError: The rubric id cannot be loaded.
+    """
+    path = Path(path)
+    frame, locations = read_table(path)
+    return import_frame(
+        frame, rubric=rubric, name=name or _pack_name(path.stem), columns=columns, layout=layout,
+        not_evaluable=not_evaluable, score_map=score_map, skip_empty=skip_empty, prompts_root=prompts_root,
+        locations=locations, source=f"table {path.name}", source_sha256={path.name: sha256_file(path)},
+        heading=f"cannot import table {path}",
+    )
+
+
+def _pack_name(stem: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._\-]+", "-", stem).strip("-._")
+    return cleaned or "table"
+
+
+# --------------------------------------------------------------------------------------------
+# The frame importer
+# --------------------------------------------------------------------------------------------
+
+
+def _resolve_rubric(rubric: Any, prompts_root: Path | str | None) -> Rubric:
+    if isinstance(rubric, Rubric):
+        return rubric
+    inner = getattr(rubric, "rubric", None)  # a rubric bundle (rubric, protocol, guidance)
+    if isinstance(inner, Rubric):
+        return inner
+    if isinstance(rubric, str):
+        return load_rubric(rubric, root=Path(prompts_root) if prompts_root is not None else None)
+    raise DataError(f"rubric must be a Rubric or a rubric id, got {type(rubric).__name__}.")
+
+
+@dataclass
+class _Mapping:
+    fields: dict[str, str]  # field -> column present in the table
+    criteria: dict[str, str]  # wide: criterion id -> score column
+    comments: dict[str, str]  # wide: criterion id -> comment column
+    component: str | None  # the constant component when no component column
+
+
+def _resolve_mapping(
+    present: Sequence[str], columns: Mapping[str, str], layout: str, rubric: Rubric, problems: Problems, file: str,
+) -> _Mapping:
+    """Which column holds which field; every problem (unknown field, absent column) is recorded."""
+    have = set(present)
+    fix_cols = f"the table has columns {list(present)}"
+    out = _Mapping({}, {}, {}, None)
+    known = {c.criterion_id for c in rubric.criteria}
+    for key, column in columns.items():
+        base, _, crit = key.partition(":")
+        if base not in TABLE_FIELDS or (crit and base not in ("criterion", "comment")):
+            problems.add(f"{file}, mapping {key!r}", f"unknown field; the fields are {list(TABLE_FIELDS)}",
+                         "Use one of them (criterion:<id> / comment:<id> for a wide table).")
+            continue
+        if crit and layout != "wide":
+            problems.add(f"{file}, mapping {key!r}", "per-criterion columns apply to the wide layout only",
+                         f"Use --layout wide, or map {base}={column} for a long table.")
+            continue
+        if layout == "wide" and key in _LONG_ONLY:
+            problems.add(f"{file}, mapping {key!r}", "a wide table has one score column per criterion, not "
+                         f"one {key} column", "Map criterion:<criterion_id>=COLUMN instead, or use --layout long.")
+            continue
+        if crit and crit not in known:
+            problems.add(f"{file}, mapping {key!r}", f"criterion {crit!r} is not in rubric {rubric.id!r} "
+                         f"(known: {sorted(known)})", "Use a criterion id of the rubric.")
+            continue
+        if column not in have:
+            problems.add(f"{file}, column {column!r}", f"column {column!r} for field {key!r} is missing; {fix_cols}",
+                         f"Rename the column or map the field to another one with --column {key}=COLUMN.")
+            continue
+        target = out.criteria if base == "criterion" and crit else out.comments if crit else out.fields
+        target[crit or key] = column
+    for name in TABLE_FIELDS:
+        if name in out.fields or name in columns or (layout == "wide" and name in _LONG_ONLY):
+            continue
+        hit = next((c for c in _DEFAULT_COLUMNS.get(name, (name,)) if c in have), None)
+        if hit is not None:
+            out.fields[name] = hit
+    required = _REQUIRED + (_LONG_ONLY if layout == "long" else ())
+    for name in required:
+        if name not in out.fields and name not in columns:
+            problems.add(f"{file}, header", f"no column for field {name!r} ({TABLE_FIELDS[name]}); {fix_cols}",
+                         f"Map it with --column {name}=COLUMN.")
+    if layout == "wide" and not any(k.startswith("criterion:") for k in columns):
+        out.criteria = {c.criterion_id: c.criterion_id for c in rubric.criteria if c.criterion_id in have}
+        if not out.criteria:
+            problems.add(f"{file}, header", f"no column is named like a criterion of rubric {rubric.id!r} "
+                         f"({sorted(known)}); {fix_cols}", "Map each score column with --column criterion:<id>=COLUMN.")
+    if "component" not in out.fields and "component" not in columns:
+        if len(rubric.components) == 1:
+            out.component = next(iter(rubric.components))
+        else:
+            problems.add(f"{file}, header", f"no component column, and rubric {rubric.id!r} has several components "
+                         f"({sorted(rubric.components)})", "Add a component column, or map one with --column component=COLUMN.")
+    return out
+
+
+def _cell(value: Any) -> str:
+    """A cell as stripped text ('' when empty); 3.0 from a spreadsheet reads as '3'."""
+    if is_missing(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _text(value: Any) -> str:
+    """A text cell as written ('' when empty)."""
+    return "" if is_missing(value) else str(value)
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha1("\x00".join(parts).encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class _Rows:
+    """Cases, targets and ratings read so far, with where each was first seen."""
+
+    rubric: Rubric
+    mapping: _Mapping
+    not_evaluable: frozenset[str]
+    score_map: Mapping[str, Mapping[str, int]]
+    skip_empty: bool
+    problems: Problems
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ratings: list[Rating] = field(default_factory=list)
+    seen: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    n_rows: int = 0
+    n_cells: int = 0
+    n_not_evaluable: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def bad(self, where: str, column: str | None, message: str, fix: str, order: int) -> None:
+        self.problems.add(f"{where}, column {column!r}" if column else where, message, fix, order=(order,))
+
+    def get(self, row: Mapping[str, Any], name: str) -> Any:
+        column = self.mapping.fields.get(name)
+        return None if column is None else row.get(column)
+
+    def add(self, row: Mapping[str, Any], where: str, order: int) -> None:
+        """Read one row; its problems are recorded."""
+        if all(is_missing(v) for v in row.values()):
+            return
+        self.n_rows += 1
+        case_id = self._case(row, where, order)
+        target_id = self._target(row, case_id, where, order) if case_id else None
+        rater = _cell(self.get(row, "rater"))
+        if not rater:
+            self.bad(where, self.mapping.fields.get("rater"), "empty rater id", "Fill in who rated the row.", order)
+        cells = self._rating_cells(row, where, order)
+        for criterion, value, comment, column in cells:
+            self._rating(case_id, target_id, rater, criterion, value, comment, column, where, order)
+
+    def _agree(self, store: dict[str, Any], values: dict[str, Any], kind: str, key: str, where: str, order: int) -> None:
+        """Check a repeated case/target against its first row (filling fields first left empty)."""
+        for name, value in values.items():
+            old = store.get(name)
+            if value in ("", None):
+                continue
+            if old in ("", None):
+                store[name] = value
+            elif old != value:
+                self.bad(where, self.mapping.fields.get(name, name),
+                         f"{kind} {key!r} has a different {name} here than in {store['_where']}",
+                         f"Give every row of one {kind} the same {name}, or give the rows different {kind} ids.", order)
+
+    def _case(self, row: Mapping[str, Any], where: str, order: int) -> str | None:
+        text = _text(self.get(row, "case_text"))
+        raw_id = _cell(self.get(row, "case"))
+        col = self.mapping.fields.get("case")
+        if not text.strip():
+            self.bad(where, self.mapping.fields.get("case_text"), "empty case text", "Fill in the case text.", order)
+            if not raw_id:
+                return None
+        case_id = raw_id if col is not None else f"c-{_short_hash(text)}"
+        if not case_id:
+            self.bad(where, col, "empty case id", "Fill in the case id.", order)
+            return None
+        if not _ID_RE.match(case_id):
+            self.bad(where, col, f"case id {case_id!r} is not a valid id (letters, digits and . _ : / -, starting "
+                     "with a letter or digit)", "Correct the id, or map another column with --column case=COLUMN.", order)
+            return None
+        values = {"case_text": text if text.strip() else "", "case_title": _cell(self.get(row, "case_title")),
+                  "reference": _text(self.get(row, "reference"))}
+        if case_id not in self.cases:
+            self.cases[case_id] = {"_where": where, **values}
+        else:
+            self._agree(self.cases[case_id], values, "case", case_id, where, order)
+        return case_id
+
+    def _target(self, row: Mapping[str, Any], case_id: str, where: str, order: int) -> str | None:
+        text = _text(self.get(row, "target_text"))
+        statement = _text(self.get(row, "statement"))
+        component = _cell(self.get(row, "component")) if self.mapping.component is None else self.mapping.component
+        if not text.strip():
+            self.bad(where, self.mapping.fields.get("target_text"), "empty target text", "Fill in the rated text.", order)
+            return None
+        if not component:
+            self.bad(where, self.mapping.fields.get("component"), "empty component",
+                     f"Use one of the rubric's components {sorted(self.rubric.components)}.", order)
+            return None
+        if component not in self.rubric.components:
+            self.bad(where, self.mapping.fields.get("component"), f"component {component!r} is not a component of "
+                     f"rubric {self.rubric.id!r} (known: {sorted(self.rubric.components)})",
+                     "Use one of the rubric's components.", order)
+            return None
+        col = self.mapping.fields.get("target")
+        target_id = _cell(self.get(row, "target")) if col is not None else f"t-{_short_hash(case_id, component, text, statement)}"
+        if not target_id or not _ID_RE.match(target_id):
+            self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (letters, digits and . _ : / -, "
+                     "starting with a letter or digit)", "Correct the id, or map another column with --column target=COLUMN.",
+                     order)
+            return None
+        values = {"case": case_id, "target_text": text, "statement": statement, "component": component,
+                  "model": _cell(self.get(row, "model")), "condition": _cell(self.get(row, "condition"))}
+        if target_id not in self.targets:
+            self.targets[target_id] = {"_where": where, **values}
+        else:
+            self._agree(self.targets[target_id], values, "target", target_id, where, order)
+        return target_id
+
+    def _rating_cells(self, row: Mapping[str, Any], where: str, order: int) -> list[tuple[str, Any, str, str]]:
+        """``(criterion, score cell, comment, score column)`` of each rating cell in the row."""
+        comment = _text(self.get(row, "comment")).strip()
+        if self.mapping.criteria:  # wide
+            return [(crit, row.get(col), _text(row.get(self.mapping.comments[crit])).strip()
+                     if crit in self.mapping.comments else comment, col)
+                    for crit, col in self.mapping.criteria.items()]
+        return [(_cell(self.get(row, "criterion")), self.get(row, "score"), comment, self.mapping.fields["score"])]
+
+    def _rating(self, case_id: str | None, target_id: str | None, rater: str, criterion: str, value: Any,
+                comment: str, column: str, where: str, order: int) -> None:
+        self.n_cells += 1
+        text = _cell(value)
+        crit = self._criterion(criterion, where, order) if text or criterion else None
+        if not text:
+            if self.skip_empty:
+                self.skipped[criterion] = self.skipped.get(criterion, 0) + 1
+                return
+            self.bad(where, column, "empty score", "Fill in a score, mark it with a --not-evaluable value, "
+                     "or pass --skip-empty to skip empty cells (they are counted).", order)
+            return
+        if crit is None:
+            return
+        score, ne = self._score(crit, text, column, where, order)
+        if score is None and not ne:
+            return
+        if None in (case_id, target_id) or not rater:
+            return
+        assert case_id is not None and target_id is not None
+        key = (target_id, rater, crit.criterion_id)
+        if key in self.seen:
+            self.bad(where, column, f"a second rating of target {target_id!r} by rater {rater!r} on "
+                     f"{crit.criterion_id!r} (first in {self.seen[key]})", "Keep one rating per target, rater and "
+                     "criterion.", order)
+            return
+        self.seen[key] = where
+        component = self.targets[target_id]["component"]
+        if component not in crit.components:
+            self.bad(where, column, f"criterion {crit.criterion_id!r} does not apply to component {component!r} "
+                     f"(it applies to {list(crit.components)})", "Delete the rating, or correct the component.", order)
+            return
+        self.n_not_evaluable += ne
+        self.ratings.append(Rating(case_id=case_id, target_id=target_id, rater_id=rater, criterion=crit.criterion_id,
+                                   score=score, not_evaluable=ne, comment=comment))
+
+    def _criterion(self, criterion: str, where: str, order: int) -> Criterion | None:
+        if not criterion:
+            self.bad(where, self.mapping.fields.get("criterion"), "empty criterion",
+                     f"Fill in a criterion id of rubric {self.rubric.id!r}.", order)
+            return None
+        try:
+            return self.rubric.criterion(criterion)
+        except KeyError:
+            known = [c.criterion_id for c in self.rubric.criteria]
+            self.bad(where, self.mapping.fields.get("criterion"), f"criterion {criterion!r} is not in rubric "
+                     f"{self.rubric.id!r} (known: {known})", "Use a criterion id of the rubric.", order)
+            return None
+
+    def _score(self, crit: Criterion, text: str, column: str, where: str, order: int) -> tuple[int | None, bool]:
+        if text in self.not_evaluable:
+            if not crit.allow_not_evaluable:
+                self.bad(where, column, f"{text!r} marks the rating not evaluable, but criterion "
+                         f"{crit.criterion_id!r} does not allow that (allow_not_evaluable is false)",
+                         f"Give a score from {crit.scale_min} to {crit.scale_max}.", order)
+                return None, False
+            return None, True
+        labels = {**self.score_map.get(_ANY, {}), **self.score_map.get(crit.criterion_id, {})}
+        if text in labels:
+            score = labels[text]
+        elif _INT_RE.match(text):
+            score = int(text)
+        else:
+            known = f"; labels mapped for {crit.criterion_id!r}: {sorted(labels)}" if labels else ""
+            ne = f"; not-evaluable values: {sorted(self.not_evaluable)}" if self.not_evaluable else ""
+            self.bad(where, column, f"{text!r} is not an integer score{known}{ne}",
+                     f"Write an integer, map the label with --score-map '{crit.criterion_id}:{text}=N', or mark "
+                     f"it not evaluable with --not-evaluable '{text}'.", order)
+            return None, False
+        if not crit.scale_min <= score <= crit.scale_max:
+            self.bad(where, column, f"score {score} ({text!r}) is outside the scale {crit.scale_min}..{crit.scale_max} "
+                     f"of criterion {crit.criterion_id!r}", "Correct the score or the score map.", order)
+            return None, False
+        return score, False
+
+
+def import_frame(
+    frame: pd.DataFrame,
+    *,
+    rubric: Rubric | str,
+    name: str,
+    columns: Mapping[str, str] | None = None,
+    layout: Literal["long", "wide"] = "long",
+    not_evaluable: Sequence[str] = (),
+    score_map: Mapping[str, Mapping[str, int]] | None = None,
+    skip_empty: bool = False,
+    prompts_root: Path | str | None = None,
+    description: str = "",
+    source: str = "",
+    importer: str = TABLE_IMPORTER,
+    source_sha256: Mapping[str, str] | None = None,
+    locations: Sequence[str] | None = None,
+    heading: str | None = None,
+) -> TableImport:
+    """Turn a table of ratings (a pandas DataFrame) into a validated rating pack, in memory.
+
+    Each case is one distinct case id (or case text, when no case column is mapped), each
+    target one distinct target id (or, without a target column, one distinct (case, component,
+    target text, statement) - its id is ``t-`` and 12 hex digits of their SHA-1, stable across
+    imports). Rows repeating a case or target must agree on its texts. In a long table each
+    row is one rating; in a wide table each criterion column of a row is one.
+
+    Args:
+        frame: The table; cells may be text or numbers (``3.0`` reads as 3).
+        rubric: A :class:`~evolve.rubric.Rubric` (in memory, nothing on disk needed) or a rubric id.
+        name: Pack name.
+        columns: ``field -> column`` (fields: :data:`TABLE_FIELDS`; wide tables also take
+            ``criterion:<id>`` and ``comment:<id>``). Unmapped fields use a column named like
+            the field, if present.
+        layout: ``"long"`` (one rating per row) or ``"wide"`` (one score column per criterion).
+        not_evaluable: Cell values (after stripping) that mark a rating not evaluable, e.g. ``("Unsure",)``.
+        score_map: ``{criterion: {label: score}}`` for cells written as labels; key ``"*"``
+            applies to every criterion. Integers are always read as scores.
+        skip_empty: Skip empty score cells (counted in :class:`TableCounts`) instead of failing.
+        prompts_root: Where to look a rubric id up first.
+        description, source, importer, source_sha256: Manifest fields (a default description
+            lists the counts).
+        locations: How to name each row in messages (default ``row <i + 2>``, as if the frame
+            were a spreadsheet with its header in row 1).
+        heading: First line of the error message.
+
+    Returns:
+        The pack (``path=None``) and the counts.
+
+    Raises:
+        PackError: Any unmapped or bad value - every one named by row and column, all listed at once.
+        RubricError: The rubric id cannot be loaded.
+    """
+    rub = _resolve_rubric(rubric, prompts_root)
+    if layout not in ("long", "wide"):
+        raise DataError(f"layout must be 'long' or 'wide', got {layout!r}.")
+    if not _ID_RE.match(name):
+        raise PackError(f"pack name {name!r} is not a valid name (letters, digits and . _ : / -, starting with a "
+                        "letter or digit); pass another name (--name).")
+    problems = Problems(heading or f"cannot import the table of pack {name!r}", PackError, MAX_REPORTED_PROBLEMS)
+    present = [str(c) for c in frame.columns]
+    if len(set(present)) != len(present):
+        dupes = sorted({c for c in present if present.count(c) > 1})
+        problems.add("header", f"repeated column names {dupes}", "Give every column its own name.")
+    records = frame.to_dict("records")
+    where = list(locations) if locations is not None else [f"row {i + 2}" for i in range(len(records))]
+    file = where[0].split(",", 1)[0] if where and "," in where[0] else "table"
+    mapping = _resolve_mapping(present, dict(columns or {}), layout, rub, problems, file)
+    problems.raise_if_any()
+    rows = _Rows(rub, mapping, frozenset(v.strip() for v in not_evaluable), dict(score_map or {}), skip_empty, problems)
+    for i, record in enumerate(records):
+        rows.add({str(k): v for k, v in record.items()}, where[i], i)
+    if rows.n_rows == 0:
+        problems.add(file, "the table has no data rows", "Add one row per rating (long) or per rated target (wide).")
+    problems.raise_if_any()
+    return _finish(rows, rub, name, description, source, importer, source_sha256, prompts_root)
+
+
+def _finish(rows: _Rows, rubric: Rubric, name: str, description: str, source: str, importer: str,
+            source_sha256: Mapping[str, str] | None, prompts_root: Path | str | None) -> TableImport:
+    cases = tuple(Case(case_id=cid, title=c["case_title"], text=c["case_text"], reference_answer=c["reference"] or None,
+                       source=c["_where"]) for cid, c in rows.cases.items())
+    targets = tuple(Target(target_id=tid, case_id=t["case"], component=t["component"], text=t["target_text"],
+                           statement=t["statement"] or None, model=t["model"], condition=t["condition"])
+                    for tid, t in rows.targets.items())
+    n_skipped = sum(rows.skipped.values())
+    counts = TableCounts(
+        n_rows=rows.n_rows, n_cells=rows.n_cells, n_scored=len(rows.ratings) - rows.n_not_evaluable,
+        n_not_evaluable=rows.n_not_evaluable, n_skipped_empty=n_skipped, skipped_by_criterion=dict(rows.skipped),
+        n_cases=len(cases), n_targets=len(targets),
+    )
+    assert counts.n_cells == counts.n_scored + counts.n_not_evaluable + counts.n_skipped_empty
+    manifest = PackManifest(
+        name=name, description=description or f"Imported ratings: {counts.describe()}.",
+        rubric=RubricRef(id=rubric.id, version=rubric.version), source=source, importer=importer,
+        source_sha256=dict(source_sha256 or {}),
+    )
+    pack = RatingPack(path=None, manifest=manifest, cases=cases, targets=targets, ratings=tuple(rows.ratings))
+    validate_pack(pack, rubric=rubric, prompts_root=prompts_root)
+    return TableImport(pack=pack, counts=counts)
