@@ -258,7 +258,8 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         pairs = int(loo["judge_pairs"].sum())
         judge_mae = float((loo["judge_mae"].fillna(0) * loo["judge_pairs"]).sum() / pairs) if pairs else None
         ceiling[split] = {"mae": mae, "n_pairs": n, "judge_mae_same_targets": judge_mae, "judge_pairs": pairs,
-                          "judge_as_rater": loo.astype(object).where(loo.notna(), None).to_dict(orient="records")}
+                          "judge_as_rater": loo.astype(object).where(loo.notna(), None).to_dict(orient="records"),
+                          "why_none": _no_ceiling_reason(split_ratings[split]) if mae is None else None}
     mutations = ccands[ccands["origin"] == "mutation"]
     status_counts = mutations["status"].value_counts().to_dict()
     entry: dict = {
@@ -322,6 +323,17 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     entry["agreement"] = stats
     return entry
+
+
+def _no_ceiling_reason(ratings: pd.DataFrame) -> str:
+    """Why no physician-vs-physician ceiling exists for these ratings (one criterion, one split)."""
+    per_target = ratings.groupby("target_id")["rater_id"].nunique() if len(ratings) else pd.Series(dtype=int)
+    if per_target.empty:
+        return "no target has a physician rating"
+    if int(per_target.max()) < 2:
+        return "each target was rated by one rater, so physicians cannot be compared with each other"
+    return ("no target has numeric scores from two raters (the other ratings of the targets rated twice are "
+            "not evaluable)")
 
 
 def _candidate_records(ccands: pd.DataFrame, partial: dict[str, float | None]) -> list[dict]:
@@ -492,9 +504,11 @@ AGREEMENT_LABELS = {
 }
 
 
-def _ceiling(r: dict) -> str:
+def _ceiling(r: dict, why_none: str | None = None) -> str:
     """``0.300 (judge 0.412; 40 / 96 pairs)``: the ceiling and the judge on the same targets."""
     if r.get("ceiling_val_mae") is None:
+        if why_none and why_none.startswith("each target was rated by one rater"):
+            return "— (none: each target has one rater)"
         return "— (no target has two physicians)"
     if r.get("evolved_val_mae_ceiling_targets") is None:
         return f"{_fmt(r['ceiling_val_mae'], 3)} ({r.get('ceiling_val_pairs', 0)} pairs)"
@@ -522,6 +536,9 @@ def render_table5(report: dict) -> list[str]:
     def pair(a, b) -> str:
         return f"{_fmt(a, 3)} / {_fmt(b, 3)}"
 
+    def why(r: dict) -> str | None:
+        return report.get("criteria", {}).get(r["criterion"], {}).get("ceiling", {}).get("validation", {}).get("why_none")
+
     for r in rows:
         evolved = pair(r["evolved_train_mae"], r["evolved_val_mae"])
         if r["evolved_origin"] != "mutation":
@@ -530,7 +547,7 @@ def render_table5(report: dict) -> list[str]:
             f"| {r['number'] or ''} | {r['name'] or r['criterion']} | {pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
             f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
             f"{evolved} | {_fmt(r['delta_val_mae'], 3)} | {_fmt(r['evolved_val_repeat_sd'], 3)} | "
-            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_ceiling(r)} | "
+            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_ceiling(r, why(r))} | "
             f"{r['drift'] or 'not audited'} |"
         )
     m = report.get("macro", {})
@@ -698,6 +715,7 @@ def render_markdown(report: dict) -> str:
         out.append(
             f"| physician vs physician (ceiling) | {_fmt(ce['train']['mae'])} | {_fmt(ce['validation']['mae'])} | | | | | | | | |"
         )
+        out += _render_no_ceiling(ce)
         out += _render_judge_as_rater(ce["validation"].get("judge_as_rater") or [])
         e, w = c["evolution"], c["winner"]
         out += [
@@ -721,6 +739,22 @@ def render_markdown(report: dict) -> str:
         ]
     out += render_usage(report.get("usage"))
     return "\n".join(out)
+
+
+def _render_no_ceiling(ceiling: dict) -> list[str]:
+    """A plain sentence for each split without a physician-vs-physician ceiling, saying why."""
+    missing = {split: ceiling[split].get("why_none") for split in ("train", "validation")
+               if ceiling.get(split, {}).get("mae") is None}
+    if not missing:
+        return []
+    reasons = set(missing.values())
+    if len(missing) == 2 and len(reasons) == 1:
+        where = "on the training or validation targets"
+        text = f"{next(iter(reasons)) or 'no target has two physicians'}"
+        return ["", f"No physician-vs-physician ceiling can be computed {where}: {text}. Compare the judge with "
+                "the baselines above instead (the training median is the simplest)."]
+    return [""] + [f"No physician-vs-physician ceiling on the {split} targets: {why or 'no target has two physicians'}."
+                   for split, why in missing.items()]
 
 
 def _render_judge_as_rater(rows: list[dict]) -> list[str]:
