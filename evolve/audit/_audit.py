@@ -178,6 +178,7 @@ def audit_run(
     check: DriftCheckSettings | None = None,
     embedding_model: str | None = None,
     write: bool = True,
+    prompts_root: Path | str | None = None,
 ) -> AuditResult:
     """Audit every winner of a finished run for semantic drift; write ``audit.json`` and ``audit.md``.
 
@@ -201,6 +202,9 @@ def audit_run(
         check: Decoding of the LLM check (model, seed, max tokens).
         embedding_model: Model id for ``/v1/embeddings``; None = the endpoint's model.
         write: Write ``audit.json``/``audit.md`` and journal events (False: compute only).
+        prompts_root: For a run made before runs kept their own rubric copy: where its rubric is
+            looked up before the shipped rubrics (replaces the run's recorded ``prompts_root``).
+            A run with a copy (``<run>/judge_prompts``) always reads the copy.
 
     Returns:
         The audit (also in ``audit.json``).
@@ -211,6 +215,8 @@ def audit_run(
     """
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
+    if prompts_root is not None:  # a run without its own rubric copy reads its rubric from there
+        config = config.model_copy(update={"prompts_root": Path(prompts_root)})
     thresholds = thresholds or DriftThresholds()
     check = check or DriftCheckSettings()
     own = CalibrationFolder(run_dir).prompts_root  # the run's copy of its rubric, when it has one

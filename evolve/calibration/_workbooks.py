@@ -43,6 +43,7 @@ def prepare_workbook_inputs(
     frame_manifest: Path | None = None,
     seed: int = 42,
     name: str | None = None,
+    prompts_root: Path | str | None = None,
 ) -> WorkbookInputs:
     """Import physician workbooks into ``into/pack`` and split into ``into/splits``.
 
@@ -63,6 +64,7 @@ def prepare_workbook_inputs(
         frame_manifest: One case id per line: the calibration frame (default: rated cases).
         seed: Seed of the train/validation draw.
         name: Pack name (default: the workbook folder's name).
+        prompts_root: Where the ``consilium`` rubric is looked up before the shipped rubrics.
 
     Raises:
         PackError: Invalid workbooks (every problem, with workbook, sheet, row, column and fix).
@@ -75,7 +77,7 @@ def prepare_workbook_inputs(
         if path.exists() and any(path.iterdir()):
             raise RunError(f"{path} already exists; choose another --run-id, or resume the run with --resume {into}.")
     result = import_workbooks(workbooks, cases=cases, outputs=outputs, condition=condition, role_map=role_map,
-                              name=name, case_columns=case_columns)
+                              name=name, case_columns=case_columns, prompts_root=prompts_root)
     pack = result.pack
     universe = CaseList.from_cases(load_cases(cases, mapping=case_columns), path=Path(cases))
     if frame_manifest is not None:

@@ -44,6 +44,10 @@ LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (q
 PromptsRootOption = Annotated[Optional[Path], typer.Option(
     "--prompts-root", help="Folder of your own rubric folders (<rubric id>/rubric.json, protocol.md, guidance/), looked up "
     "before the shipped rubrics (default: $EVOLVE_PROMPTS_ROOT, else the shipped rubrics only).")]
+# Readers of finished runs: a run keeps its own rubric copy (<run>/judge_prompts); older runs have none.
+RunPromptsRootOption = Annotated[Optional[Path], typer.Option(
+    "--prompts-root", help="For a run made before runs kept their own rubric copy (<run>/judge_prompts): folder of rubric "
+    "folders looked up before the shipped rubrics (default: the run's recorded prompts_root). A run with a copy reads it.")]
 SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
     help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
@@ -645,14 +649,17 @@ def report(
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
     html: HtmlOption = True,
+    prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Rebuild the report (report.md/.json/.html, table5.csv, agreement.csv) from a run's saved artifacts (no model calls)."""
     from evolve.report import write_report
 
     try:
-        report_data = write_report(run_dir, n_boot=n_boot, seed=seed, html=html)
+        report_data = write_report(run_dir, n_boot=n_boot, seed=seed, html=html, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
+    for note in report_data["rubric"].get("notes", []):  # the run's rubric copy was used, the original changed
+        out.print(f"note: {note}", highlight=False, soft_wrap=True)
     out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv and agreement.csv", highlight=False)
 
 
@@ -698,6 +705,7 @@ def audit(
     embedding_model: Optional[str] = typer.Option(None, help="Model id for /v1/embeddings (default: the endpoint's model)."),
     rebuild_report: bool = typer.Option(
         True, "--report/--no-report", help="Rebuild the run's report so its drift column shows the flags."),
+    prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Semantic-drift audit: is each winner still about its criterion? Writes audit.md and audit.json.
 
@@ -726,20 +734,18 @@ def audit(
                 raise ConfigError(f"endpoint options: {exc.errors()[0]['msg']}.") from exc
         _interrupt_on_sigterm()
         result = audit_run(run_dir, use_llm=llm, use_embeddings=embeddings, endpoint=endpoint,
-                           embedding_model=embedding_model)
+                           embedding_model=embedding_model, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve audit {run_dir}")
     except KeyboardInterrupt:
         err.print("interrupted; the audit wrote nothing (finished model calls are cached: run it again)")
         raise typer.Exit(code=130) from None
     typer.echo((run_dir / AUDIT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
-    for note in report_data["rubric"].get("notes", []):  # the run's rubric copy was used, the original changed
-        out.print(f"note: {note}", highlight=False, soft_wrap=True)
     if rebuild_report and (run_dir / CalibrationFolder.REPORT_JSON).is_file():
         from evolve.report import write_report
 
         try:
-            write_report(run_dir)
+            write_report(run_dir, prompts_root=prompts_root)
             out.print(f"rebuilt {run_dir}/report.md with the drift flags", highlight=False)
         except EvolveError as exc:
             err.print(f"warning: the report was not rebuilt ({exc}); run `evolve report {run_dir}`",
@@ -896,7 +902,7 @@ def bench_judge(
              "the paper judged role components of the structured pipeline only)."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
-    prompts_root: PromptsRootOption = None,
+    prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
     from evolve.consilium import judge_bench, load_bench_config

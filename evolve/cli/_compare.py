@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import BootSeedOption, NBootOption, _fail, out
+from evolve.cli._app import BootSeedOption, NBootOption, RunPromptsRootOption, _fail, out
 from evolve.errors import ConfigError, EvolveError
 
 
@@ -24,6 +24,7 @@ def compare(
     html: bool = typer.Option(True, "--html/--no-html", help="Also write report.html (figures, then the tables)."),
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
+    prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Compare runs side by side: validation agreement of each run and paired differences with 95% intervals on the
     targets they share (no model calls). Writes report.md, report.json, differences.csv and report.html."""
@@ -33,7 +34,7 @@ def compare(
         _fail(ConfigError(f"--name {name!r} must be a plain folder name (it goes under {reports_dir}/), e.g. --name qwen-05-vs-15."))
     out_dir = reports_dir / (name or _default_name(run_dirs))
     try:
-        comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html)
+        comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
     for note in comparison.get("notes", []):

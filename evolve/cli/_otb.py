@@ -19,6 +19,7 @@ from evolve.cli._app import (
     PriceInOption,
     PriceOutOption,
     PromptsRootOption,
+    RunPromptsRootOption,
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
@@ -135,7 +136,7 @@ def otb_judge(
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
-    prompts_root: PromptsRootOption = None,
+    prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
     from evolve.otb import judge_otb, load_otb_config

@@ -43,7 +43,7 @@ from evolve.consilium._runner import (
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import Judge
-from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric
+from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric, run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, on_call, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -289,6 +289,7 @@ def judge_bench(
     repeats: int | None = None,
     progress: ProgressHook | None = None,
     free_form_roles: bool = False,
+    prompts_root: Path | str | None = None,
 ) -> JudgeBenchResult:
     """Score a benchmark run's outputs with the consilium judge; write ``judge_scores.csv``.
 
@@ -305,6 +306,9 @@ def judge_bench(
         client: A ready client; None builds one from the run's endpoint and closes it.
         repeats: Judge calls per (target, criterion) (>= 1); None = ``config.judge_repeats``.
         progress: Progress hook (key ``judge``, one step per call).
+        prompts_root: For a run made before runs kept their own rubric copy: where the
+            consilium rubric is looked up before the shipped rubrics (replaces the run's
+            recorded ``prompts_root``). A run with a copy always reads the copy.
         free_form_roles: Also judge the role components of free-form pipelines (split on the
             "FINAL OPINION:" line; a fallback split is counted and warned about).
 
@@ -320,6 +324,8 @@ def judge_bench(
     run_dir = Path(run_dir)
     progress = progress or NoProgress()
     config = load_bench_config(run_dir)
+    if prompts_root is not None:  # a run without its own rubric copy reads its rubric from there
+        config = config.model_copy(update={"prompts_root": run_prompts_root(BenchFolder(run_dir).prompts_root, prompts_root)})
     n_repeats = config.judge_repeats if repeats is None else repeats
     if n_repeats < 1:
         raise ConfigError(f"judge repeats must be >= 1, got {n_repeats}; pass --repeats 1 or more.")

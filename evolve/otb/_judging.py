@@ -30,6 +30,7 @@ from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, ju
 from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
 from evolve.otb._similarity import ENCODER, token_f1
+from evolve.rubric import run_prompts_root
 from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, on_call, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,7 +87,7 @@ class OtbJudgeResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def calibrated_guidance(calibration_run: Path | str) -> tuple[dict[str, str], dict[str, str]]:
+def calibrated_guidance(calibration_run: Path | str, *, prompts_root: Path | str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """The guidance of a calibration run of rubric ``otb``, per judge rubric, and the judge
     model it was calibrated for.
 
@@ -106,7 +107,7 @@ def calibrated_guidance(calibration_run: Path | str) -> tuple[dict[str, str], di
     from evolve.consilium import load_calibrated_guidance  # the winners' reader; loaded only with guidance
     from evolve.rubric import load_rubric
 
-    rubric = load_rubric("otb")
+    rubric = load_rubric("otb", root=prompts_root)
     names = {c.criterion_id: c.name for c in rubric.criteria}
     chosen = load_calibrated_guidance(calibration_run, rubric)
     out = {}
@@ -204,7 +205,8 @@ def _metric_row(task: str, row: dict, reference: str) -> dict:
 
 
 def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: dict[str, str] | None = None,
-              calibration_run: Path | str | None = None, progress: ProgressHook | None = None) -> OtbJudgeResult:
+              calibration_run: Path | str | None = None, progress: ProgressHook | None = None,
+              prompts_root: Path | str | None = None) -> OtbJudgeResult:
     """Judge every answer of an OpenTumorBoard run; write ``judge_scores.jsonl``, ``metrics.csv``
     and each (task, model)'s ``summary.json``.
 
@@ -215,10 +217,14 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         calibration_run: A calibration run of rubric ``otb`` whose winners guide the judge
             (:func:`calibrated_guidance`); merged over ``guidance``.
         progress: Progress hook (key ``otb_judge``, one step per call).
+        prompts_root: For a run made before runs kept their own rubric copy: where rubric
+            ``otb`` (the criteria of ``calibration_run``) is looked up before the shipped rubrics.
+            None, or a run with a copy: the run's ``prompts_root`` (its copy).
 
     Raises:
         RunError: Not an OpenTumorBoard run folder, a response naming an unknown item, or a
             calibration run that is not one of rubric ``otb``.
+        RubricError: Rubric ``otb`` cannot be found under the prompts root or shipped.
     """
     progress = progress or NoProgress()
     guidance = dict(guidance or {})
@@ -226,7 +232,8 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     config = load_otb_config(run_dir)
     warnings = []
     if calibration_run is not None:
-        calibrated, meta = calibrated_guidance(calibration_run)
+        root = config.prompts_root if prompts_root is None else run_prompts_root(folder.prompts_root, prompts_root)
+        calibrated, meta = calibrated_guidance(calibration_run, prompts_root=root)
         guidance.update(calibrated)
         if meta["model"] and meta["model"] != config.judge.model:
             warnings.append(f"the guidance was calibrated for judge model {meta['model']!r} but this run judges with "

@@ -80,13 +80,16 @@ def _read_ratings(path: Path) -> pd.DataFrame:
     return frame
 
 
-def otb_rating_pack(run_dir: Path | str, ratings_csv: Path | str, *, name: str) -> RatingPack:
+def otb_rating_pack(run_dir: Path | str, ratings_csv: Path | str, *, name: str,
+                    prompts_root: Path | str | None = None) -> RatingPack:
     """A rating pack of the rated answers of an OpenTumorBoard run (see the module docstring).
 
     Args:
         run_dir: The run whose answers were rated.
         ratings_csv: The ratings, columns :data:`OTB_RATING_COLUMNS`.
         name: The pack's name.
+        prompts_root: Where rubric ``otb`` is looked up before the shipped rubrics (None =
+            ``EVOLVE_PROMPTS_ROOT`` if set, else the shipped one).
 
     Raises:
         RunError: Not an OpenTumorBoard run folder.
@@ -95,7 +98,7 @@ def otb_rating_pack(run_dir: Path | str, ratings_csv: Path | str, *, name: str) 
             score off the criterion's scale - every row listed with its line and the fix.
     """
     run_dir, ratings_csv = Path(run_dir), Path(ratings_csv)
-    rubric = load_rubric(OTB_RUBRIC_ID)
+    rubric = load_rubric(OTB_RUBRIC_ID, root=prompts_root)
     criteria = {c.criterion_id: c for c in rubric.criteria}
     answers = _answers(run_dir)
     frame = _read_ratings(ratings_csv)

@@ -53,7 +53,8 @@ def _kind(run_dir: Path) -> str:
                    "Pass the folders `evolve calibrate` or `evolve bench run` wrote under archives/.")
 
 
-def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed: int = 0) -> dict:
+def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed: int = 0,
+                     prompts_root: Path | str | None = None) -> dict:
     """Compare two or more runs of the same kind (no model calls).
 
     Args:
@@ -61,6 +62,8 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
             every other run is compared with.
         n_boot: Bootstrap replicates per interval.
         seed: Bootstrap seed.
+        prompts_root: For calibration runs made before runs kept their own rubric copy: where
+            their rubric is looked up before the shipped rubrics (runs with a copy read it).
 
     Returns:
         A JSON-able dict: ``kind``, ``runs`` (label, path, models), ``differences`` (records of
@@ -83,7 +86,7 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
         raise RunError(f"cannot compare runs of different kinds: {listed}. Compare calibration runs with calibration runs "
                        "and bench runs with bench runs.")
     if kinds[dirs[0]] == "calibration":
-        return _compare_calibrations(dirs, n_boot, seed)
+        return _compare_calibrations(dirs, n_boot, seed, prompts_root)
     return _compare_benches(dirs, n_boot, seed)
 
 
@@ -125,13 +128,15 @@ def _candidate_of(entry: dict, key: str) -> str | None:
     return None
 
 
-def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int) -> dict:
+def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root: Path | str | None = None) -> dict:
     from evolve.calibration import load_run_config
 
     configs = [load_run_config(d) for d in dirs]
+    if prompts_root is not None:  # runs without their own rubric copy read their rubric from there
+        configs = [c.model_copy(update={"prompts_root": Path(prompts_root)}) for c in configs]
     pack, _ = _check_same_frame(dirs, configs)
     ratings = pack.ratings_frame()
-    reports = [build_report(d, n_boot=n_boot, seed=seed) for d in dirs]
+    reports = [build_report(d, n_boot=n_boot, seed=seed, prompts_root=prompts_root) for d in dirs]
     labels = [_calibration_label(d, c) for d, c in zip(dirs, configs)]
     if len(set(labels)) < len(labels):
         labels = [f"{label} [{i + 1}]" for i, label in enumerate(labels)]
@@ -308,14 +313,14 @@ def comparison_html(comparison: dict, markdown_text: str) -> str:
 
 
 def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_boot: int = 2000, seed: int = 0,
-                     html: bool = True) -> dict:
+                     html: bool = True, prompts_root: Path | str | None = None) -> dict:
     """Compare runs and write ``report.md``, ``report.json``, ``differences.csv`` and
     ``report.html`` into ``out_dir`` (``reports/<name>/``).
 
     Raises:
         RunError: As :func:`build_comparison`; nothing is written then.
     """
-    comparison = build_comparison(run_dirs, n_boot=n_boot, seed=seed)
+    comparison = build_comparison(run_dirs, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
     folder = ComparisonFolder(out_dir)
     markdown = render_comparison_markdown(comparison)
     folder.write(folder.REPORT_JSON, json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")

@@ -129,7 +129,7 @@ def _read_audit(run_dir: Path) -> dict[str, dict]:
     return {c["criterion"]: c for c in data.get("criteria", []) if isinstance(c, dict) and "criterion" in c}
 
 
-def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_root: Path | str | None = None) -> dict:
     """Compute the report of a finished run folder.
 
     Returns:
@@ -154,6 +154,9 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
         run_dir: The run folder.
         n_boot: Bootstrap replicates per interval.
         seed: Seed of the bootstrap (the same seed gives the same intervals).
+        prompts_root: For a run made before runs kept their own rubric copy: where its rubric is
+            looked up before the shipped rubrics (replaces the run's recorded ``prompts_root``).
+            A run with a copy (``<run>/judge_prompts``) always reads the copy.
 
     Raises:
         RunError: Missing artifacts.
@@ -163,6 +166,8 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0) -> dict:
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
+    if prompts_root is not None:  # a run without its own rubric copy reads its rubric from there
+        config = config.model_copy(update={"prompts_root": Path(prompts_root)})
     folder = CalibrationFolder(run_dir)
     scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
     cands = folder.read_frame(folder.CANDIDATES, keep_default_na=False, dtype=str)
@@ -786,17 +791,18 @@ def agreement_records(report: dict) -> list[dict]:
     return rows
 
 
-def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bool = True) -> dict:
+def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bool = True,
+                 prompts_root: Path | str | None = None) -> dict:
     """Build the report and write it into ``run_dir``.
 
     Files: ``report.json`` (everything), ``report.md`` (Table 5, agreement with intervals,
     structural exclusions, per-criterion details), ``report.html`` (the same tables after the
     figures of :func:`~evolve.report.calibration_html`; unless ``html`` is False),
     ``table5.csv`` (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and
-    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
+    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`). ``prompts_root``: as for :func:`build_report`.
     """
     run_dir = Path(run_dir)
-    report = build_report(run_dir, n_boot=n_boot, seed=seed)
+    report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
     folder = CalibrationFolder(run_dir)
     folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
