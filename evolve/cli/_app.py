@@ -228,8 +228,7 @@ def ratings_import(
                                 "with rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write, e.g. ratings/kqa."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
-    prompts_root: Optional[Path] = typer.Option(None, "--prompts-root",
-        help="Folder of your own rubrics, looked up before the shipped ones (default: $EVOLVE_PROMPTS_ROOT)."),
+    prompts_root: PromptsRootOption = None,
     rubric: Optional[str] = typer.Option(None, "--rubric", help="table: id of the rubric the ratings use (required)."),
     columns: Optional[list[str]] = typer.Option(None, "--column", help=(
         "table: FIELD=COLUMN, repeatable. Fields: case, case_text, case_title, target, target_text, statement, "
@@ -267,11 +266,9 @@ def ratings_import(
     if given:
         _fail(ConfigError(f"`ratings import {source}` does not take {', '.join(given)}; drop "
                           f"{'it' if len(given) == 1 else 'them'}."))
-    root = prompts_root
-    if root is None:
-        import os
+    from evolve.rubric import resolve_prompts_root
 
-        root = Path(os.environ["EVOLVE_PROMPTS_ROOT"]) if os.environ.get("EVOLVE_PROMPTS_ROOT", "").strip() else None
+    root = resolve_prompts_root(prompts_root)  # the option, else $EVOLVE_PROMPTS_ROOT, else the shipped rubrics
     note = ""
     try:
         if source == "table":
