@@ -106,3 +106,13 @@ def test_calibrate_option_beats_the_environment(own, tmp_path, monkeypatch):
     assert result.exit_code != 0
     assert "not a folder" not in result.output and f"no rubric '{RUBRIC}'" not in result.output
     assert "none" in result.output
+
+
+@pytest.mark.parametrize("command", [
+    "ratings check", "ratings import", "ratings import-workbooks", "ratings workbook-template", "splits make", "splits check",
+    "calibrate", "report", "audit", "compare", "bench run", "bench judge", "otb run", "otb judge", "otb import-ratings",
+    "rubric check",
+])
+def test_every_command_that_loads_a_rubric_takes_prompts_root(command):
+    result = runner.invoke(app, [*command.split(), "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--prompts-root" in result.output
