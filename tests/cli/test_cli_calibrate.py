@@ -61,8 +61,9 @@ def test_calibrate_command_end_to_end_with_key_from_environment(tmp_path, tiny_p
     run = tmp_path / "archives" / "cli"
     assert "| **evolved winner" in result.stdout  # the report is printed
     assert set(endpoint.authorizations) == {"Bearer sk-test-not-a-real-key-000000000000"}
-    for path in run.iterdir():  # the key is used, never written
-        assert "sk-test" not in path.read_text(), path.name
+    for path in run.rglob("*"):  # the key is used, never written (the rubric copy included)
+        if path.is_file():
+            assert "sk-test" not in path.read_text(), path.name
     config = json.loads((run / "config.json").read_text())
     assert config["endpoint"]["base_url"] == endpoint.base_url and config["endpoint"]["api_key_env"] == "MY_KEY"
 
