@@ -1,0 +1,57 @@
+"""The README's Python quickstart runs exactly as printed and does what the README says."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+START, END = "<!-- quickstart:start -->", "<!-- quickstart:end -->"
+
+
+def quickstart_code() -> str:
+    """The Python block between the quickstart markers of README.md."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1, "README.md must mark its quickstart block once"
+    block = text.split(START, 1)[1].split(END, 1)[0].strip()
+    assert block.startswith("```python\n") and block.endswith("\n```"), block[:80]
+    return block.removeprefix("```python\n").removesuffix("\n```") + "\n"
+
+
+def shown_output() -> str:
+    """The plain code block the README shows after the quickstart as its output."""
+    after = (REPO / "README.md").read_text(encoding="utf-8").split(END, 1)[1]
+    return after.split("\n```\n", 1)[1].split("\n```", 1)[0] + "\n"
+
+
+def test_quickstart_is_short() -> None:
+    assert len(quickstart_code().splitlines()) <= 15
+
+
+def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
+    script = tmp_path / "quickstart.py"
+    script.write_text(quickstart_code(), encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "EVOLVE_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == shown_output()  # the README shows what it prints
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2, done.stdout
+    summary = re.fullmatch(r"entailment: winner (entailment:\S+) \(mutation\), validation MAE ([\d.]+) .*"
+                           r"better vs no_guidance: .*", lines[0])
+    assert summary, lines[0]
+    guidance = eval(lines[1])  # the printed dict of winning guidance  # noqa: S307 - our own output
+    assert set(guidance) == {"entailment"} and guidance["entailment"].startswith("calibrated rule")
+    # what it printed is the run's report, in the one run folder it made under ./archives
+    (run,) = (tmp_path / "archives").iterdir()
+    report = json.loads((run / "report.json").read_text("utf-8"))
+    (row,) = report["table5"]
+    assert (row["evolved"], f"{row['evolved_val_mae']:.3f}") == (summary[1], summary[2])
+    assert report["criteria"]["entailment"]["winner"]["text"] == guidance["entailment"]
+    assert row["vs_none_verdict"] == "better" and report["pack"] == "my-ratings"
+    assert {"pack", "splits", "config.json", "report.md"} <= {p.name for p in run.iterdir()}
