@@ -176,9 +176,13 @@ class CalibrationSummary(_Record):
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``, section by section; None in ``over`` keeps ``base``'s value."""
     out = dict(base)
     for key, value in over.items():
-        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        elif value is not None:
+            out[key] = value
     return out
 
 
@@ -307,7 +311,7 @@ def calibrate(
                        f"`evolve calibrate --resume {run_dir}`).")
     made = not run_dir.exists()
     try:
-        _write_inputs(run_dir, pack, bundle, splits, split_dir, root, split_seed)
+        _write_inputs(run_dir, pack, bundle, splits, split_dir, resolved.prompts_root, split_seed)
         result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None, progress=progress)
     except BaseException:
         if made and not (run_dir / CalibrationFolder.CONFIG).exists():

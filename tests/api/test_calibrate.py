@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import evolve
-from evolve.data import RatingPack, load_pack
+from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import ConfigError, EvolveError, RubricError, RunError
 from evolve.rubric import RubricBundle
 from evolve.splits import load_splits
@@ -140,3 +140,26 @@ def test_import_evolve_stays_light() -> None:
             "print(heavy); assert not heavy; assert 'calibrate' in dir(evolve)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _own_rubric_and_pack(tmp_path: Path) -> tuple[RubricBundle, Path, Path]:
+    """A rubric of one's own written under ``tmp_path/roots`` and a pack folder rated on it."""
+    shipped = RubricBundle.load("kqa-entailment")
+    bundle = RubricBundle(rubric=shipped.rubric.model_copy(update={"id": "own"}), protocol=shipped.protocol,
+                          guidance=shipped.guidance)
+    folder = bundle.write(tmp_path / "roots")
+    pack_dir = tmp_path / "packs" / "own"
+    write_pack(RatingPack.from_frame(_frame(), rubric=bundle.rubric, name="own"), pack_dir)
+    return bundle, folder, pack_dir
+
+
+@pytest.mark.parametrize("how", ["rubric folder", "config prompts_root"])
+def test_rubric_of_ones_own_by_folder_or_prompts_root(tmp_path: Path, fake_client, how: str) -> None:
+    bundle, folder, pack_dir = _own_rubric_and_pack(tmp_path)
+    where = {"rubric": folder} if how == "rubric folder" else {"config": {**SMALL, "prompts_root": str(folder.parent)}}
+    summary = calibrate(pack_dir, endpoint=fake_client, run_id="own", archives_dir=tmp_path / "archives",
+                        **{"config": SMALL, **where})
+    assert summary.rubric == "own" and not (summary.run_dir / "rubric").exists()  # read where it is
+    config = json.loads((summary.run_dir / "config.json").read_text("utf-8"))
+    assert (summary.run_dir / config["prompts_root"]).resolve() == folder.parent.resolve()
+    _check_against_report(summary)
