@@ -62,9 +62,10 @@ class Verdict(_Record):
 
     def describe(self) -> str:
         """``better than no_guidance: -0.400 [-0.700, -0.100]`` (or ``same candidate as ...``)."""
-        if self.verdict == "same candidate" or self.estimate is None:
-            return f"{self.verdict} as {self.baseline}" if self.verdict == "same candidate" else \
-                f"{self.verdict} vs {self.baseline}"
+        if self.verdict == "same candidate":
+            return f"same candidate as {self.baseline}"
+        if self.estimate is None:
+            return f"{self.verdict} vs {self.baseline}"
         interval = f"[{self.low:+.3f}, {self.high:+.3f}]" if self.low is not None and self.high is not None else "[—]"
         return f"{self.verdict} vs {self.baseline}: {self.estimate:+.3f} {interval}"
 
