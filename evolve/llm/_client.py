@@ -7,6 +7,7 @@ import json
 import secrets
 import threading
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -89,6 +90,8 @@ class Client:
         self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
+        # a client nobody closes stops its loop when collected, or at exit while the loop still runs
+        self._release = weakref.finalize(self, _release_portal, self._portal_cm, self._portal)
         self._limiter = self._portal.call(self._make_limiter)
 
     async def _make_limiter(self) -> anyio.CapacityLimiter:
@@ -323,6 +326,7 @@ class Client:
                 blocked in :meth:`complete`, :meth:`map` or :meth:`embed` then raise (a
                 ``CancelledError`` or ``RuntimeError``) at once.
         """
+        self._release.detach()
         portal_cm, self._portal_cm = self._portal_cm, None
         if portal_cm is None:
             return
@@ -346,6 +350,23 @@ class Client:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(cancel=exc_type is not None)
+
+
+def _release_portal(portal_cm: Any, portal: Any) -> None:
+    """Stop the loop of a client that was never closed, cancelling calls still in flight.
+
+    Runs when the client is garbage-collected, or at interpreter exit while the loop's thread
+    still runs: a client still referenced then (by the traceback of an error, say) would
+    otherwise be stopped during finalization, after that thread is frozen, and exit would hang.
+    """
+    try:
+        portal.call(portal.stop, True)
+    except BaseException:  # noqa: BLE001, S110 - the loop has stopped already; nobody to tell
+        pass
+    try:
+        portal_cm.__exit__(None, None, None)
+    except BaseException:  # noqa: BLE001, S110 - what stopped the loop was raised to its caller
+        pass
 
 
 def _well_formed(request: ChatRequest, response: ChatResponse) -> bool:

@@ -155,3 +155,22 @@ def test_schema_length_limits_can_be_left_out_for_strict_hosted_modes():
     finally:
         server.close()
     assert server.bodies[0]["response_format"] == stripped
+
+
+def test_a_client_never_closed_lets_the_interpreter_exit_after_an_error():
+    """A script that passes its own Client to a run and dies of an error must still exit: the
+    traceback keeps the client alive until finalization, when its loop thread is frozen."""
+    import subprocess
+    import sys
+
+    script = (
+        "from evolve.llm import ChatRequest, Client, Message, ResponseCache\n"
+        "from evolve.testing import FakeProvider\n"
+        "def broken(request):\n"
+        "    raise TypeError('a bug in the stand-in model')\n"
+        "client = Client(FakeProvider(broken), cache=ResponseCache(':memory:'))\n"
+        "client.map([ChatRequest(model='m', messages=(Message(role='user', content='hi'),))])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "TypeError: a bug in the stand-in model" in proc.stderr
