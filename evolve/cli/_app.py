@@ -224,8 +224,9 @@ def serve(
 @ratings_app.command("import")
 def ratings_import(
     source: str = typer.Argument(..., help="Importer: table, expertqa, kqa or savage."),
-    path: Path = typer.Argument(..., help="table: the table file (.csv/.jsonl/.parquet/.xlsx); expertqa: the folder "
-                                "with rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file."),
+    paths: list[Path] = typer.Argument(..., help="table: one or more table files of one format (.csv/.jsonl/.parquet/"
+                                       ".xlsx), read as one table in the order given; expertqa: the folder with "
+                                       "rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write, e.g. ratings/kqa."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
     prompts_root: PromptsRootOption = None,
@@ -244,6 +245,14 @@ def ratings_import(
              "('*:LABEL=N' for every criterion; repeatable)."),
     skip_empty: bool = typer.Option(False, "--skip-empty",
         help="table: skip empty score cells (they are counted) instead of failing."),
+    rows: Optional[str] = typer.Option(None, "--rows", help=(
+        "table, .jsonl only: one row per element this dotted path reaches in each record, e.g. 'answers.*.claims.*' "
+        "('*' = every list item or object value; records it misses are counted). Columns are then dotted paths from "
+        "the record's top, each '*' being the row's own element (answers.*.annotator_id); answers.*.@key is the key "
+        "'*' stepped through.")),
+    where: Optional[list[str]] = typer.Option(None, "--where", help=(
+        "table: COLUMN=VALUE keeps only rows whose cell is exactly VALUE (repeatable; all must hold), e.g. "
+        "'metadata.field=Healthcare / Medicine'.")),
     name: Optional[str] = typer.Option(None, "--name",
         help="table, expertqa: pack name (default: the file's name; expertqa-<domain>)."),
     domain: Optional[str] = typer.Option(None, "--domain",
@@ -251,14 +260,14 @@ def ratings_import(
 ) -> None:
     """Import ratings into a rating pack: any table (long or wide), or a real data set (read by path;
     never commit the result)."""
-    from evolve.data import IMPORTERS, import_table, parse_score_map, parse_table_columns, write_pack
+    from evolve.data import IMPORTERS, import_table, parse_score_map, parse_table_columns, parse_where, write_pack
     from evolve.errors import ConfigError
 
     sources = ["table", *sorted(IMPORTERS)]
     if source not in sources:
         _fail(EvolveError(f"unknown importer {source!r}; choose one of {sources}."))
     table_only = {"rubric": rubric, "column": columns, "layout": layout, "not-evaluable": not_evaluable,
-                  "score-map": score_map, "skip-empty": skip_empty or None}
+                  "score-map": score_map, "skip-empty": skip_empty or None, "rows": rows, "where": where}
     allowed = {"table": set(table_only) | {"name"}, "expertqa": {"name", "domain"}}.get(source, set())
     owners = {**dict.fromkeys(table_only, "table"), "name": "table and expertqa", "domain": "expertqa"}
     given = [f"--{k} (an option of `import {owners[k]}`)"
@@ -266,6 +275,10 @@ def ratings_import(
     if given:
         _fail(ConfigError(f"`ratings import {source}` does not take {', '.join(given)}; drop "
                           f"{'it' if len(given) == 1 else 'them'}."))
+    if source != "table" and len(paths) > 1:
+        _fail(ConfigError(f"`ratings import {source}` reads one path, got {len(paths)}; only `import table` "
+                          "takes several files."))
+    path = paths[0]
     from evolve.rubric import resolve_prompts_root
 
     root = resolve_prompts_root(prompts_root)  # the option, else $EVOLVE_PROMPTS_ROOT, else the shipped rubrics
@@ -278,9 +291,10 @@ def ratings_import(
             if layout not in (None, "long", "wide"):
                 raise ConfigError(f"--layout {layout!r}: choose long or wide.")
             result = import_table(
-                path, rubric=rubric, name=name, columns=parse_table_columns(columns or []),
+                paths, rubric=rubric, name=name, columns=parse_table_columns(columns or []),
                 layout="wide" if layout == "wide" else "long", not_evaluable=not_evaluable or (),
                 score_map=parse_score_map(score_map or []), skip_empty=skip_empty, prompts_root=root,
+                rows=rows, where=parse_where(where or []),
             )
             pack, note = result.pack, result.counts.describe()
         elif source == "expertqa":

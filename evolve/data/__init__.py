@@ -17,7 +17,8 @@ of human ratings, independent of how that source was originally laid out:
 criteria / score scales / components against the rubric) and reports every problem at once
 in one :class:`~evolve.errors.PackError`. :func:`write_pack` writes one atomically. Importers
 (:data:`IMPORTERS`) convert the original release files of a data set into a pack in memory;
-the caller decides where to write it. :func:`import_table` (a file) and
+the caller decides where to write it. :func:`import_table` (one or more files; nested JSON
+records with ``rows=``, row selection with ``where=``) and
 :func:`import_frame` / :meth:`RatingPack.from_frame` (a pandas DataFrame) read any table of
 ratings, long or wide, with a column mapping. Imported real data is never committed to the
 repository (see ``ratings/README.md``).
@@ -84,6 +85,7 @@ from evolve.data._table import (
     import_table,
     parse_score_map,
     parse_table_columns,
+    parse_where,
     read_table,
 )
 from evolve.data._workbooks import (
@@ -166,6 +168,7 @@ __all__ = [
     "parse_column_overrides",
     "parse_score_map",
     "parse_table_columns",
+    "parse_where",
     "read_role_map",
     "read_table",
     "record_file_stem",

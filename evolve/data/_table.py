@@ -15,6 +15,10 @@ listed in a score map (``{criterion: {label: score}}``, ``"*"`` for every criter
 *not evaluable* value. Every problem is collected - named by row (a spreadsheet's: the header
 is row 1) and column - and raised together as one :class:`~evolve.errors.PackError`; nothing
 is returned, so nothing is written, unless the whole table is valid.
+
+:func:`import_table` also reads several files of one format as one table, turns nested JSON
+records into rows (``rows="answers.*.claims.*"``; column names are then dotted paths into the
+record, see :mod:`evolve.data._table_rows`) and keeps only the rows matching ``where``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
+from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import is_missing, sha256_file
 from evolve.errors import DataError, PackError, Problems
 from evolve.rubric import Criterion, Rubric, load_rubric
@@ -47,6 +52,7 @@ __all__ = [
     "import_table",
     "parse_score_map",
     "parse_table_columns",
+    "parse_where",
     "read_table",
 ]
 
@@ -93,8 +99,10 @@ class TableCounts(BaseModel):
     ``n_cells == n_scored + n_not_evaluable + n_skipped_empty`` always holds: a cell is one
     row of a long table, or one criterion column of one row of a wide table.
 
+    With :func:`import_table`, ``n_rows_read == n_rows_blank + n_rows_not_selected + n_rows``.
+
     Attributes:
-        n_rows: Data rows read (blank rows are not counted).
+        n_rows: Data rows imported (blank rows and rows not matching ``where`` are not counted).
         n_cells: Rating cells read.
         n_scored: Cells that became a numeric rating.
         n_not_evaluable: Cells that became a *not evaluable* rating.
@@ -103,6 +111,12 @@ class TableCounts(BaseModel):
             long table count under ``""``).
         n_cases: Cases in the pack.
         n_targets: Targets in the pack.
+        n_files: Files read (:func:`import_table`).
+        n_records: JSON records read when rows come from nested records (``rows=``), else 0.
+        n_records_without_rows: Of those, records where the rows path reached nothing.
+        n_rows_blank: Rows with every cell empty, skipped.
+        n_rows_not_selected: Rows not matching ``where``, skipped.
+        where: The ``COLUMN=VALUE`` conditions rows had to match.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -115,13 +129,32 @@ class TableCounts(BaseModel):
     skipped_by_criterion: dict[str, int]
     n_cases: int
     n_targets: int
+    n_files: int = 1
+    n_records: int = 0
+    n_records_without_rows: int = 0
+    n_rows_blank: int = 0
+    n_rows_not_selected: int = 0
+    where: tuple[str, ...] = ()
+
+    @property
+    def n_rows_read(self) -> int:
+        """Rows read: blank + not matching ``where`` + imported."""
+        return self.n_rows_blank + self.n_rows_not_selected + self.n_rows
 
     def describe(self) -> str:
         """One sentence with every count, e.g. for a pack's description."""
         skipped = (f"; {self.n_skipped_empty} empty score cells skipped ("
                    + ", ".join(f"{k or 'no criterion'}: {v}" for k, v in self.skipped_by_criterion.items()) + ")"
                    if self.n_skipped_empty else "")
-        return (f"{self.n_rows} rows, {self.n_cells} rating cells: {self.n_scored} scores, "
+        rows = f"{self.n_rows} rows, "
+        if self.n_records or self.n_rows_blank or self.where:
+            rows = (f"{self.n_rows_read} rows read"
+                    + (f", {self.n_rows_blank} blank" if self.n_rows_blank else "")
+                    + (f", {self.n_rows_not_selected} not matching --where {' '.join(map(repr, self.where))}" if self.where else "")
+                    + f", {self.n_rows} imported; ")
+        records = (f"{self.n_records} records ({self.n_records_without_rows} without rows), " if self.n_records else "")
+        files = f"{self.n_files} files, " if self.n_files > 1 else ""
+        return (f"{files}{records}{rows}{self.n_cells} rating cells: {self.n_scored} scores, "
                 f"{self.n_not_evaluable} not evaluable{skipped}; {self.n_cases} cases, {self.n_targets} targets")
 
 
@@ -216,12 +249,7 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
 
     path = Path(path)
     suffix = path.suffix.lower()
-    if not path.is_file():
-        raise PackError(f"{path}: table not found. Pass a {', '.join(TABLE_SUFFIXES)} file with one rating (long) or "
-                        "one rated target (wide) per row.")
-    if suffix not in TABLE_SUFFIXES:
-        raise PackError(f"{path}: unsupported table type {suffix or '(none)'!r}. Save the table as one of "
-                        f"{list(TABLE_SUFFIXES)}.")
+    _check_file(path)
     try:
         if suffix == ".jsonl":
             return _read_jsonl_table(path)
@@ -242,10 +270,26 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
                         "Check that the file is what its name says.") from None
 
 
-def _read_jsonl_table(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    import json
+def _check_file(path: Path) -> None:
+    if not path.is_file():
+        raise PackError(f"{path}: table not found. Pass a {', '.join(TABLE_SUFFIXES)} file with one rating (long) or "
+                        "one rated target (wide) per row.")
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise PackError(f"{path}: unsupported table type {suffix or '(none)'!r}. Save the table as one of "
+                        f"{list(TABLE_SUFFIXES)}.")
 
+
+def _read_jsonl_table(path: Path) -> tuple[pd.DataFrame, list[str]]:
     import pandas as pd
+
+    records, locations = _read_jsonl_records(path)
+    return pd.DataFrame.from_records(records), locations
+
+
+def _read_jsonl_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects of a JSONL file, and ``"<name>, line <n>"`` of each (blank lines skipped)."""
+    import json
 
     problems = Problems(f"cannot import table {path}", PackError, MAX_REPORTED_PROBLEMS)
     records: list[dict[str, Any]] = []
@@ -266,11 +310,11 @@ def _read_jsonl_table(path: Path) -> tuple[pd.DataFrame, list[str]]:
         records.append(raw)
         locations.append(f"{path.name}, line {lineno}")
     problems.raise_if_any()
-    return pd.DataFrame.from_records(records), locations
+    return records, locations
 
 
 def import_table(
-    path: Path | str,
+    paths: Path | str | Sequence[Path | str],
     *,
     rubric: Rubric | str,
     name: str | None = None,
@@ -280,32 +324,161 @@ def import_table(
     score_map: Mapping[str, Mapping[str, int]] | None = None,
     skip_empty: bool = False,
     prompts_root: Path | str | None = None,
+    rows: str | None = None,
+    where: Mapping[str, str] | Sequence[tuple[str, str] | str] = (),
 ) -> TableImport:
-    """Read a ratings table file into a validated rating pack (in memory; nothing is written).
+    """Read one or more ratings table files into a validated rating pack (in memory; nothing is written).
 
     Args:
-        path: A ``.csv`` (UTF-8), ``.jsonl``, ``.parquet`` or ``.xlsx`` (first sheet) file.
+        paths: One file, or several of one format read as one table (rows in the order given;
+            CSV, XLSX and Parquet files must have the same columns): ``.csv`` (UTF-8),
+            ``.jsonl``, ``.parquet`` or ``.xlsx`` (first sheet).
         rubric: The rubric (a :class:`~evolve.rubric.Rubric` or a rubric id under the prompts root).
-        name: Pack name (default: the file's stem).
+        name: Pack name (default: the files' stems joined by ``-``).
         columns, layout, not_evaluable, score_map, skip_empty: As for :func:`import_frame`.
         prompts_root: Where to look the rubric id up first (then the shipped rubrics).
+        rows: JSONL only: a dotted path with ``*`` steps (e.g. ``"answers.*.claims.*"``); each
+            record becomes one row per element it reaches (``*``: every item of a list or value
+            of an object); a record where it reaches nothing yields no row and is counted. Column
+            names (``columns``, ``where`` and the fields' default names) are then dotted paths
+            from the top of the record, each ``*`` standing for the element the row came from
+            (``"answers.*.annotator_id"``); ``"answers.*.@key"`` is the key (or list position,
+            from 1) that ``*`` stepped through. Without ``rows`` a column name is matched as is.
+        where: ``{column: value}`` (or pairs, or ``"COLUMN=VALUE"`` strings): keep only rows whose cell, as stripped text,
+            equals the value, for every condition. Rows read = blank + not matching + imported.
 
     Returns:
-        The pack and the counts of what was read; the manifest records the file's sha256.
+        The pack and the counts of what was read; the manifest records each file's sha256,
+        and its source the rows path and conditions.
 
     Raises:
-        PackError: The file cannot be read, or any cell is invalid (all problems listed, each
-            with its row and column).
+        PackError: A file cannot be read, files differ in format or columns, a path is found
+            in no row, no row matches ``where``, or any cell is invalid (all problems listed,
+            each with its file, row or line (and element) and column or path).
+        DataError: A malformed path or condition.
         RubricError: The rubric id cannot be loaded.
     """
-    path = Path(path)
-    frame, locations = read_table(path)
-    return import_frame(
-        frame, rubric=rubric, name=name or _pack_name(path.stem), columns=columns, layout=layout,
-        not_evaluable=not_evaluable, score_map=score_map, skip_empty=skip_empty, prompts_root=prompts_root,
-        locations=locations, source=f"table {path.name}", source_sha256={path.name: sha256_file(path)},
-        heading=f"cannot import table {path}",
+    files = _table_files(paths)
+    pairs = where.items() if isinstance(where, Mapping) else [parse_where([w])[0] if isinstance(w, str) else w
+                                                                for w in where]
+    conditions = [(str(c), str(v)) for c, v in pairs]
+    rub = _resolve_rubric(rubric, prompts_root)
+    heading = f"cannot import table{'s' if len(files) > 1 else ''} {', '.join(str(f) for f in files)}"
+    problems = Problems(heading, PackError, MAX_REPORTED_PROBLEMS)
+    mapped = dict(columns or {})
+    n_records = n_without = 0
+    if rows is None:
+        frame, locations = _read_flat(files, problems)
+        for column, _ in conditions:
+            if column not in frame.columns:
+                problems.add(f"--where {column!r}", f"no such column; the table has columns {[str(c) for c in frame.columns]}",
+                             "Name a column of the table.")
+    else:
+        records, record_locations = _read_records(files)
+        nested = nested_rows(records, record_locations, rows, [*mapped.values(), *(c for c, _ in conditions)],
+                             _default_columns(mapped, layout, rub), problems)
+        frame, locations, n_records, n_without = (nested.frame, nested.locations, nested.n_records,
+                                                  nested.n_records_without_rows)
+    problems.raise_if_any()
+    n_read = len(frame)
+    frame, locations, n_blank, n_not_selected = _select(frame, locations, conditions, heading)
+    source = (f"table{'s' if len(files) > 1 else ''} {', '.join(f.name for f in files)}"
+              + (f"; rows {rows}" if rows else "") + "".join(f"; where {c}={v}" for c, v in conditions))
+    result = import_frame(
+        frame, rubric=rub, name=name or _pack_name("-".join(f.stem for f in files)), columns=columns,
+        layout=layout, not_evaluable=not_evaluable, score_map=score_map, skip_empty=skip_empty,
+        prompts_root=prompts_root, locations=locations, source=source, source_sha256=_checksums(files),
+        heading=heading,
     )
+    counts = result.counts.model_copy(update={
+        "n_files": len(files), "n_records": n_records, "n_records_without_rows": n_without, "n_rows_blank": n_blank,
+        "n_rows_not_selected": n_not_selected, "where": tuple(f"{c}={v}" for c, v in conditions)})
+    assert counts.n_rows_read == n_read, (counts, n_read)
+    pack = result.pack
+    manifest = pack.manifest.model_copy(update={"description": f"Imported ratings: {counts.describe()}."})
+    return TableImport(pack=RatingPack(path=None, manifest=manifest, cases=pack.cases, targets=pack.targets,
+                                       ratings=pack.ratings), counts=counts)
+
+
+def _table_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
+    """The files as paths: at least one, none twice, all of one format."""
+    files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if not files:
+        raise PackError("no table file given. Pass one or more .csv/.jsonl/.parquet/.xlsx files.")
+    twice = sorted({str(f) for f in files if files.count(f) > 1})
+    if twice:
+        raise PackError(f"{twice[0]}: the file is given twice; its rows would be imported twice. Pass each file once.")
+    kinds = sorted({f.suffix.lower() for f in files})
+    if len(kinds) > 1:
+        raise PackError(f"the files are of different types {kinds}; pass files of one format (convert the others), "
+                        f"e.g. all {kinds[0]}.")
+    return files
+
+
+def _checksums(files: Sequence[Path]) -> dict[str, str]:
+    names = [f.name for f in files]
+    return {(f.name if names.count(f.name) == 1 else str(f)): sha256_file(f) for f in files}
+
+
+def _read_flat(files: Sequence[Path], problems: Problems) -> tuple[pd.DataFrame, list[str]]:
+    """The files read one after another as one table (CSV/XLSX/Parquet files must share their columns)."""
+    import pandas as pd
+
+    frames: list[pd.DataFrame] = []
+    locations: list[str] = []
+    for path in files:
+        frame, where = read_table(path)
+        first = {str(c) for c in frames[0].columns} if frames else None
+        here = {str(c) for c in frame.columns}
+        if first is not None and path.suffix.lower() != ".jsonl" and here != first:
+            problems.add(f"{path.name}, header", f"its columns differ from {files[0].name}'s (missing: "
+                         f"{sorted(first - here)}, extra: {sorted(here - first)})", "Give every file the same header row.")
+        frames.append(frame)
+        locations += where
+    return (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]), locations
+
+
+def _read_records(files: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    records: list[dict[str, Any]] = []
+    locations: list[str] = []
+    for path in files:
+        _check_file(path)
+        if path.suffix.lower() != ".jsonl":
+            raise PackError(f"{path}: --rows reads nested JSON records, one per line of a .jsonl file; a "
+                            f"{path.suffix.lower()} table is flat. Drop --rows, or pass .jsonl files.")
+        more, where = _read_jsonl_records(path)
+        records += more
+        locations += where
+    return records, locations
+
+
+def _default_columns(columns: Mapping[str, str], layout: str, rubric: Rubric) -> list[str]:
+    """Column names read when present: each unmapped field's default names (and, wide, the criterion ids)."""
+    names = [c for f in TABLE_FIELDS if f not in columns for c in _DEFAULT_COLUMNS.get(f, (f,))]
+    if layout == "wide" and not any(k.startswith("criterion:") for k in columns):
+        names += [c.criterion_id for c in rubric.criteria]
+    return names
+
+
+def _select(frame: pd.DataFrame, locations: Sequence[str], conditions: Sequence[tuple[str, str]],
+            heading: str) -> tuple[pd.DataFrame, list[str], int, int]:
+    """Drop blank rows and rows not matching every condition; ``(frame, locations, n_blank, n_not_selected)``.
+
+    Raises:
+        PackError: Conditions were given and no row matches them (the message lists values seen).
+    """
+    blank, keep = 0, []
+    for i, record in enumerate(frame.to_dict("records")):
+        if all(is_missing(v) for v in record.values()):
+            blank += 1
+        elif all(_cell(record.get(column)) == value for column, value in conditions):
+            keep.append(i)
+    n_not = len(frame) - blank - len(keep)
+    if conditions and not keep and n_not:
+        seen = {c: sorted({_cell(v) for v in frame[c]})[:12] for c, _ in conditions}
+        raise PackError(f"{heading}: no row matches --where {' '.join(f'{c}={v}' for c, v in conditions)} ({n_not} "
+                        f"rows read). Values present: {seen}. Match one exactly (case and spaces count).")
+    return frame.iloc[keep].reset_index(drop=True), [locations[i] for i in keep], blank, n_not
 
 
 def _pack_name(stem: str) -> str:
