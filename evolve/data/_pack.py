@@ -17,10 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import shutil
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.errors import PackError, Problems, RubricError
 from evolve.rubric import Rubric, load_rubric
-from evolve.runs import atomic_write
+from evolve.runs import replace_folder
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -766,10 +763,6 @@ def _ratings_csv(ratings: Iterable[Rating]) -> str:
     return buf.getvalue()
 
 
-def _write_text(path: Path, text: str) -> None:
-    atomic_write(path, text)  # inside the pack's temporary folder, swapped in whole
-
-
 def write_pack(
     pack: RatingPack,
     path: Path | str,
@@ -808,27 +801,10 @@ def write_pack(
             f"{dest}: directory is not empty; refusing to overwrite it. Pass --overwrite (overwrite=True in Python) "
             "to replace it, or choose an empty/new directory."
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir()  # hidden sibling: same filesystem, so the final rename is atomic
-    try:
-        _write_text(tmp / CASES_FILE, _jsonl(pack.cases))
-        _write_text(tmp / TARGETS_FILE, _jsonl(pack.targets))
-        _write_text(tmp / RATINGS_FILE, _ratings_csv(pack.ratings))
-        manifest = json.dumps(pack.manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        _write_text(tmp / MANIFEST_FILE, manifest)
-        for name, text in extra_files.items():
-            _write_text(tmp / name, text)
-        if dest.exists():
-            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
-            os.replace(dest, old)
-            os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    manifest = json.dumps(pack.manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    files = {CASES_FILE: _jsonl(pack.cases), TARGETS_FILE: _jsonl(pack.targets), RATINGS_FILE: _ratings_csv(pack.ratings),
+             MANIFEST_FILE: manifest, **extra_files}
+    replace_folder(dest, files)
     return dest
 
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,22 +182,8 @@ def _folder_files(folder: Path) -> dict[str, bytes]:
 
 
 def _replace_folder(dest: Path, files: Mapping[str, bytes]) -> None:
-    """Build ``dest`` in a hidden sibling folder (each file fsynced), then rename it into place."""
-    from evolve.runs import atomic_write  # runs pulls in the model client: import only when writing
+    """:func:`evolve.runs.replace_folder`, imported only when writing (``evolve.runs`` pulls in
+    the model client, which reading a rubric never needs)."""
+    from evolve.runs import replace_folder
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir()  # same filesystem as dest, so the rename is atomic
-    try:
-        for rel, data in files.items():
-            atomic_write(tmp / rel, data)
-        if dest.exists():
-            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
-            os.replace(dest, old)
-            os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    replace_folder(dest, files)

@@ -9,9 +9,6 @@ rubric id, the folder it was copied from, its version and the sha256 of every co
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,25 +88,11 @@ def write_prompts_snapshot(dest: Path | str, rubric_ids: Sequence[str], *, root:
         rubrics={rid: RubricCopy(version=b.rubric.version, source=str(rubric_source(rid, root=root).absolute()),
                                  files=b.sha256()) for rid, b in bundles.items()},
     )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        for bundle in bundles.values():
-            bundle.write(tmp)
-        with open(tmp / SNAPSHOT_SOURCES, "w", encoding="utf-8") as fh:
-            fh.write(record.model_dump_json(indent=2) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        if dest.exists():
-            old = dest.with_name(f"{tmp.name}.old")
-            os.replace(dest, old)
-            os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    from evolve.runs import replace_folder  # runs pulls in the model client: import only when writing
+
+    files: dict[str, str | bytes] = {f"{rid}/{rel}": data for rid, b in bundles.items() for rel, data in b.files().items()}
+    files[SNAPSHOT_SOURCES] = record.model_dump_json(indent=2) + "\n"
+    replace_folder(dest, files)
     return record
 
 

@@ -43,7 +43,7 @@ from evolve.runs._client import (
     owned_client,
     with_cache_path,
 )
-from evolve.runs._files import atomic_write, holds_interrupt
+from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
 from evolve.runs._folder import BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, RunFolder, distinct_slugs, model_slug
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
@@ -73,6 +73,7 @@ __all__ = [
     "default_cache_path",
     "holds_interrupt",
     "model_slug",
+    "replace_folder",
     "on_call",
     "open_client",
     "owned_client",

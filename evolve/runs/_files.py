@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["atomic_write", "holds_interrupt"]
+__all__ = ["atomic_write", "holds_interrupt", "replace_folder"]
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -31,6 +33,40 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_folder(dest: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Write a whole folder at once: ``files`` go into a hidden sibling of ``dest`` (each file
+    fsynced), which then replaces ``dest`` by renames (an existing ``dest`` is swapped out and
+    removed). A reader sees the old folder or the new one, never a mix; on any failure the
+    hidden folder is removed and ``dest`` is left as it was.
+
+    Args:
+        dest: The folder to write (created or replaced).
+        files: Content by path relative to ``dest`` (``/``-separated; subfolders are created);
+            text is written as UTF-8.
+
+    Returns:
+        ``dest``.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()  # same filesystem as dest, so the renames are atomic
+    try:
+        for rel, data in files.items():
+            atomic_write(tmp / rel, data)
+        if dest.exists():
+            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
+            os.replace(dest, old)
+            os.replace(tmp, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
 
 
 def holds_interrupt(exc: BaseException) -> bool:
