@@ -17,7 +17,7 @@ from evolve.errors import EvolveError, RunStoppedError
 from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, EndpointSettings, Price, price_of
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
-ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import real data sets, check packs.")
+ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import your own table or a public data set, check packs.")
 splits_app = typer.Typer(no_args_is_help=True, help="Case-disjoint split manifests.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmark runner: generate consilium second opinions, judge them, tables.")
 app.add_typer(ratings_app, name="ratings")
