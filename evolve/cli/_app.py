@@ -254,7 +254,8 @@ def ratings_import(
         "table: COLUMN=VALUE keeps only rows whose cell is exactly VALUE (repeatable; all must hold), e.g. "
         "'metadata.field=Healthcare / Medicine'.")),
     name: Optional[str] = typer.Option(None, "--name",
-        help="table, expertqa: pack name (default: the file's name; expertqa-<domain>)."),
+        help="table, expertqa: pack name (default: table, the --out folder's name, so splits go to splits/<name>; "
+             "expertqa, expertqa-<domain>)."),
     domain: Optional[str] = typer.Option(None, "--domain",
         help="expertqa: medicine (= 'Healthcare / Medicine', the default) or any metadata.field of the files."),
 ) -> None:
@@ -291,7 +292,7 @@ def ratings_import(
             if layout not in (None, "long", "wide"):
                 raise ConfigError(f"--layout {layout!r}: choose long or wide.")
             result = import_table(
-                paths, rubric=rubric, name=name, columns=parse_table_columns(columns or []),
+                paths, rubric=rubric, name=name or out_dir.name, columns=parse_table_columns(columns or []),
                 layout="wide" if layout == "wide" else "long", not_evaluable=not_evaluable or (),
                 score_map=parse_score_map(score_map or []), skip_empty=skip_empty, prompts_root=root,
                 rows=rows, where=parse_where(where or []),

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.errors import PackError, Problems, RubricError
-from evolve.rubric import Rubric, load_rubric
+from evolve.rubric import Rubric, RubricBundle, load_rubric
 from evolve.runs import replace_folder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,7 +222,7 @@ class RatingPack:
         cls,
         frame: pd.DataFrame,
         *,
-        rubric: Rubric | str,
+        rubric: Rubric | RubricBundle | Path | str,
         name: str,
         columns: Mapping[str, str] | None = None,
         layout: Literal["long", "wide"] = "long",

@@ -37,7 +37,7 @@ from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import is_missing, sha256_file
 from evolve.errors import DataError, PackError, Problems
-from evolve.rubric import Criterion, Rubric, load_rubric
+from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -316,7 +316,7 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def import_table(
     paths: Path | str | Sequence[Path | str],
     *,
-    rubric: Rubric | str,
+    rubric: Rubric | RubricBundle | Path | str,
     name: str | None = None,
     columns: Mapping[str, str] | None = None,
     layout: Literal["long", "wide"] = "long",
@@ -333,7 +333,8 @@ def import_table(
         paths: One file, or several of one format read as one table (rows in the order given;
             CSV, XLSX and Parquet files must have the same columns): ``.csv`` (UTF-8),
             ``.jsonl``, ``.parquet`` or ``.xlsx`` (first sheet).
-        rubric: The rubric (a :class:`~evolve.rubric.Rubric` or a rubric id under the prompts root).
+        rubric: The rubric: a rubric id (under ``prompts_root``, then the shipped rubrics), a rubric folder
+            (a ``Path``), a :class:`~evolve.rubric.Rubric` or a :class:`~evolve.rubric.RubricBundle`.
         name: Pack name (default: the files' stems joined by ``-``).
         columns, layout, not_evaluable, score_map, skip_empty: As for :func:`import_frame`.
         prompts_root: Where to look the rubric id up first (then the shipped rubrics).
@@ -497,9 +498,15 @@ def _resolve_rubric(rubric: Any, prompts_root: Path | str | None) -> Rubric:
     inner = getattr(rubric, "rubric", None)  # a rubric bundle (rubric, protocol, guidance)
     if isinstance(inner, Rubric):
         return inner
+    if isinstance(rubric, Path):  # a rubric folder (<root>/<rubric id>/rubric.json)
+        if not (rubric / "rubric.json").is_file():
+            raise DataError(f"{rubric}: no rubric.json in this folder; give a rubric folder (as `evolve rubric new` "
+                            "writes one), a rubric id with prompts_root=, a Rubric or a RubricBundle.")
+        return load_rubric(rubric.name, root=rubric.parent)
     if isinstance(rubric, str):
         return load_rubric(rubric, root=Path(prompts_root) if prompts_root is not None else None)
-    raise DataError(f"rubric must be a Rubric or a rubric id, got {type(rubric).__name__}.")
+    raise DataError(f"rubric must be a rubric id (with prompts_root= for your own rubrics), a rubric folder (a Path), "
+                    f"a Rubric or a RubricBundle, not {type(rubric).__name__}.")
 
 
 @dataclass
@@ -781,7 +788,7 @@ class _Rows:
 def import_frame(
     frame: pd.DataFrame,
     *,
-    rubric: Rubric | str,
+    rubric: Rubric | RubricBundle | Path | str,
     name: str,
     columns: Mapping[str, str] | None = None,
     layout: Literal["long", "wide"] = "long",
@@ -806,7 +813,9 @@ def import_frame(
 
     Args:
         frame: The table; cells may be text or numbers (``3.0`` reads as 3).
-        rubric: A :class:`~evolve.rubric.Rubric` (in memory, nothing on disk needed) or a rubric id.
+        rubric: A rubric id (under ``prompts_root``, then the shipped rubrics), a rubric folder (a
+            ``Path``), a :class:`~evolve.rubric.Rubric` or a :class:`~evolve.rubric.RubricBundle` (in
+            memory, nothing on disk needed).
         name: Pack name.
         columns: ``field -> column`` (fields: :data:`TABLE_FIELDS`; wide tables also take
             ``criterion:<id>`` and ``comment:<id>``). Unmapped fields use a column named like

@@ -106,6 +106,15 @@ def test_from_frame_by_rubric_id_under_a_prompts_root(prompts_root):
         RatingPack.from_frame(LONG, rubric="no-such-rubric", name="invented", prompts_root=prompts_root)
 
 
+def test_from_frame_by_rubric_folder(prompts_root, tmp_path):
+    by_folder = RatingPack.from_frame(LONG, rubric=prompts_root / "test-rubric", name="invented")
+    assert by_folder == RatingPack.from_frame(LONG, rubric="test-rubric", name="invented", prompts_root=prompts_root)
+    with pytest.raises(DataError, match="no rubric.json in this folder"):
+        RatingPack.from_frame(LONG, rubric=tmp_path, name="invented")
+    with pytest.raises(DataError, match="a rubric folder"):
+        RatingPack.from_frame(LONG, rubric=3, name="invented")  # type: ignore[arg-type]
+
+
 def test_wide_table_by_default_criterion_columns_and_per_criterion_comments():
     frame = pd.DataFrame({
         "case_id": ["c1", "c1", "c2"], "question": ["Q one?", "Q one?", "Q two?"],
@@ -300,7 +309,7 @@ def test_option_parsers():
 
 def test_cli_import_table_writes_a_pack_and_refuses_bad_input_without_writing(tmp_path, prompts_root):
     runner = CliRunner()
-    table = tmp_path / "wide.csv"
+    table = tmp_path / "export.csv"
     pd.DataFrame({"question": ["Q1?", "Q1?", "Q2?"], "answer": ["A1.", "A1.", "A2."], "who": ["r1", "r2", "r1"],
                   "kind": ["answer"] * 3, "Support": ["Yes", "Unsure", ""]}).to_csv(table, index=False)
     out = tmp_path / "packs" / "wide"
@@ -317,6 +326,9 @@ def test_cli_import_table_writes_a_pack_and_refuses_bad_input_without_writing(tm
     assert "3 rows, 3 rating cells: 1 scores, 1 not evaluable; 1 empty score cells skipped" in ok.output
     pack = load_pack(out, prompts_root=prompts_root)
     assert pack.manifest.name == "my-pack" and [r.not_evaluable for r in pack.ratings] == [False, True]
+    unnamed = runner.invoke(app, [*args, "--skip-empty", "--overwrite"])
+    assert unnamed.exit_code == 0, unnamed.output
+    assert load_pack(out, prompts_root=prompts_root).manifest.name == "wide"  # the --out folder's name, not the file's
 
 
 def test_cli_refuses_options_that_do_not_apply_and_lists_the_fields(tmp_path):
