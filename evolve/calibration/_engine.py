@@ -32,11 +32,13 @@ from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
 from evolve.rubric import (
     Criterion,
     Rubric,
+    RubricBundle,
     load_initial_guidance,
     load_protocol,
     load_rubric,
     run_prompts_root,
     snapshot_changes,
+    unedited_placeholders,
     write_prompts_snapshot,
 )
 from evolve.runs import (
@@ -934,12 +936,25 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
                 "ratings; both must be non-empty. Check the split fractions, --condition and the pack."
             )
         items[c.criterion_id] = (train, val)
+    protocol = load_protocol(rubric.id, root=root)
+    initial = {c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=root) for c in criteria}
     return CalibrationPlan(
-        pack=pack, splits=splits, rubric=rubric, protocol=load_protocol(rubric.id, root=root),
-        criteria=criteria, items=items,
-        initial={c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=root) for c in criteria},
-        warnings=budget_warnings(config, len(criteria)), conditions=conditions, notes=notes + chosen,
+        pack=pack, splits=splits, rubric=rubric, protocol=protocol, criteria=criteria, items=items, initial=initial,
+        warnings=budget_warnings(config, len(criteria)) + placeholder_warnings(RubricBundle(rubric, protocol, {k: tuple(v) for k, v in initial.items()})),
+        conditions=conditions, notes=notes + chosen,
     )
+
+
+def placeholder_warnings(bundle: RubricBundle) -> list[str]:
+    """A warning, before a run pays for calls, when the rubric still holds the placeholder texts
+    that ``evolve rubric new`` writes (the judge would be calibrated on them)."""
+    places = unedited_placeholders(bundle)
+    if not places:
+        return []
+    shown = ", ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+    return [f"rubric {bundle.rubric.id!r} still holds {len(places)} placeholder text(s) from `evolve rubric new` "
+            f"({shown}): the judge would be calibrated on them. Write them, then check with `evolve rubric check "
+            f"{bundle.rubric.id} --prompts-root DIR`."]
 
 
 def _conditions(config: CalibrationConfig, pack: RatingPack) -> tuple[tuple[str, ...] | None, list[str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -313,7 +314,8 @@ def calibrate(
     made = not run_dir.exists()
     try:
         _write_inputs(run_dir, pack, bundle, splits, split_dir, resolved.prompts_root, split_seed)
-        result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None, progress=progress)
+        result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None, progress=progress,
+                                 on_warning=_warn)  # a budget too small, placeholder rubric texts
     except BaseException:
         if made and not (run_dir / CalibrationFolder.CONFIG).exists():
             shutil.rmtree(run_dir, ignore_errors=True)  # the run never began: leave nothing behind
@@ -333,3 +335,9 @@ def _write_inputs(run_dir: Path, pack: RatingPack | Path | str, bundle: RubricBu
     elif splits is None:
         loaded = pack if isinstance(pack, RatingPack) else load_pack(pack, prompts_root=root)
         write_splits(make_splits(loaded, seed=split_seed), split_dir, overwrite=True)
+
+
+def _warn(message: str) -> None:
+    """A warning about the run, before it starts, as a Python :class:`UserWarning` at the caller
+    of :func:`calibrate` (the command line prints the same sentences as ``warning:`` lines)."""
+    warnings.warn(message, UserWarning, stacklevel=4)
