@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
-from evolve.data._util import is_missing
+from evolve.data._util import cell_text, is_missing
 from evolve.errors import DataError, Problems
 
 __all__ = [
@@ -159,14 +159,6 @@ def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]
     return columns, [(f"row {i + first}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))]
 
 
-def _text(value: Any) -> str:
-    if is_missing(value):
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
 def case_file(path: Path | str) -> Path:
     """The case file a path names: a folder (a rating pack, a bench run) means its
     ``cases.jsonl``; anything else is returned as given."""
@@ -247,7 +239,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     first_seen: dict[str, str] = {}
     for loc, row in rows:
         where = f"{path.name}, {loc}"
-        case_id = _text(row.get(mapping.id_column))
+        case_id = cell_text(row.get(mapping.id_column))
         text = row.get(mapping.text)
         ok = True
         if not case_id:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
-from evolve.data._util import is_missing, sha256_file
+from evolve.data._util import cell_text, is_missing, sha256_file
 from evolve.errors import DataError, PackError, Problems
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
@@ -472,11 +472,11 @@ def _select(frame: pd.DataFrame, locations: Sequence[str], conditions: Sequence[
     for i, record in enumerate(frame.to_dict("records")):
         if all(is_missing(v) for v in record.values()):
             blank += 1
-        elif all(_cell(record.get(column)) == value for column, value in conditions):
+        elif all(cell_text(record.get(column)) == value for column, value in conditions):
             keep.append(i)
     n_not = len(frame) - blank - len(keep)
     if conditions and not keep and n_not:
-        seen = {c: sorted({_cell(v) for v in frame[c]})[:12] for c, _ in conditions}
+        seen = {c: sorted({cell_text(v) for v in frame[c]})[:12] for c, _ in conditions}
         raise PackError(f"{heading}: no row matches --where {' '.join(f'{c}={v}' for c, v in conditions)} ({n_not} "
                         f"rows read). Values present: {seen}. Match one exactly (case and spaces count).")
     return frame.iloc[keep].reset_index(drop=True), [locations[i] for i in keep], blank, n_not
@@ -574,15 +574,6 @@ def _resolve_mapping(
     return out
 
 
-def _cell(value: Any) -> str:
-    """A cell as stripped text ('' when empty); 3.0 from a spreadsheet reads as '3'."""
-    if is_missing(value):
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
 def _text(value: Any) -> str:
     """A text cell as written ('' when empty)."""
     return "" if is_missing(value) else str(value)
@@ -625,7 +616,7 @@ class _Rows:
         self.n_rows += 1
         case_id = self._case(row, where, order)
         target_id = self._target(row, case_id, where, order) if case_id else None
-        rater = _cell(self.get(row, "rater"))
+        rater = cell_text(self.get(row, "rater"))
         if not rater:
             self.bad(where, self.mapping.fields.get("rater"), "empty rater id", "Fill in who rated the row.", order)
         cells = self._rating_cells(row, where, order)
@@ -647,7 +638,7 @@ class _Rows:
 
     def _case(self, row: Mapping[str, Any], where: str, order: int) -> str | None:
         text = _text(self.get(row, "case_text"))
-        raw_id = _cell(self.get(row, "case"))
+        raw_id = cell_text(self.get(row, "case"))
         col = self.mapping.fields.get("case")
         if not text.strip():
             self.bad(where, self.mapping.fields.get("case_text"), "empty case text", "Fill in the case text.", order)
@@ -661,7 +652,7 @@ class _Rows:
             self.bad(where, col, f"case id {case_id!r} is not a valid id (letters, digits and . _ : / -, starting "
                      "with a letter or digit)", "Correct the id, or map another column with --column case=COLUMN.", order)
             return None
-        values = {"case_text": text if text.strip() else "", "case_title": _cell(self.get(row, "case_title")),
+        values = {"case_text": text if text.strip() else "", "case_title": cell_text(self.get(row, "case_title")),
                   "reference": _text(self.get(row, "reference"))}
         if case_id not in self.cases:
             self.cases[case_id] = {"_where": where, **values}
@@ -672,7 +663,7 @@ class _Rows:
     def _target(self, row: Mapping[str, Any], case_id: str, where: str, order: int) -> str | None:
         text = _text(self.get(row, "target_text"))
         statement = _text(self.get(row, "statement"))
-        component = _cell(self.get(row, "component")) if self.mapping.component is None else self.mapping.component
+        component = cell_text(self.get(row, "component")) if self.mapping.component is None else self.mapping.component
         if not text.strip():
             self.bad(where, self.mapping.fields.get("target_text"), "empty target text", "Fill in the rated text.", order)
             return None
@@ -686,14 +677,14 @@ class _Rows:
                      "Use one of the rubric's components.", order)
             return None
         col = self.mapping.fields.get("target")
-        target_id = _cell(self.get(row, "target")) if col is not None else f"t-{_short_hash(case_id, component, text, statement)}"
+        target_id = cell_text(self.get(row, "target")) if col is not None else f"t-{_short_hash(case_id, component, text, statement)}"
         if not target_id or not _ID_RE.match(target_id):
             self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (letters, digits and . _ : / -, "
                      "starting with a letter or digit)", "Correct the id, or map another column with --column target=COLUMN.",
                      order)
             return None
         values = {"case": case_id, "target_text": text, "statement": statement, "component": component,
-                  "model": _cell(self.get(row, "model")), "condition": _cell(self.get(row, "condition"))}
+                  "model": cell_text(self.get(row, "model")), "condition": cell_text(self.get(row, "condition"))}
         if target_id not in self.targets:
             self.targets[target_id] = {"_where": where, **values}
         else:
@@ -707,12 +698,12 @@ class _Rows:
             return [(crit, row.get(col), _text(row.get(self.mapping.comments[crit])).strip()
                      if crit in self.mapping.comments else comment, col)
                     for crit, col in self.mapping.criteria.items()]
-        return [(_cell(self.get(row, "criterion")), self.get(row, "score"), comment, self.mapping.fields["score"])]
+        return [(cell_text(self.get(row, "criterion")), self.get(row, "score"), comment, self.mapping.fields["score"])]
 
     def _rating(self, case_id: str | None, target_id: str | None, rater: str, criterion: str, value: Any,
                 comment: str, column: str, where: str, order: int) -> None:
         self.n_cells += 1
-        text = _cell(value)
+        text = cell_text(value)
         crit = self._criterion(criterion, where, order) if text or criterion else None
         if not text:
             if self.skip_empty:

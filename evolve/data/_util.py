@@ -46,6 +46,16 @@ def is_missing(value: Any) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
+def cell_text(value: Any) -> str:
+    """A table cell as stripped text (``''`` when :func:`is_missing`); a spreadsheet's ``3.0``
+    reads as ``'3'``."""
+    if is_missing(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
 def read_source_table(path: Path, original: str) -> Any:
     """Read a source data set's table (``.csv`` as UTF-8 text, else the first sheet of an
     ``.xlsx``) with every cell as given, refusing what cannot be a data set.
