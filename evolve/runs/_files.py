@@ -38,8 +38,9 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 def replace_folder(dest: Path, files: Mapping[str, str | bytes]) -> Path:
     """Write a whole folder at once: ``files`` go into a hidden sibling of ``dest`` (each file
     fsynced), which then replaces ``dest`` by renames (an existing ``dest`` is swapped out and
-    removed). A reader sees the old folder or the new one, never a mix; on any failure the
-    hidden folder is removed and ``dest`` is left as it was.
+    removed). A reader sees the old folder or the new one, never a mix; a failure while writing
+    removes the hidden folder and leaves ``dest`` as it was (one between the two renames leaves
+    the old folder beside it as ``.<name>.old-*``).
 
     Args:
         dest: The folder to write (created or replaced).
