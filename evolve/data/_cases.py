@@ -120,7 +120,7 @@ def parse_column_overrides(items: Sequence[str], base: CaseColumns | None = None
     return base.model_copy(update=update)
 
 
-def _read_jsonl(path: Path, issues: Problems) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+def read_jsonl_rows(path: Path, issues: Problems) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
     """Rows of a JSONL file as ``(location, record)`` pairs and the keys seen (first-seen order)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     columns: dict[str, None] = {}
@@ -209,7 +209,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     issues = Problems(f"cannot load cases from {path}", DataError, MAX_REPORTED_PROBLEMS)
     try:
         if suffix == ".jsonl":
-            columns, rows = _read_jsonl(path, issues)
+            columns, rows = read_jsonl_rows(path, issues)
         else:
             columns, rows = _read_frame(path)
     except (UnicodeDecodeError, ValueError, OSError, ImportError) as exc:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evolve.data._cases import read_jsonl_rows
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
@@ -288,29 +289,12 @@ def _read_jsonl_table(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _read_jsonl_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The JSON objects of a JSONL file, and ``"<name>, line <n>"`` of each (blank lines skipped)."""
-    import json
-
+    """The JSON objects of a JSONL file, and ``"<name>, line <n>"`` of each (blank lines skipped;
+    read as case files are, by :func:`evolve.data._cases.read_jsonl_rows`)."""
     problems = Problems(f"cannot import table {path}", PackError, MAX_REPORTED_PROBLEMS)
-    records: list[dict[str, Any]] = []
-    locations: list[str] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.add(f"{path.name}, line {lineno}", f"malformed JSON at column {exc.colno} ({exc.msg})",
-                         "Write exactly one JSON object per line.", order=(lineno,))
-            continue
-        if not isinstance(raw, dict):
-            problems.add(f"{path.name}, line {lineno}", f"expected a JSON object, got {type(raw).__name__}",
-                         "Write exactly one JSON object per line.", order=(lineno,))
-            continue
-        records.append(raw)
-        locations.append(f"{path.name}, line {lineno}")
+    _, rows = read_jsonl_rows(path, problems)
     problems.raise_if_any()
-    return records, locations
+    return [raw for _, raw in rows], [f"{path.name}, {where}" for where, _ in rows]
 
 
 def import_table(
