@@ -122,8 +122,10 @@ def qwk(judge: npt.ArrayLike, rater: npt.ArrayLike, labels: Sequence[float]) -> 
         labels: The full ordinal scale, strictly increasing, e.g. ``[0, 1, 2, 3]``.
 
     Returns:
-        Kappa in ``[-1, 1]`` (1 = perfect, 0 = chance level); ``nan`` when ``n == 0`` or when
-        both sides use a single, common category (expected disagreement is zero).
+        Kappa in ``[-1, 1]`` (1 = perfect, 0 = chance level); ``nan`` (undefined) when
+        ``n == 0`` or when either side uses a single category: against constant ratings (or a
+        constant judge) the formula gives 0 whatever the other side does, which would read as
+        "chance-level agreement" where there is nothing to measure.
 
     Raises:
         ValueError: Bad ``labels`` or mismatched lengths.
@@ -133,7 +135,7 @@ def qwk(judge: npt.ArrayLike, rater: npt.ArrayLike, labels: Sequence[float]) -> 
     scale = check_labels(labels)
     jc = category_codes(j, scale, "judge")
     rc = category_codes(r, scale, "rater")
-    if j.size == 0 or scale.size < 2:
+    if j.size == 0 or scale.size < 2 or np.unique(jc).size < 2 or np.unique(rc).size < 2:
         return math.nan
     positions = np.arange(scale.size)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):

@@ -87,7 +87,9 @@ def table_statistics(tables: npt.NDArray[np.float64], labels: npt.NDArray[np.flo
     expected = _safe_divide(judge_margin[:, :, None] * rater_margin[:, None, :], n[:, None, None])
     observed_w = (t * weights).sum(axis=(1, 2))
     expected_w = (expected * weights).sum(axis=(1, 2))
-    out["qwk"] = 1.0 - _safe_divide(observed_w, np.where(n > 0, expected_w, 0.0))
+    # undefined (nan) when either side uses one category: the formula would give 0 whatever the other side does
+    varied = ((judge_margin > 0).sum(axis=1) > 1) & ((rater_margin > 0).sum(axis=1) > 1)
+    out["qwk"] = 1.0 - _safe_divide(observed_w, np.where((n > 0) & varied, expected_w, 0.0))
 
     # Krippendorff's alpha, ordinal metric; each pair is a unit with two values, so the
     # coincidence matrix is T + T' (a unit contributes both ordered value pairs, weight 1/(2-1)).

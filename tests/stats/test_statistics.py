@@ -174,7 +174,9 @@ class TestDegenerateCasesAreNan:
     def test_constant_side(self):
         assert math.isnan(spearman([2, 2, 2], [0, 1, 3]))
         assert math.isnan(spearman([0, 1, 3], [1, 1, 1]))
-        assert qwk([2, 2, 2], [1, 2, 3], LABELS) == pytest.approx(0.0)  # defined: chance level
+        # one constant side: the formula gives 0 whatever the other side does - undefined, not "chance level"
+        assert math.isnan(qwk([2, 2, 2], [1, 2, 3], LABELS))
+        assert math.isnan(qwk([0, 1, 3], [1, 1, 1], LABELS))
 
     def test_one_pair(self):
         assert math.isnan(spearman([1], [2]))
