@@ -3,7 +3,8 @@
 Layering, lowest to highest: preset (``quick`` or ``paper``) < config file < environment
 (``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_API_KEY``) < command-line options. The
 resolved configuration is written to ``archives/<run_id>/config.json``; API keys never are
-(only the *name* of the environment variable that holds one).
+(only the *name* of the environment variable that holds one). :func:`load_run_config` reads it
+back for every reader of a finished run.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evolve.errors import BudgetError, ConfigError
+from evolve.errors import BudgetError, ConfigError, RunError
 from evolve.judge import JudgeSettings
 from evolve.rubric import PROMPTS_ROOT_ENV
-from evolve.runs import EndpointSettings
+from evolve.runs import CalibrationFolder, EndpointSettings
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -428,3 +429,47 @@ def resolve_config(
         if loc.startswith("budget"):
             raise BudgetError(msg + " Adjust the budget options.") from exc
         raise ConfigError(msg + " Fix the value in the config file or on the command line.") from exc
+
+
+CONFIG_PATHS: Final = ("pack", "splits", "prompts_root", "archives_dir", "cache_path")
+"""The path fields of :class:`CalibrationConfig`: ``config.json`` stores the relative ones
+relative to the run folder (:meth:`~evolve.runs.RunFolder.portable`)."""
+
+
+def parse_run_config(run_dir: Path) -> CalibrationConfig:
+    """``config.json`` of ``run_dir``, its relative paths resolved from the run folder.
+
+    The plain reader under :func:`load_run_config`, for callers with a message of their own
+    (resume says "start a new --run-id").
+
+    Raises:
+        OSError, ValueError: Unreadable or invalid file (pydantic's ValidationError and
+            json's JSONDecodeError are ValueErrors).
+    """
+    folder = CalibrationFolder(run_dir)
+    data = json.loads((folder / folder.CONFIG).read_text(encoding="utf-8") or "null")
+    if not isinstance(data, dict):
+        return CalibrationConfig.model_validate(data)  # raises: not an object
+    return CalibrationConfig.model_validate(folder.resolved_fields(data, CONFIG_PATHS))
+
+
+def load_run_config(run_dir: Path | str) -> CalibrationConfig:
+    """Read ``config.json`` of a calibration run folder.
+
+    Relative paths in it (pack, splits, prompts root, archives folder, cache) are resolved from
+    the run folder, so a run is read the same from any current folder; runs written before paths
+    were stored that way fall back on the current folder. Every reader of a finished run (report,
+    compare, the judge file) uses this, never the engine.
+
+    Raises:
+        RunError: Missing or invalid file (the message names it and what to check).
+    """
+    path = Path(run_dir) / CalibrationFolder.CONFIG
+    if not path.exists():
+        held = "the folder holds" if Path(run_dir).is_dir() else "no such folder, so"
+        raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
+                       "wrong path). Check the path; a run stopped before it started is begun again with the command that started it.")
+    try:
+        return parse_run_config(Path(run_dir))
+    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
+        raise RunError(f"{path}: cannot read the run configuration ({exc}). Is this a run folder?") from exc

@@ -22,26 +22,25 @@ judged and are listed in ``exclusions.csv``. :func:`prepare_workbook_inputs` tur
 workbooks and a case file into a run's pack and split (the paper's 80/30 frame split).
 """
 
+from evolve.calibrated import CandidateRecord, read_candidates  # readers of finished runs live below the engine
 from evolve.calibration._engine import (
     CANDIDATE_COLUMNS,
     EXCLUSION_COLUMNS,
     SCORE_COLUMNS,
     CalibrationPlan,
     CalibrationResult,
-    CandidateRecord,
     budget_warnings,
     calibrate,
-    load_run_config,
     plan_calibration,
-    read_candidates,
     structural_exclusions,
 )
-from evolve.calibration._seeds import derive_seed
 from evolve.calibration._workbooks import (
     PAPER_FRAME,
     WorkbookInputs,
     prepare_workbook_inputs,
 )
+from evolve.config import load_run_config
+from evolve.judge import derive_seed
 
 __all__ = [
     "CANDIDATE_COLUMNS",

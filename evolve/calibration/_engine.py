@@ -22,12 +22,11 @@ from evolve.calibration._mutation import (
     mutation_messages,
 )
 from evolve.calibration._racing import Race
-from evolve.calibration._seeds import derive_seed
 from evolve.calibration._selection import choose_winner, paper_order
-from evolve.config import CONFIG_VERSION, CalibrationConfig
+from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse_run_config
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
-from evolve.judge import Judge
+from evolve.judge import Judge, derive_seed
 from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
 from evolve.rubric import (
     Criterion,
@@ -665,11 +664,6 @@ def _write_tables(run_dir: Path, runs: Sequence[CriterionRun]) -> None:
     atomic_write(run_dir / CalibrationFolder.SCORES, scores.to_csv(index=False))
 
 
-CONFIG_PATHS = ("pack", "splits", "prompts_root", "archives_dir", "cache_path")
-"""The path fields of :class:`~evolve.config.CalibrationConfig`: ``config.json`` stores the
-relative ones relative to the run folder (:meth:`~evolve.runs.RunFolder.portable`)."""
-
-
 def run_config_json(config: CalibrationConfig) -> str:
     """``config.json`` of a run: the configuration, its relative paths relative to the run folder
     (so :func:`load_run_config` finds them from any current folder)."""
@@ -692,7 +686,7 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     path = config.run_dir / CalibrationFolder.CONFIG
     try:
         # validated, so fields added since the run started compare at their defaults
-        stored = _absolute_paths(_read_run_config(config.run_dir))
+        stored = _absolute_paths(parse_run_config(config.run_dir))
     except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
     if stored.get("version", 1) < CONFIG_VERSION:
@@ -705,109 +699,6 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     own_copy = ("prompts_root",) if run_prompts_root(CalibrationFolder(config.run_dir).prompts_root, None) else ()
     check_same_settings(path, stored, _absolute_paths(config),
                         ignore=("archives_dir", "run_id", "parallel_criteria", "cache_path", *own_copy))
-
-
-def _read_run_config(run_dir: Path) -> CalibrationConfig:
-    """``config.json`` of ``run_dir``, its relative paths resolved from the run folder.
-
-    Raises:
-        OSError, ValidationError: Unreadable or invalid file.
-    """
-    folder = CalibrationFolder(run_dir)
-    data = json.loads((folder / folder.CONFIG).read_text(encoding="utf-8") or "null")
-    if not isinstance(data, dict):
-        return CalibrationConfig.model_validate(data)  # raises: not an object
-    return CalibrationConfig.model_validate(folder.resolved_fields(data, CONFIG_PATHS))
-
-
-def load_run_config(run_dir: Path) -> CalibrationConfig:
-    """Read ``config.json`` of a run folder.
-
-    Relative paths in it (pack, splits, prompts root, archives folder, cache) are resolved from
-    the run folder, so a run is read the same from any current folder; runs written before paths
-    were stored that way fall back on the current folder.
-
-    Raises:
-        RunError: Missing or invalid file.
-    """
-    path = Path(run_dir) / CalibrationFolder.CONFIG
-    if not path.exists():
-        held = "the folder holds" if Path(run_dir).is_dir() else "no such folder, so"
-        raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
-                       "wrong path). Check the path; a run stopped before it started is begun again with the command that started it.")
-    try:
-        return _read_run_config(Path(run_dir))
-    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
-        raise RunError(f"{path}: cannot read the run configuration ({exc}). Is this a run folder?") from exc
-
-
-@dataclass(frozen=True)
-class CandidateRecord:
-    """One row of a finished run's ``candidates.csv``, as readers of the run need it.
-
-    Attributes:
-        candidate_id: E.g. ``data_use:m7``.
-        criterion: Criterion id.
-        origin: ``initial``, ``none`` or ``mutation``.
-        parent_id: The elite it was mutated from (empty otherwise).
-        text: The guidance (empty for the no-guidance candidate).
-        selected: Whether it is the criterion's winner.
-        train_mae: Its training MAE, or None when it was not scored.
-        order: Its row index in the file (0-based).
-    """
-
-    candidate_id: str
-    criterion: str
-    origin: str
-    parent_id: str
-    text: str
-    selected: bool
-    train_mae: float | None
-    order: int
-
-
-
-
-def _truthy(value: str) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
-
-
-def _float(value: str) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x
-
-
-def read_candidates(
-    run_dir: Path | str, *, required: Sequence[str] = ("candidate_id", "criterion", "origin", "text", "selected")
-) -> list[CandidateRecord]:
-    """The rows of a finished calibration run's ``candidates.csv``, in file order.
-
-    Args:
-        run_dir: The run folder (``archives/<run_id>``).
-        required: Columns the caller needs; any other column of :class:`CandidateRecord`
-            that the file lacks reads as empty (None for ``train_mae``).
-
-    Raises:
-        RunError: Missing file (the run did not finish) or a required column missing.
-    """
-    folder = CalibrationFolder(run_dir)
-    path = folder / folder.CANDIDATES
-    frame = folder.read_frame(folder.CANDIDATES, dtype=str, keep_default_na=False)
-    assert frame is not None  # required
-    missing = [c for c in required if c not in frame.columns]
-    if missing:
-        raise RunError(f"{path}: columns {missing} are missing; this is not a candidates.csv written by `evolve calibrate`.")
-    return [
-        CandidateRecord(
-            candidate_id=r.get("candidate_id", ""), criterion=r.get("criterion", ""), origin=r.get("origin", ""),
-            parent_id=r.get("parent_id", ""), text=r.get("text", ""), selected=_truthy(r.get("selected", "")),
-            train_mae=_float(r.get("train_mae", "")), order=i,
-        )
-        for i, r in enumerate(frame.to_dict("records"))
-    ]
 
 
 def calibrate(

@@ -548,8 +548,7 @@ def calibrate(
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
     options = dict(locals())  # the options as given (before any local name is bound)
-    from evolve.calibration import load_run_config
-    from evolve.config import resolve_config
+    from evolve.config import load_run_config, resolve_config
     from evolve.data import load_pack
     from evolve.workflows import run_calibration as _calibrate
 
@@ -729,8 +728,7 @@ def audit(
     from pydantic import ValidationError
 
     from evolve.audit import AUDIT_MD, audit_run
-    from evolve.calibration import load_run_config
-    from evolve.config import EndpointSettings
+    from evolve.config import EndpointSettings, load_run_config
     from evolve.errors import ConfigError
 
     try:

@@ -5,6 +5,8 @@ prompt is: fixed protocol + case + target (+ reference for criteria that may see
 criterion definition and anchors + optional *guidance* (<= 800 characters) - the part that
 calibration evolves. Its verdict is a strict JSON schema (:func:`evolve.llm.response_format`);
 every outcome is a score, ``not_evaluable`` or ``model_failure``, never a silent default.
+The seed of each call is hashed from (run seed, phase, criterion, repeat) (:func:`derive_seed`),
+so whoever judges again with a run's policy sends the very requests the run sent.
 """
 
 from evolve.judge._judge import (
@@ -15,12 +17,14 @@ from evolve.judge._judge import (
     prompt_hash,
     verdict_model,
 )
+from evolve.judge._seeds import derive_seed
 
 __all__ = [
     "NOT_EVALUABLE",
     "Judge",
     "JudgeOutcome",
     "JudgeSettings",
+    "derive_seed",
     "prompt_hash",
     "verdict_model",
 ]

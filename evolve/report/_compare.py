@@ -129,7 +129,7 @@ def _candidate_of(entry: dict, key: str) -> str | None:
 
 
 def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root: Path | str | None = None) -> dict:
-    from evolve.calibration import load_run_config
+    from evolve.config import load_run_config
 
     configs = [load_run_config(d) for d in dirs]
     if prompts_root is not None:  # runs without their own rubric copy read their rubric from there

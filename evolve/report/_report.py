@@ -161,7 +161,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
     Raises:
         RunError: Missing artifacts.
     """
-    from evolve.calibration import load_run_config
+    from evolve.config import load_run_config
     from evolve.data import load_pack
 
     run_dir = Path(run_dir)

@@ -200,6 +200,8 @@ class CalibrationFolder(RunFolder):
         REPORT_HTML: The same report with its figures, one self-contained page.
         TABLE5, AGREEMENT: The report's tables as CSV.
         AUDIT_JSON, AUDIT_MD: The semantic-drift audit of the winners.
+        JUDGE: The judge file (:class:`evolve.calibrated.JudgeFile`): the calibrated judge,
+            self-contained, for scoring new outputs.
     """
 
     RESUME = "evolve calibrate --resume {path}"
@@ -214,6 +216,7 @@ class CalibrationFolder(RunFolder):
     AGREEMENT = "agreement.csv"
     AUDIT_JSON = "audit.json"
     AUDIT_MD = "audit.md"
+    JUDGE = "judge.json"
 
     def archive_csv(self, criterion: str) -> Path:
         """``archive_<criterion>.csv``: the criterion's final pyribs archive."""

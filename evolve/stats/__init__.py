@@ -49,9 +49,17 @@ they agree with each other?
 
 **Paired verdicts.** Two candidates judged on the same targets with the same seeds are
 compared pair by pair: :func:`paired_mae_difference` gives MAE(A) - MAE(B) on the shared
-(target, repeat, rater) pairs with a case-clustered interval and a verdict - ``better`` or
-``worse`` only when the whole interval is on one side of 0, otherwise ``no distinguishable
-difference``. Two MAEs with overlapping intervals can still differ clearly when paired.
+(target, repeat, rater) pairs (:func:`paired_difference` does the same for any per-pair
+differences, e.g. against a constant predictor). A percentile bootstrap over six or seven cases is far too
+narrow, so the verdict rests on a sign-flip permutation test over the case-level sums of the
+differences (:func:`sign_flip_test`: exact over all ``2**n`` sign patterns up to 14 cases,
+20,000 seeded random patterns beyond), valid for any number of cases, and the interval is the
+set of shifts that test does not reject (:func:`shift_interval`), so interval and verdict
+always agree: ``better`` <=> ``high < 0`` <=> ``p < 1 - confidence`` with A ahead. Below
+:data:`MIN_CASES` (8) case clusters, or with no shared pair, the verdict is ``too few cases to
+tell`` whatever the numbers. Several comparisons in one report: :func:`holm` adjusts their
+p-values (Holm 1979) so a verdict can be marked when it does not survive. Two MAEs with
+overlapping intervals can still differ clearly when paired.
 
 **The ceiling.** Physicians disagree with each other too. :func:`rater_pairs` turns a long
 ratings table into physician-vs-physician pairs (each unordered pair of raters on a target)
@@ -87,7 +95,16 @@ from evolve.stats._bootstrap import (
     cluster_bootstrap,
     percentile_interval,
 )
-from evolve.stats._paired import PairedDifference, Verdict, paired_mae_difference
+from evolve.stats._paired import (
+    MIN_CASES,
+    PairedDifference,
+    Verdict,
+    holm,
+    paired_difference,
+    paired_mae_difference,
+    shift_interval,
+    sign_flip_test,
+)
 from evolve.stats._pairs import rater_pairs
 from evolve.stats._statistics import (
     class_balanced_mae,
@@ -101,6 +118,7 @@ from evolve.stats._statistics import (
 from evolve.stats._tables import STATISTICS
 
 __all__ = [
+    "MIN_CASES",
     "STATISTICS",
     "Agreement",
     "agreement",
@@ -123,9 +141,13 @@ __all__ = [
     "krippendorff_alpha_ordinal",
     "macro_mean",
     "mae",
+    "holm",
+    "paired_difference",
     "paired_mae_difference",
     "qwk",
     "rater_pairs",
+    "shift_interval",
+    "sign_flip_test",
     "signed_error",
     "spearman",
 ]
