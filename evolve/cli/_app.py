@@ -792,7 +792,8 @@ def bench_run(
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings (finished calls are free)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge the outputs after generating them (default on)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file whose validated winners guide the judge: a "
+        "calibration run folder (archives/<run_id>) or its judge.json. The bench report then adds physician-anchored means."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model id (default: the endpoint's model)."),
     judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", min=1, help="Judge calls per target and criterion (default 1)."),
     parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1,
@@ -904,7 +905,8 @@ def _case_columns(items: list[str]):
 @bench_app.command("judge")
 def bench_judge(
     run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run folder whose selected winners guide the judge."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file whose validated winners guide the judge: a "
+        "calibration run folder (archives/<run_id>) or its judge.json. The bench report then adds physician-anchored means."),
     repeats: Optional[int] = typer.Option(None, "--repeats", min=1, help="Judge calls per target and criterion (default: the run's)."),
     free_form_roles: bool = typer.Option(
         False, "--free-form-roles",

@@ -64,7 +64,8 @@ def otb_run(
     max_items: Optional[int] = typer.Option(None, "--max-items", min=1, help="First N records of each task (quick: 2)."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file of rubric otb whose validated winners guide "
+        "the judge: a calibration run folder (archives/<run_id>) or its judge.json."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: otb-<UTC time>)."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings."),
@@ -133,7 +134,8 @@ def otb_run(
 @otb_app.command("judge")
 def otb_judge(
     run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Calibration run of rubric otb whose winners guide the judge."),
+    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file of rubric otb whose validated winners guide "
+        "the judge: a calibration run folder (archives/<run_id>) or its judge.json."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
     prompts_root: RunPromptsRootOption = None,

@@ -28,7 +28,10 @@ by replay over the response cache. :func:`judge_bench` scores the final report, 
 in the structured condition, as the paper did - the primary role's reasoning and opinion with
 the (calibrated) consilium judge into
 ``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`); :func:`evolve.workflows.run_and_judge`
-does both, then writes the bench report.
+does both, then writes the bench report. Guidance comes from a judge file (a calibration run
+folder or its ``judge.json``); the judged run keeps a byte-for-byte copy and records its path
+and SHA-256 (:class:`JudgeFileRecord`), so the report can anchor judge means on the judge
+file's rated validation targets.
 """
 
 from evolve.consilium._config import (
@@ -44,6 +47,7 @@ from evolve.consilium._config import (
     resolve_bench_config,
 )
 from evolve.consilium._context import CHARS_PER_TOKEN, ContextCheck, StageBound, check_context, stage_bounds
+from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
 from evolve.consilium._judging import (
     JUDGE_SCORE_COLUMNS,
     JUDGE_SCORES_FILE,
@@ -155,6 +159,7 @@ __all__ = [
     "GenerationSettings",
     "GuidanceChoice",
     "JudgeBenchResult",
+    "JudgeFileRecord",
     "ModelOutputLimits",
     "OutputLimits",
     "PipelineBackend",
@@ -163,6 +168,8 @@ __all__ = [
     "default_backend",
     "harmonise_role",
     "judge_bench",
+    "keep_judge_file",
+    "read_judge_file_record",
     "split_fallbacks",
     "load_bench_cases",
     "load_bench_config",

@@ -33,6 +33,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from evolve.consilium._config import BenchConfig, load_bench_config
+from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
 from evolve.consilium._models import CaseRun
 from evolve.consilium._prompts import split_free_form
 from evolve.consilium._runner import (
@@ -119,6 +120,8 @@ class JudgeBenchResult:
         split_fallbacks: Free-form primary-role opinions whose reasoning/opinion split fell
             back (no "FINAL OPINION:" line), judged or not.
         free_form_opinions: Free-form primary-role opinions of successful pipelines.
+        judge_file: The judge file behind the guidance (path, sha256, calibration run, judge
+            model; copied into the run as ``calibrated_judge.json``), None without one.
     """
 
     run_dir: Path
@@ -132,6 +135,7 @@ class JudgeBenchResult:
     free_form_roles: bool = False
     split_fallbacks: int = 0
     free_form_opinions: int = 0
+    judge_file: JudgeFileRecord | None = None
 
 
 def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dict[str, GuidanceChoice]:
@@ -334,9 +338,11 @@ def judge_bench(
     guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
     result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance,
                               free_form_roles=free_form_roles)
+    judge_file = read_judge_file_record(calibration_run) if calibration_run is not None else None
+    result.judge_file = judge_file[0] if judge_file is not None else None
     if calibration_run is not None:
-        calib_model = _calibration_judge_model(calibration_run)
-        if calib_model is not None and calib_model != config.judge.model:
+        calib_model = result.judge_file.judge_model if result.judge_file is not None else _calibration_judge_model(calibration_run)
+        if calib_model and calib_model != config.judge.model:
             result.warnings.append(
                 f"the guidance was calibrated for judge model {calib_model!r} but this run judges with "
                 f"{config.judge.model!r}; the calibration may not carry over")
@@ -352,6 +358,7 @@ def judge_bench(
     total = sum(len(b) for b in batches)
     journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
                    calibration_run=str(calibration_run) if calibration_run is not None else None,
+                   judge_file=result.judge_file.model_dump() if result.judge_file is not None else None,
                    guidance={k: v.candidate_id for k, v in guidance.items()})
     for warning in result.warnings:
         journal.append(Event.WARNING, message=warning)
@@ -370,6 +377,11 @@ def judge_bench(
     frame["score"] = frame["score"].astype("Int64")
     frame["number"] = frame["number"].astype("Int64")
     atomic_write(result.path, frame.to_csv(index=False))
+    folder = BenchFolder(run_dir)
+    if judge_file is not None:
+        keep_judge_file(folder, *judge_file)
+    else:
+        (folder / folder.CALIBRATED_JUDGE).unlink(missing_ok=True)  # a copy from an earlier judging is stale now
     atomic_write(run_dir / JUDGE_FILE, json.dumps({
         "version": 1,
         "rubric": {"id": rubric.id, "version": rubric.version},
@@ -380,6 +392,7 @@ def judge_bench(
         "split_fallbacks": result.split_fallbacks,
         "free_form_opinions": result.free_form_opinions,
         "calibration_run": str(calibration_run) if calibration_run is not None else None,
+        "judge_file": result.judge_file.model_dump() if result.judge_file is not None else None,
         "guidance": {k: v.model_dump() for k, v in guidance.items()},
         "warnings": result.warnings,
     }, indent=2, ensure_ascii=False) + "\n")

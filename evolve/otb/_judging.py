@@ -34,6 +34,7 @@ from evolve.rubric import run_prompts_root
 from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, on_call, owned_client
 
 if TYPE_CHECKING:  # pragma: no cover
+    from evolve.consilium import JudgeFileRecord
     from evolve.llm import Client
 
 __all__ = [
@@ -77,7 +78,8 @@ def load_otb_config(run_dir: Path | str) -> OtbConfig:
 @dataclass
 class OtbJudgeResult:
     """What :func:`judge_otb` did: judge calls, their outcomes, the summaries per (task, model),
-    the guidance used per judge rubric and warnings (e.g. guidance calibrated for another judge)."""
+    the guidance used per judge rubric, warnings (e.g. guidance calibrated for another judge)
+    and the judge file behind the guidance (path, sha256; None without one)."""
 
     calls: int = 0
     failures: int = 0
@@ -85,6 +87,26 @@ class OtbJudgeResult:
     summaries: dict[tuple[str, str], dict] = field(default_factory=dict)
     guidance: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    judge_file: JudgeFileRecord | None = None
+
+
+def _judge_file(calibration_run: Path | str) -> tuple[JudgeFileRecord, bytes] | None:
+    from evolve.consilium import read_judge_file_record  # loaded only with guidance
+
+    return read_judge_file_record(calibration_run)
+
+
+def _keep_judge_file(folder: OtbFolder, judge_file: tuple[JudgeFileRecord, bytes] | None) -> None:
+    """Keep the judge file's copy and its record (``calibrated_judge.json``, ``judge_file.json``)
+    beside the scores it produced; remove a stale pair when judged without one."""
+    if judge_file is None:
+        for name in (folder.CALIBRATED_JUDGE, folder.JUDGE_FILE_RECORD):
+            (folder / name).unlink(missing_ok=True)
+        return
+    from evolve.consilium import keep_judge_file
+
+    keep_judge_file(folder, *judge_file)
+    atomic_write(folder / folder.JUDGE_FILE_RECORD, judge_file[0].model_dump_json(indent=2) + "\n")
 
 
 def calibrated_guidance(calibration_run: Path | str, *, prompts_root: Path | str | None = None) -> tuple[dict[str, str], dict[str, str]]:
@@ -231,12 +253,15 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     folder = OtbFolder(run_dir)
     config = load_otb_config(run_dir)
     warnings = []
+    judge_file = None
     if calibration_run is not None:
         root = config.prompts_root if prompts_root is None else run_prompts_root(folder.prompts_root, prompts_root)
         calibrated, meta = calibrated_guidance(calibration_run, prompts_root=root)
         guidance.update(calibrated)
-        if meta["model"] and meta["model"] != config.judge.model:
-            warnings.append(f"the guidance was calibrated for judge model {meta['model']!r} but this run judges with "
+        judge_file = _judge_file(calibration_run)
+        calib_model = judge_file[0].judge_model if judge_file is not None else meta["model"]
+        if calib_model and calib_model != config.judge.model:
+            warnings.append(f"the guidance was calibrated for judge model {calib_model!r} but this run judges with "
                             f"{config.judge.model!r}; the calibration may not carry over")
         if meta["worse_than_none"]:
             warnings.append(f"the calibration found its winner worse than no guidance on validation for "
@@ -264,11 +289,13 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
                     plan += [(row, rb, _judge_request(config, rb, item, row["extracted_final_response"], guidance))
                              for rb in _rubrics(config, task)]
     journal = folder.journal()
+    record = judge_file[0] if judge_file is not None else None
     journal.append(Event.JUDGE_STARTED, calls=len(plan), judge_model=config.judge.model, guided=sorted(guidance),
-                   calibration_run=str(calibration_run) if calibration_run is not None else None)
+                   calibration_run=str(calibration_run) if calibration_run is not None else None,
+                   judge_file=record.model_dump() if record is not None else None)
     for warning in warnings:
         journal.append(Event.WARNING, message=warning)
-    result = OtbJudgeResult(calls=len(plan), guidance=guidance, warnings=warnings)
+    result = OtbJudgeResult(calls=len(plan), guidance=guidance, warnings=warnings, judge_file=record)
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         progress.phase("judging", len(plan), key=PROGRESS_KEY, unit="judge calls")
         results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY))
@@ -280,6 +307,7 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     result.cached = sum(s["cached"] for s in scores)
     atomic_write(folder / folder.JUDGE_SCORES, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in scores))
     atomic_write(folder / folder.METRICS, pd.DataFrame(metrics, columns=METRIC_COLUMNS).to_csv(index=False))
+    _keep_judge_file(folder, judge_file)
     every = _judged_items(answered, scores)
     for task in items:
         for model in config.models:

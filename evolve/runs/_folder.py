@@ -255,6 +255,9 @@ class BenchFolder(RunFolder):
     CASES = "cases.jsonl"
     JUDGE_SCORES = "judge_scores.csv"
     JUDGE = "judge.json"
+    CALIBRATED_JUDGE = "calibrated_judge.json"
+    """The judge file (a calibration's ``judge.json``, byte for byte) whose guidance judged the
+    material; absent when judged without one. ``judge.json``'s ``judge_file`` names its source."""
     REPORT_MD = "bench_report.md"
     REPORT_JSON = "bench_report.json"
     REPORT_HTML = "report.html"
@@ -281,6 +284,11 @@ class OtbFolder(RunFolder):
     CONFIG = "run_config.json"
     JUDGE_SCORES = "judge_scores.jsonl"
     METRICS = "metrics.csv"
+    CALIBRATED_JUDGE = "calibrated_judge.json"
+    """The judge file (a calibration's ``judge.json``, byte for byte) whose guidance judged the
+    answers; absent when judged without one."""
+    JUDGE_FILE_RECORD = "judge_file.json"
+    """Which judge file that was: its path, sha256, calibration run and judge model."""
     REPORT_MD = "otb_report.md"
     REPORT_JSON = "otb_report.json"
     REPORT_HTML = "report.html"
