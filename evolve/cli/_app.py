@@ -671,7 +671,8 @@ def report(
         _fail(exc)
     for note in report_data["rubric"].get("notes", []):  # the run's rubric copy was used, the original changed
         out.print(f"note: {note}", highlight=False, soft_wrap=True)
-    out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv and agreement.csv", highlight=False)
+    out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv, agreement.csv and "
+              "judge.json (the calibrated judge)", highlight=False, soft_wrap=True)
 
 
 def _endpoint_overrides(

@@ -10,7 +10,9 @@
   alpha, Spearman) with a case-clustered bootstrap 95% interval for each baseline and for
   physician vs physician; the structurally inapplicable (criterion, component) pairs; and
   per-criterion details (every initial prompt, evolution counts, calls, tokens, the winner);
-- ``table5.csv`` (:data:`TABLE5_COLUMNS`) and ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`).
+- ``table5.csv`` (:data:`TABLE5_COLUMNS`) and ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`);
+- ``judge.json`` - the judge file (:func:`build_judge_file`, :mod:`evolve.calibrated`): the
+  calibrated judge with its rubric copy, settings, seeds, validation figures and anchor sample.
 
 Every number comes from ``scores.csv``, ``candidates.csv``, ``exclusions.csv``, ``audit.json``,
 the pack and the split, so a report can be rebuilt - and checked - at any time.
@@ -71,6 +73,7 @@ from evolve.report._bench import (
     write_bench_report,
 )
 from evolve.report._compare import DIFFERENCE_COLUMNS, build_comparison, render_comparison_markdown, write_comparison
+from evolve.report._judge_file import build_judge_file
 from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
 from evolve.report._pages import bench_html, calibration_html, otb_html
 from evolve.report._report import (
@@ -106,6 +109,7 @@ __all__ = [
     "agreement_records",
     "bench_html",
     "build_comparison",
+    "build_judge_file",
     "build_bench_report",
     "build_otb_report",
     "build_report",

@@ -14,7 +14,9 @@ from pathlib import Path
 import pandas as pd
 from sklearn.metrics import confusion_matrix
 
+from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
+from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
 from evolve.report._usage import render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
@@ -799,7 +801,9 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bo
     structural exclusions, per-criterion details), ``report.html`` (the same tables after the
     figures of :func:`~evolve.report.calibration_html`; unless ``html`` is False),
     ``table5.csv`` (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and
-    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`). ``prompts_root``: as for :func:`build_report`.
+    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`), and the judge file ``judge.json``
+    (:func:`~evolve.report.build_judge_file`; so reporting a run made before judge files existed
+    gives it one). ``prompts_root``: as for :func:`build_report`.
     """
     run_dir = Path(run_dir)
     report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
@@ -814,4 +818,5 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bo
     macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
     folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
     folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))
+    write_judge_file(folder / folder.JUDGE, build_judge_file(run_dir, report, prompts_root=prompts_root))
     return report

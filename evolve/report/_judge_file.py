@@ -1,0 +1,162 @@
+"""The judge file of a calibration run (``judge.json``), built from its report and artifacts.
+
+:func:`build_judge_file` gathers what a calibrated judge needs to score new outputs exactly as
+validated (:class:`evolve.calibrated.JudgeFile`): the run's rubric copy, the judge settings and
+seed policy of its configuration, and per criterion the report's validation figures, verdicts
+and drift flag with the anchor sample (the winner's validation scores beside the physicians').
+Nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evolve.calibrated import (
+    AnchorTarget,
+    CriterionJudge,
+    JudgeFile,
+    JudgeGuidance,
+    JudgeVerdict,
+    SeedPolicy,
+    read_candidates,
+)
+from evolve.config import load_run_config
+from evolve.rubric import RubricBundle, run_prompts_root
+from evolve.runs import CalibrationFolder
+from evolve.stats import median_baseline, numeric_ratings
+
+__all__ = ["build_judge_file"]
+
+_VERSUS = (("best_initial", "best-initial"), ("no_guidance", "no-guidance"), ("training_median", "training-median"))
+"""Report verdict key -> :attr:`JudgeVerdict.versus`."""
+
+
+def _num(x: Any) -> float | None:
+    """A JSON number as float; None for None and NaN."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | str | None = None) -> JudgeFile:
+    """The judge file of a finished calibration run.
+
+    Args:
+        run_dir: The run folder (``archives/<run_id>``).
+        report: Its report (:func:`~evolve.report.build_report`): per criterion the rows,
+            ``agreement`` (validation statistics with intervals of the winner, the best initial
+            prompt and no guidance), ``verdicts``, ``winner`` and ``audit``.
+        prompts_root: For a run made before runs kept their own rubric copy: where its rubric is
+            looked up (as :func:`~evolve.report.build_report`); a run with a copy reads the copy.
+
+    Returns:
+        The :class:`~evolve.calibrated.JudgeFile`; criteria without a winner are left out.
+
+    Raises:
+        RunError: Missing artifacts (``config.json``, ``scores.csv``, ``candidates.csv``, the pack).
+        RubricError: The run's rubric cannot be loaded.
+    """
+    from evolve.data import load_pack
+
+    run_dir = Path(run_dir)
+    folder = CalibrationFolder(run_dir)
+    config = load_run_config(run_dir)
+    root = run_prompts_root(folder.prompts_root, prompts_root if prompts_root is not None else config.prompts_root)
+    rubric_id = str(report["rubric"]["id"])
+    bundle = RubricBundle.load(rubric_id, root=root)
+    files = {rel: data.decode("utf-8") for rel, data in bundle.files().items()}
+    scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
+    assert scores is not None  # required
+    ratings = load_pack(config.pack, prompts_root=root).ratings_frame()
+    texts = {c.candidate_id: c.text for c in read_candidates(run_dir, required=("candidate_id", "criterion", "text"))}
+    criteria = {}
+    for cid, entry in report.get("criteria", {}).items():
+        crit_scores = scores[scores["criterion"] == cid]
+        crit_ratings = ratings[ratings["criterion"] == cid]
+        criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(bundle.rubric.criterion(cid).scores))
+    return JudgeFile(
+        run_id=config.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source_run=str(run_dir.absolute()), rubric_id=rubric_id, rubric_version=bundle.rubric.version,
+        rubric_sha256=_sha(files["rubric.json"]), protocol_sha256=_sha(files["protocol.md"]), rubric_files=files,
+        judge=config.judge, seed_policy=SeedPolicy(run_seed=config.seed, repeats=config.budget.reeval_repeats),
+        criteria=criteria,
+    )
+
+
+def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFrame, texts: dict[str, str],
+               labels: list[int]) -> CriterionJudge:
+    """One criterion of the judge file from its report entry, scores and ratings."""
+    reeval = scores[scores["phase"] == "reeval"]
+    train_targets = set(reeval.loc[reeval["split"] == "train", "target_id"])
+    median = median_baseline(ratings[ratings["target_id"].isin(train_targets)])
+    ids = {r["kind"]: r["candidate_id"] for r in entry["rows"] if r["kind"] in ("no-guidance", "winner")}
+    best = next((r["candidate_id"] for r in entry["rows"] if r.get("best_initial")), None)
+    winner_id = entry["winner"]["candidate_id"]
+    stats = entry.get("agreement", {})
+    winner = _guidance("winner", winner_id, entry["winner"].get("text", texts.get(winner_id, "")), stats.get("winner"))
+    alternatives = [_guidance("best-initial", best, texts.get(best, ""), stats.get("best-initial"))] if best else []
+    if "no-guidance" in ids:
+        alternatives.append(_guidance("no-guidance", ids["no-guidance"], "", stats.get("no-guidance")))
+    flag = entry.get("no_better_than_constant")
+    return CriterionJudge(
+        criterion_id=cid, name=str(entry.get("name", cid)), labels=labels, winner=winner, alternatives=alternatives,
+        verdicts=_verdicts(entry.get("verdicts") or {}), training_median=median,
+        no_better_than_constant=bool(flag) if flag is not None else _no_better(entry["rows"]),
+        drift=(entry.get("audit") or {}).get("flag"), anchor=_anchor(reeval, winner_id, ratings),
+    )
+
+
+def _guidance(kind: str, candidate_id: str, text: str, stats: dict | None) -> JudgeGuidance:
+    """A guidance text with its validation MAE and QWK (case-clustered intervals) from the report."""
+    val = (stats or {}).get("validation") or {}
+    mae, qwk = val.get("mae") or {}, val.get("qwk") or {}
+    return JudgeGuidance(
+        kind=kind, candidate_id=candidate_id, text=text, sha256=_sha(text),  # type: ignore[arg-type]
+        validation_mae=_num(mae.get("estimate")), validation_mae_low=_num(mae.get("low")),
+        validation_mae_high=_num(mae.get("high")), validation_qwk=_num(qwk.get("estimate")),
+        validation_qwk_low=_num(qwk.get("low")), validation_qwk_high=_num(qwk.get("high")),
+        n_pairs=int(mae.get("n_pairs") or 0), n_cases=int(mae.get("n_clusters") or 0),
+    )
+
+
+def _verdicts(verdicts: dict) -> list[JudgeVerdict]:
+    """The report's paired verdicts of one criterion (those it holds; older reports lack some fields)."""
+    out = []
+    for key, versus in _VERSUS:
+        v = verdicts.get(key)
+        if not v:
+            continue
+        out.append(JudgeVerdict(
+            versus=versus, estimate=_num(v.get("estimate")), low=_num(v.get("low")),  # type: ignore[arg-type]
+            high=_num(v.get("high")), p_value=_num(v.get("p_value")), n_pairs=int(v.get("n_pairs") or 0),
+            n_cases=int(v.get("n_cases") or 0), verdict=str(v.get("verdict", "")), holm_survives=v.get("holm_survives"),
+        ))
+    return out
+
+
+def _no_better(rows: list[dict]) -> bool:
+    """The winner's validation MAE is not below the training median's (False when either is undefined)."""
+    by_kind = {r["kind"]: (r.get("validation") or {}).get("mae") for r in rows}
+    win, med = by_kind.get("winner"), by_kind.get("training-median")
+    return win is not None and med is not None and win >= med - 1e-12
+
+
+def _anchor(reeval: pd.DataFrame, winner_id: str, ratings: pd.DataFrame) -> list[AnchorTarget]:
+    """Per validation target the winner scored: its mean score over the repeats and the mean
+    numeric physician rating (targets lacking either are left out)."""
+    calls = reeval[(reeval["candidate_id"] == winner_id) & (reeval["split"] == "validation")
+                   & (reeval["outcome"] == "score")]
+    judge = calls.assign(score=pd.to_numeric(calls["score"], errors="coerce")).dropna(subset=["score"]) \
+        .groupby("target_id").agg(case_id=("case_id", "first"), judge=("score", "mean"))
+    physician = numeric_ratings(ratings).groupby("target_id")["score"].mean().rename("physician")
+    both = judge.join(physician, how="inner").reset_index()
+    return [AnchorTarget(case_id=str(r.case_id), target_id=str(r.target_id), judge=float(r.judge),
+                         physician=float(r.physician)) for r in both.itertuples(index=False)]

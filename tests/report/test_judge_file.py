@@ -1,0 +1,156 @@
+"""The judge file (``judge.json``): written by every calibration and `evolve report`, read back
+below the engines, scoring with exactly the prompts the run validated."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from evolve.calibrated import JUDGE_FILE, JudgeFile, load_judge_file, write_judge_file
+from evolve.cli import app
+from evolve.config import load_run_config, resolve_config
+from evolve.data import load_pack
+from evolve.errors import RunError
+from evolve.judge import Judge, derive_seed, prompt_hash
+from evolve.runs import CalibrationFolder
+from evolve.workflows import run_calibration
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def run(tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, fake_client) -> Path:
+    config = resolve_config(preset="quick", environ={}, overrides={
+        "run_id": "judged", "pack": tiny_pack_dir, "splits": tiny_splits_dir, "archives_dir": tmp_path / "archives",
+        "cache_path": tmp_path / "cache.sqlite", "endpoint": {"provider": "fake"},
+        "budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2},
+    })
+    return run_calibration(config, client=fake_client).run_dir
+
+
+def test_a_calibration_writes_a_judge_file_that_reads_back(run: Path) -> None:
+    judge = load_judge_file(run)
+    assert judge == load_judge_file(run / JUDGE_FILE)  # a run folder or its judge.json
+    assert (judge.format, judge.version, judge.run_id) == ("evolve.judge", 1, "judged")
+    copy = run / "judge_prompts" / judge.rubric_id
+    assert judge.rubric_sha256 == hashlib.sha256((copy / "rubric.json").read_bytes()).hexdigest()
+    assert judge.protocol_sha256 == hashlib.sha256((copy / "protocol.md").read_bytes()).hexdigest()
+    config = load_run_config(run)
+    assert judge.judge == config.judge
+    assert (judge.seed_policy.run_seed, judge.seed_policy.repeats) == (config.seed, 2)
+
+    report = json.loads((run / CalibrationFolder.REPORT_JSON).read_text())
+    entry, crit = report["criteria"]["entailment"], judge.criteria["entailment"]
+    assert crit.winner.candidate_id == entry["winner"]["candidate_id"] and crit.winner.text == entry["winner"]["text"]
+    assert crit.winner.sha256 == hashlib.sha256(crit.winner.text.encode()).hexdigest()
+    winner_mae = entry["agreement"]["winner"]["validation"]["mae"]
+    assert (crit.winner.validation_mae, crit.winner.validation_mae_low) == (winner_mae["estimate"], winner_mae["low"])
+    assert crit.winner.n_pairs == winner_mae["n_pairs"] > 0
+    assert {g.kind for g in crit.alternatives} == {"best-initial", "no-guidance"}
+    assert judge.guidance("entailment", "no-guidance") is None and judge.guidance("entailment") == crit.winner.text
+    assert {v.versus for v in crit.verdicts} >= {"best-initial", "no-guidance"}
+    assert crit.labels == [0, 1, 2] and crit.drift == (entry.get("audit") or {}).get("flag")
+
+    # the anchor: the winner's validation targets with the judge's and the physicians' means
+    scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str})
+    val = scores[(scores["candidate_id"] == crit.winner.candidate_id) & (scores["phase"] == "reeval")
+                 & (scores["split"] == "validation")]
+    assert {a.target_id for a in crit.anchor} == set(val["target_id"])
+    ratings = load_pack(config.pack).ratings_frame()
+    for a in crit.anchor:
+        assert a.judge == pytest.approx(val.loc[val["target_id"] == a.target_id, "score"].mean())
+        assert a.physician == pytest.approx(ratings.loc[(ratings["target_id"] == a.target_id)
+                                                        & (ratings["criterion"] == "entailment"), "score"].astype(float).mean())
+
+
+def test_the_judge_file_sends_the_requests_the_run_validated(run: Path) -> None:
+    judge = load_judge_file(run / JUDGE_FILE)
+    bundle = judge.bundle()
+    scorer = Judge(bundle.rubric, bundle.protocol, judge.judge)
+    criterion = bundle.rubric.criterion("entailment")
+    pack = load_pack(load_run_config(run).pack)
+    scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str, "case_id": str})
+    winner = judge.criteria["entailment"].winner.candidate_id
+    calls = scores[(scores["candidate_id"] == winner) & (scores["phase"] == "reeval") & (scores["split"] == "validation")]
+    assert set(calls["seed"]) == set(judge.seed_policy.seeds("entailment"))
+    assert judge.seed_policy.seeds("entailment") == [derive_seed(judge.seed_policy.run_seed, "reeval", "entailment", r)
+                                                     for r in range(2)]
+    targets = {t.target_id: t for t in pack.targets}
+    for row in calls.itertuples():
+        target = targets[row.target_id]
+        request = scorer.request(pack.case(target.case_id), target, criterion, judge.guidance("entailment"), int(row.seed))
+        assert prompt_hash(request) == row.prompt_hash
+
+
+def test_the_rubric_travels_inside_the_file(run: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / "judge.json"
+    moved.parent.mkdir()
+    moved.write_bytes((run / JUDGE_FILE).read_bytes())
+    original = load_judge_file(run).bundle()
+    import shutil
+
+    shutil.rmtree(run)  # the run and its rubric copy are gone: the file alone still holds the rubric
+    assert load_judge_file(moved).bundle() == original
+
+
+def test_evolve_report_writes_the_judge_file_of_an_older_run(run: Path) -> None:
+    (run / JUDGE_FILE).unlink()
+    with pytest.raises(RunError) as missing:
+        load_judge_file(run)
+    assert str(run) in str(missing.value) and "evolve report" in str(missing.value)
+    result = runner.invoke(app, ["report", str(run), "--no-html"])
+    assert result.exit_code == 0, result.output
+    assert "judge.json" in result.output
+    assert load_judge_file(run).criteria["entailment"].winner.text is not None
+
+
+def test_bad_judge_files_are_refused_in_words(tmp_path: Path, run: Path) -> None:
+    with pytest.raises(RunError, match="no such file"):
+        load_judge_file(tmp_path / "nowhere.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(RunError) as err:
+        load_judge_file(broken)
+    assert str(broken) in str(err.value) and "evolve report" in str(err.value)
+    data = json.loads((run / JUDGE_FILE).read_text())
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**data, "version": 2}))
+    with pytest.raises(RunError, match="field 'version'.*newer evolve"):
+        load_judge_file(newer)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**data, "format": "something.else"}))
+    with pytest.raises(RunError, match="field 'format'"):
+        load_judge_file(other)
+
+
+def test_write_judge_file_round_trips(run: Path, tmp_path: Path) -> None:
+    judge = load_judge_file(run)
+    path = write_judge_file(tmp_path, judge)  # a folder: its judge.json
+    assert path == tmp_path / JUDGE_FILE and JudgeFile.model_validate_json(path.read_text()) == judge
+
+
+ENGINE = ("ribs", "numba", "optuna", "evolve.calibration")
+
+
+def _loaded_after(code: str) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {ENGINE!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_reading_a_judge_file_loads_no_engine(run: Path) -> None:
+    assert _loaded_after(f"import evolve.calibrated\nevolve.calibrated.load_judge_file({str(run)!r}).bundle()") == []
+
+
+def test_evolve_report_loads_no_engine(run: Path) -> None:
+    code = ("from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + ", '--no-html']\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code")
+    assert _loaded_after(code) == []
+    assert (run / JUDGE_FILE).is_file()
