@@ -61,6 +61,19 @@ tell`` whatever the numbers. Several comparisons in one report: :func:`holm` adj
 p-values (Holm 1979) so a verdict can be marked when it does not survive. Two MAEs with
 overlapping intervals can still differ clearly when paired.
 
+**Physician-anchored means.** A judge's raw mean is biased even when it is well calibrated,
+so its case-clustered interval covers the judge's mean, not the physicians'. When a rated
+sample of the same kind of outputs exists, :func:`ppi_mean` estimates the physicians' mean as
+``lam * mean(judge on the judged items) + mean(physician - lam * judge on the rated items)``:
+prediction-powered inference (Angelopoulos et al., Science 2023) with the power-tuned ``lam``
+of PPI++ (Angelopoulos, Duchi & Zrnic 2023), 0 = the rated mean alone, 1 = plain PPI, and a
+normal interval whose variance treats cases as the unit on both sides. ``effective_n`` says
+how many physician ratings the result is worth. :func:`ppi_mean_difference` does the same for
+system A minus system B (cases shared by the samples bring their covariance in; one rated
+sample anchoring both gives the judge's raw difference with ``lam = 1``). Below
+:data:`MIN_RATED_CASES` rated cases the estimate is refused with the size named, and every
+estimate carries its ``assumption`` sentence: the rated sample is drawn like the judged outputs.
+
 **The ceiling.** Physicians disagree with each other too. :func:`rater_pairs` turns a long
 ratings table into physician-vs-physician pairs (each unordered pair of raters on a target)
 in the same schema, so ``agreement_table(rater_pairs(ratings), labels)`` gives the level of
@@ -106,6 +119,7 @@ from evolve.stats._paired import (
     sign_flip_test,
 )
 from evolve.stats._pairs import rater_pairs
+from evolve.stats._ppi import MIN_RATED_CASES, PPIEstimate, ppi_mean, ppi_mean_difference
 from evolve.stats._statistics import (
     class_balanced_mae,
     krippendorff_alpha_ordinal,
@@ -119,6 +133,7 @@ from evolve.stats._tables import STATISTICS
 
 __all__ = [
     "MIN_CASES",
+    "MIN_RATED_CASES",
     "STATISTICS",
     "Agreement",
     "agreement",
@@ -132,6 +147,7 @@ __all__ = [
     "ClusterMeans",
     "Interval",
     "PairedDifference",
+    "PPIEstimate",
     "Verdict",
     "Statistic",
     "agreement_table",
@@ -144,6 +160,8 @@ __all__ = [
     "holm",
     "paired_difference",
     "paired_mae_difference",
+    "ppi_mean",
+    "ppi_mean_difference",
     "qwk",
     "rater_pairs",
     "shift_interval",
