@@ -12,9 +12,11 @@ The short path from Python (see the README's "Python quickstart")::
 
     summary = evolve.calibrate("ratings/kqa", endpoint="http://127.0.0.1:8080/v1")
     print(summary.describe())
+    scored = evolve.load_judge(summary.run_dir).score(new_outputs)  # the calibrated judge on new outputs
+    print(scored.describe())
 
-``calibrate``, ``CalibrationSummary``, ``RatingPack`` and ``RubricBundle`` are imported on first
-use, so ``import evolve`` (and ``evolve --help``) does not load the engines.
+``calibrate``, ``load_judge``, ``CalibrationSummary``, ``ScoringSummary``, ``RatingPack`` and
+``RubricBundle`` are imported on first use, so ``import evolve`` (and ``evolve --help``) does not load the engines.
 """
 
 from __future__ import annotations
@@ -27,19 +29,23 @@ from evolve.errors import EvolveError
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import RatingPack
     from evolve.rubric import RubricBundle
-    from evolve.workflows import CalibrationSummary, calibrate
+    from evolve.workflows import CalibratedJudge, CalibrationSummary, ScoringSummary, calibrate, load_judge
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "calibrate": "evolve.workflows",
     "CalibrationSummary": "evolve.workflows",
+    "load_judge": "evolve.workflows",
+    "CalibratedJudge": "evolve.workflows",
+    "ScoringSummary": "evolve.workflows",
     "RatingPack": "evolve.data",
     "RubricBundle": "evolve.rubric",
 }
 """Names re-exported on first use, and the module that defines them."""
 
-__all__ = ["CalibrationSummary", "EvolveError", "RatingPack", "RubricBundle", "__version__", "calibrate"]
+__all__ = ["CalibratedJudge", "CalibrationSummary", "EvolveError", "RatingPack", "RubricBundle", "ScoringSummary", "__version__",
+           "calibrate", "load_judge"]
 
 
 def __getattr__(name: str) -> Any:

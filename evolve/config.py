@@ -214,6 +214,10 @@ class CalibrationConfig(_Settings):
         audit: After re-evaluation, audit every winner for semantic drift (SPEC §4 semantic
             review; :func:`evolve.audit.audit_run`, including its LLM check) with the run's
             client; the report's drift column comes from it.
+        evaluate_holdout: After the report, score the split's held-out cases with the run's
+            judge file (the final, untouched evaluation; ``evolve judge`` into ``<run>/holdout/``)
+            and add the held-out MAE and the physician-anchored vs actual held-out mean to Table 5
+            and ``judge.json``. On in the ``paper`` preset.
         seed: Master seed (parent selection, subsampling, judge and mutation seeds).
         min_coverage: A candidate needs numeric judge scores on at least this fraction of
             training calls to be selectable; below it its objective is the worst possible.
@@ -232,6 +236,7 @@ class CalibrationConfig(_Settings):
     prefer_condition: str | None = None
     parallel_criteria: int = Field(default=9, ge=1)
     audit: bool = True
+    evaluate_holdout: bool = False
     seed: int = 42
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
     archives_dir: Path = Path("archives")
@@ -266,6 +271,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # the paper calibrated on the structured pipeline's outputs (a consilium pack's other
         # condition is left out; packs without structured targets keep all theirs)
         "prefer_condition": "structured",
+        # the split's held-out cases: the final, untouched estimate (Table 5's held-out column)
+        "evaluate_holdout": True,
     },
     # A demo that finishes in about 15 minutes on 2 CPU cores with the embedded 0.5B model.
     "quick": {

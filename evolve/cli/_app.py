@@ -520,6 +520,9 @@ def calibrate(
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="Use only targets of this producing condition, e.g. 'structured' (repeatable)."),
     parallel_criteria: Optional[int] = typer.Option(None, help="Criterion archives evolved at once over the shared client (default 9)."),
     audit: Optional[bool] = typer.Option(None, "--audit/--no-audit", help="Audit the winners for semantic drift at the end (default on; see `evolve audit`)."),
+    evaluate_holdout: Optional[bool] = typer.Option(None, "--evaluate-holdout/--no-evaluate-holdout", help="After the report, "
+        "score the split's held-out cases with the calibrated judge into <run>/holdout/ (the final, untouched estimate; "
+        "Table 5's held-out column). Default: on in the paper preset, off in quick."),
     accepted: Optional[int] = typer.Option(None, help="Accepted mutants per criterion."),
     max_attempts: Optional[int] = typer.Option(None, help="Mutation attempts per criterion."),
     batch_size: Optional[int] = typer.Option(None, help="Mutants per iteration."),
@@ -587,6 +590,7 @@ def calibrate(
                 "conditions": tuple(conditions) if conditions else None,
                 "parallel_criteria": parallel_criteria,
                 "audit": audit,
+                "evaluate_holdout": evaluate_holdout,
                 "seed": seed,
                 "min_coverage": min_coverage,
                 "archives_dir": archives_dir,
@@ -615,6 +619,9 @@ def calibrate(
     typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)
     _print_verdicts(result.report)
+    out.print(f"use the calibrated judge on new outputs: evolve judge TARGETS --judge {result.run_dir} "
+              "(TARGETS: a rating pack folder or a .csv/.jsonl/.parquet table with case_text and target_text)",
+              highlight=False, soft_wrap=True)
 
 
 def _config_prompts_root(preset: str, config_file: Path | None, prompts_root: Path | None) -> Path | None:
@@ -642,14 +649,17 @@ def _on_off(value: str | None, option: str) -> bool | None:
 def _print_verdicts(report: dict) -> None:
     """The last lines of a calibration: per criterion, the winner and its paired verdicts on
     validation; then the warnings in words."""
-    from evolve.report import verdict_text, verdict_warnings
+    from evolve.report import comparisons_text, verdict_text, verdict_warnings
 
     for r in report.get("table5", []):
         v = report["criteria"][r["criterion"]]["verdicts"]
         kind = "evolved" if r["evolved_origin"] == "mutation" else "initial prompt kept"
-        out.print(f"{r['name'] or r['criterion']}: winner {r['evolved']} ({kind}); validation MAE vs best initial "
-                  f"{verdict_text(v['best_initial'])}; vs no guidance {verdict_text(v['no_guidance'])}",
-                  highlight=False, soft_wrap=True)
+        constant = " - no better than a constant" if r.get("no_better_than_constant") else ""
+        out.print(f"{r['name'] or r['criterion']}: winner {r['evolved']} ({kind}{constant}); validation MAE vs best initial "
+                  f"{verdict_text(v['best_initial'])}; vs no guidance {verdict_text(v['no_guidance'])}; "
+                  f"vs training median {verdict_text(v.get('training_median'))}", highlight=False, soft_wrap=True)
+    if (text := comparisons_text(report)) is not None:
+        out.print(text, highlight=False, soft_wrap=True)
     for warning in verdict_warnings(report):
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
@@ -671,6 +681,7 @@ def report(
         _fail(exc)
     for note in report_data["rubric"].get("notes", []):  # the run's rubric copy was used, the original changed
         out.print(f"note: {note}", highlight=False, soft_wrap=True)
+    _print_verdicts(report_data)
     out.print(f"wrote {run_dir}/report.md, report.json, {'report.html, ' if html else ''}table5.csv, agreement.csv and "
               "judge.json (the calibrated judge)", highlight=False, soft_wrap=True)
 

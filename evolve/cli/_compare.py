@@ -28,7 +28,7 @@ def compare(
 ) -> None:
     """Compare runs side by side: validation agreement of each run and paired differences with 95% intervals on the
     targets they share (no model calls). Writes report.md, report.json, differences.csv and report.html."""
-    from evolve.report import write_comparison
+    from evolve.report import comparison_count_text, difference_verdict, write_comparison
 
     if name is not None and (Path(name).name != name or name in (".", "..")):
         _fail(ConfigError(f"--name {name!r} must be a plain folder name (it goes under {reports_dir}/), e.g. --name qwen-05-vs-15."))
@@ -40,7 +40,10 @@ def compare(
     for note in comparison.get("notes", []):
         out.print(f"note: {note}", highlight=False, soft_wrap=True)
     for d in comparison["differences"]:
-        iv = "—" if d["estimate"] is None else f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
-        out.print(f"{d['criterion']}: {d['what']} {d['run']} − {d['versus']}: {iv} ({d['verdict']})", highlight=False,
-                  soft_wrap=True)
+        iv = "—" if d["estimate"] is None else f"{d['estimate']:+.3f}" + (
+            "" if d["low"] is None or d["high"] is None else f" [{d['low']:+.3f}, {d['high']:+.3f}]")
+        out.print(f"{d['criterion']}: {d['what']} {d['run']} − {d['versus']}: {iv} ({difference_verdict(d)})",
+                  highlight=False, soft_wrap=True)
+    if (text := comparison_count_text(comparison)) is not None:
+        out.print(text, highlight=False, soft_wrap=True)
     out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}", highlight=False)

@@ -310,6 +310,7 @@ def import_table(
     prompts_root: Path | str | None = None,
     rows: str | None = None,
     where: Mapping[str, str] | Sequence[tuple[str, str] | str] = (),
+    rated: bool | None = True,
 ) -> TableImport:
     """Read one or more ratings table files into a validated rating pack (in memory; nothing is written).
 
@@ -331,6 +332,7 @@ def import_table(
             from 1) that ``*`` stepped through. Without ``rows`` a column name is matched as is.
         where: ``{column: value}`` (or pairs, or ``"COLUMN=VALUE"`` strings): keep only rows whose cell, as stripped text,
             equals the value, for every condition. Rows read = blank + not matching + imported.
+        rated: As for :func:`import_frame` (``False``: targets without ratings, for scoring).
 
     Returns:
         The pack and the counts of what was read; the manifest records each file's sha256,
@@ -373,7 +375,7 @@ def import_table(
         frame, rubric=rub, name=name or _pack_name("-".join(f.stem for f in files)), columns=columns,
         layout=layout, not_evaluable=not_evaluable, score_map=score_map, skip_empty=skip_empty,
         prompts_root=prompts_root, locations=locations, source=source, source_sha256=_checksums(files),
-        heading=heading,
+        heading=heading, rated=rated,
     )
     counts = result.counts.model_copy(update={
         "n_files": len(files), "n_records": n_records, "n_records_without_rows": n_without, "n_rows_blank": n_blank,
@@ -503,8 +505,10 @@ class _Mapping:
 
 def _resolve_mapping(
     present: Sequence[str], columns: Mapping[str, str], layout: str, rubric: Rubric, problems: Problems, file: str,
+    *, rated: bool = True,
 ) -> _Mapping:
-    """Which column holds which field; every problem (unknown field, absent column) is recorded."""
+    """Which column holds which field; every problem (unknown field, absent column) is recorded
+    (unrated: only the case and target fields are required, no score column is looked for)."""
     have = set(present)
     fix_cols = f"the table has columns {list(present)}"
     out = _Mapping({}, {}, {}, None)
@@ -539,12 +543,12 @@ def _resolve_mapping(
         hit = next((c for c in _DEFAULT_COLUMNS.get(name, (name,)) if c in have), None)
         if hit is not None:
             out.fields[name] = hit
-    required = _REQUIRED + (_LONG_ONLY if layout == "long" else ())
+    required = (_REQUIRED + (_LONG_ONLY if layout == "long" else ())) if rated else _REQUIRED[:2]
     for name in required:
         if name not in out.fields and name not in columns:
             problems.add(f"{file}, header", f"no column for field {name!r} ({TABLE_FIELDS[name]}); {fix_cols}",
                          f"Map it with --column {name}=COLUMN.")
-    if layout == "wide" and not any(k.startswith("criterion:") for k in columns):
+    if rated and layout == "wide" and not any(k.startswith("criterion:") for k in columns):
         out.criteria = {c.criterion_id: c.criterion_id for c in rubric.criteria if c.criterion_id in have}
         if not out.criteria:
             problems.add(f"{file}, header", f"no column is named like a criterion of rubric {rubric.id!r} "
@@ -577,6 +581,7 @@ class _Rows:
     score_map: Mapping[str, Mapping[str, int]]
     skip_empty: bool
     problems: Problems
+    rated: bool = True
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: dict[str, dict[str, Any]] = field(default_factory=dict)
     ratings: list[Rating] = field(default_factory=list)
@@ -600,6 +605,8 @@ class _Rows:
         self.n_rows += 1
         case_id = self._case(row, where, order)
         target_id = self._target(row, case_id, where, order) if case_id else None
+        if not self.rated:  # targets only (evolve judge): no rater, no rating cells
+            return
         rater = cell_text(self.get(row, "rater"))
         if not rater:
             self.bad(where, self.mapping.fields.get("rater"), "empty rater id", "Fill in who rated the row.", order)
@@ -777,6 +784,7 @@ def import_frame(
     source_sha256: Mapping[str, str] | None = None,
     locations: Sequence[str] | None = None,
     heading: str | None = None,
+    rated: bool | None = True,
 ) -> TableImport:
     """Turn a table of ratings (a pandas DataFrame) into a validated rating pack, in memory.
 
@@ -806,9 +814,13 @@ def import_frame(
         locations: How to name each row in messages (default ``row <i + 2>``, as if the frame
             were a spreadsheet with its header in row 1).
         heading: First line of the error message.
+        rated: ``True``: a table of ratings (rater and score columns required). ``False``: a table
+            of targets without ratings (cases and targets only; rater, criterion and score
+            columns are not read) - what ``evolve judge`` scores. ``None``: rated when the table
+            has a rater column (mapped, or named ``rater``/``rater_id``).
 
     Returns:
-        The pack (``path=None``) and the counts.
+        The pack (``path=None``; no ratings when unrated) and the counts.
 
     Raises:
         PackError: Any unmapped or bad value - every one named by row and column, all listed at once.
@@ -828,13 +840,17 @@ def import_frame(
     records = frame.to_dict("records")
     where = list(locations) if locations is not None else [f"row {i + 2}" for i in range(len(records))]
     file = where[0].split(",", 1)[0] if where and "," in where[0] else "table"
-    mapping = _resolve_mapping(present, dict(columns or {}), layout, rub, problems, file)
+    if rated is None:
+        rated = "rater" in (columns or {}) or any(c in present for c in _DEFAULT_COLUMNS["rater"])
+    mapping = _resolve_mapping(present, dict(columns or {}), layout, rub, problems, file, rated=rated)
     problems.raise_if_any()
-    rows = _Rows(rub, mapping, frozenset(v.strip() for v in not_evaluable), dict(score_map or {}), skip_empty, problems)
+    rows = _Rows(rub, mapping, frozenset(v.strip() for v in not_evaluable), dict(score_map or {}), skip_empty, problems,
+                 rated=rated)
     for i, record in enumerate(records):
         rows.add({str(k): v for k, v in record.items()}, where[i], i)
     if rows.n_rows == 0:
-        problems.add(file, "the table has no data rows", "Add one row per rating (long) or per rated target (wide).")
+        problems.add(file, "the table has no data rows", "Add one row per rating (long) or per rated target (wide)."
+                     if rated else "Add one row per target.")
     problems.raise_if_any()
     return _finish(rows, rub, name, description, source, importer, source_sha256, prompts_root)
 

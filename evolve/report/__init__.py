@@ -72,7 +72,15 @@ from evolve.report._bench import (
     render_bench_markdown,
     write_bench_report,
 )
-from evolve.report._compare import DIFFERENCE_COLUMNS, build_comparison, render_comparison_markdown, write_comparison
+from evolve.report._compare import (
+    DIFFERENCE_COLUMNS,
+    MIN_SHARED_PAIRS,
+    build_comparison,
+    comparison_count_text,
+    difference_verdict,
+    render_comparison_markdown,
+    write_comparison,
+)
 from evolve.report._judge_file import build_judge_file
 from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
 from evolve.report._pages import bench_html, calibration_html, otb_html
@@ -81,19 +89,24 @@ from evolve.report._report import (
     N_BOOT,
     REPORT_VERSION,
     TABLE5_COLUMNS,
+    VERDICTS,
     agreement_records,
+    apply_holm,
     build_report,
+    comparisons_text,
     render_markdown,
     verdict_text,
     verdict_warnings,
     write_report,
 )
+from evolve.report._scoring import build_scoring_report, scoring_html, scoring_markdown, write_scoring_report
 from evolve.report._usage import render_usage, usage_report
 
 __all__ = [
     "AGREEMENT_COLUMNS",
     "BENCH_REPORT_VERSION",
     "DIFFERENCE_COLUMNS",
+    "MIN_SHARED_PAIRS",
     "JUDGE_SCORE_COLUMNS",
     "N_BOOT",
     "OTB_TABLE_COLUMNS",
@@ -106,14 +119,20 @@ __all__ = [
     "TABLE7_COLUMNS",
     "TABLE8_COLUMNS",
     "TABLE9_COLUMNS",
+    "VERDICTS",
     "agreement_records",
+    "apply_holm",
     "bench_html",
     "build_comparison",
     "build_judge_file",
     "build_bench_report",
     "build_otb_report",
     "build_report",
+    "build_scoring_report",
     "calibration_html",
+    "comparison_count_text",
+    "comparisons_text",
+    "difference_verdict",
     "harmonise_role",
     "otb_html",
     "load_bench_run",
@@ -122,9 +141,12 @@ __all__ = [
     "render_markdown",
     "render_otb_markdown",
     "render_usage",
+    "scoring_html",
+    "scoring_markdown",
     "usage_report",
     "verdict_text",
     "verdict_warnings",
+    "write_scoring_report",
     "write_bench_report",
     "write_comparison",
     "write_otb_report",

@@ -2,10 +2,18 @@
 
 Two calibration runs compare only when they calibrated on the same rating pack and the same
 split: then every difference is paired - the same validation targets, repeats and physician
-ratings on both sides - and carries a case-clustered 95% interval. Two bench runs compare only
-when they ran the same case file: each arm (model x condition x topology of a run) is paired
-with the first run's first arm case by case. Anything else is refused in words, because a
-difference between runs on different targets says nothing about the judges.
+ratings on both sides - and is tested by a sign-flip permutation test over case clusters, with
+the 95% interval that inverts it (:func:`evolve.stats.paired_mae_difference`). Two bench runs
+compare only when they ran the same case file: each arm (model x condition x topology of a run)
+is paired with the first run's first arm case by case. Anything else is refused in words,
+because a difference between runs on different targets says nothing about the judges.
+
+No verdict is given where the evidence cannot carry one: runs that share no validation target
+(each run subsamples its targets with its own seed when a target limit is set) are told so with
+how to make them share; fewer than :data:`MIN_SHARED_PAIRS` shared pairs or fewer than
+:data:`~evolve.stats.MIN_CASES` cases give "too few ..." instead of better/worse; and since a
+comparison of several runs and criteria makes many tests, every better/worse verdict is marked
+when it does not survive Holm's correction over all of them.
 """
 
 from __future__ import annotations
@@ -25,18 +33,33 @@ from evolve.report._pages import forest_row
 from evolve.report._report import build_report, format_interval
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
-from evolve.stats import ClusterMeans, paired_mae_difference
+from evolve.stats import MIN_CASES, holm, paired_mae_difference, shift_interval, sign_flip_test
 
 if TYPE_CHECKING:
     from evolve.config import CalibrationConfig
 
-DIFFERENCE_COLUMNS = ["criterion", "what", "run", "versus", "estimate", "low", "high", "n_pairs", "n_targets", "n_cases", "verdict"]
-"""Columns of ``differences.csv``: one paired difference (run minus the reference) per row."""
+DIFFERENCE_COLUMNS = ["criterion", "what", "run", "versus", "estimate", "low", "high", "n_pairs", "n_targets", "n_cases",
+                      "verdict", "p_value", "holm_p", "holm_survives"]
+"""Columns of ``differences.csv``: one paired difference (run minus the reference) per row, with
+its sign-flip p-value, the Holm-adjusted p-value over every difference of the comparison and
+whether a better/worse (higher/lower) verdict survives it (empty for other verdicts)."""
 
-MIN_CASES = 10
-"""Fewer validation cases than this behind a difference: its interval comes from resampling too
-few cases to be trusted (a percentile bootstrap over a handful of clusters is too narrow), so a
-"better" or "worse" verdict is marked as noise."""
+MIN_SHARED_PAIRS = 20
+"""Fewest shared (target, repeat, physician rating) pairs on which ``evolve compare`` gives a
+verdict; below it the verdict is "too few shared pairs to tell". (Separately, fewer than
+:data:`~evolve.stats.MIN_CASES` validation cases give "too few cases to tell".)"""
+
+ALPHA = 0.05
+"""Level of each paired test (95% intervals) and of Holm's correction over a comparison."""
+
+NO_SHARED_TARGETS = "the runs share no targets"
+"""Verdict of a difference between runs that scored no validation target in common."""
+
+HOW_TO_SHARE = ("To make calibration runs share their validation targets, calibrate them on the same pack with the same "
+                "--splits folder, the same target limit (--max-validation-targets; the quick preset keeps 8) and the same "
+                "--seed (the seed picks which targets a limit keeps), and with the same number of re-evaluation repeats "
+                "(pairs are matched by target, repeat and physician).")
+"""What a comparison says when runs share no target: how to make them share."""
 
 _ROWS = (("winner", "winner"), ("no-guidance", "no guidance"), ("best-initial", "best initial"))
 
@@ -158,13 +181,15 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
             for i in range(1, len(dirs)):
                 differences.append(_paired(criterion, what, labels[i], labels[0], scores[i], ids[i], scores[0], ids[0],
                                            ratings, n_boot, seed))
+    _apply_holm(differences)
     return {"kind": "calibration", "pack": pack.manifest.name, "splits": str(configs[0].splits),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
             "runs": [{"label": label, "path": str(d), "judge_model": c.judge.model, "provider": c.endpoint.provider,
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
-            "criteria": criteria, "differences": differences,
-            "notes": list(dict.fromkeys(n for r in reports for n in r["rubric"]["notes"]))}
+            "criteria": criteria, "differences": differences, "comparisons": _comparisons(differences),
+            "notes": list(dict.fromkeys(n for r in reports for n in r["rubric"]["notes"]))
+            + ([HOW_TO_SHARE] if any(d["verdict"] == NO_SHARED_TARGETS for d in differences) else [])}
 
 
 def _side(label: str, entry: dict) -> dict:
@@ -180,24 +205,48 @@ def _paired(criterion: str, what: str, run: str, versus: str, a_scores: pd.DataF
             b_scores: pd.DataFrame, b_id: str | None, ratings: pd.DataFrame, n_boot: int, seed: int) -> dict:
     """``what`` of run A minus ``what`` of run B on the validation targets both scored."""
     row: dict = {"criterion": criterion, "what": what, "run": run, "versus": versus}
+    empty = {"estimate": None, "low": None, "high": None, "n_pairs": 0, "n_targets": 0, "n_cases": 0, "p_value": None,
+             "holm_p": None, "holm_survives": None}
     if a_id is None or b_id is None:
-        return {**row, "estimate": None, "low": None, "high": None, "n_pairs": 0, "n_targets": 0, "n_cases": 0,
-                "verdict": "not in both runs"}
+        return {**row, **empty, "verdict": "not in both runs"}
     a = a_scores[a_scores["candidate_id"] == a_id]
     b = b_scores[b_scores["candidate_id"] == b_id]
     targets = set(a["target_id"]) & set(b["target_id"])
+    if not targets:
+        return {**row, **empty, "verdict": NO_SHARED_TARGETS}
     a, b = a[a["target_id"].isin(targets)], b[b["target_id"].isin(targets)]
     d = paired_mae_difference(a, b, ratings, n_boot=n_boot, seed=seed)
-    n_cases = int(a["case_id"].nunique())
     return {**row, "estimate": _finite(d.estimate), "low": _finite(d.low), "high": _finite(d.high), "n_pairs": d.n_pairs,
-            "n_targets": len(targets), "n_cases": n_cases, "verdict": _guarded(d.verdict, n_cases)}
+            "n_targets": len(targets), "n_cases": d.n_cases, "verdict": _guarded(d.verdict, d.n_pairs),
+            "p_value": d.p_value, "holm_p": None, "holm_survives": None}
 
 
-def _guarded(verdict: str, n_cases: int) -> str:
-    """A verdict, marked as noise when it rests on fewer than :data:`MIN_CASES` cases."""
-    if verdict in ("better", "worse", "higher", "lower") and n_cases < MIN_CASES:
-        return f"{verdict}? only {n_cases} cases: read as noise"
+def _guarded(verdict: str, n_pairs: int) -> str:
+    """The test's verdict, unless fewer than :data:`MIN_SHARED_PAIRS` pairs are shared: then
+    "too few shared pairs to tell" whatever it says (a test over a handful of pairs is not a
+    judgement of two judges). The case rule (:data:`~evolve.stats.MIN_CASES`) is the test's own."""
+    if n_pairs < MIN_SHARED_PAIRS and verdict != "too few cases to tell":
+        return f"too few shared pairs to tell ({n_pairs}; at least {MIN_SHARED_PAIRS} are needed)"
     return verdict
+
+
+def _apply_holm(differences: list[dict]) -> None:
+    """Holm-adjusted p-values over every difference with a p-value (in place); ``holm_survives``
+    for definitive verdicts only."""
+    found = [d for d in differences if d.get("p_value") is not None]
+    for d, p in zip(found, holm([d["p_value"] for d in found])):
+        d["holm_p"] = p
+        d["holm_survives"] = (p is not None and p < ALPHA) if d["verdict"] in DEFINITIVE else None
+
+
+DEFINITIVE = ("better", "worse", "higher", "lower")
+"""Verdicts that claim a difference (the rest say none can be shown)."""
+
+
+def _comparisons(differences: list[dict]) -> dict:
+    definitive = [d for d in differences if d["verdict"] in DEFINITIVE]
+    return {"n": sum(d.get("p_value") is not None for d in differences), "correction": "Holm", "alpha": ALPHA,
+            "definitive": len(definitive), "not_surviving": sum(d.get("holm_survives") is False for d in definitive)}
 
 
 def _finite(x: float) -> float | None:
@@ -221,13 +270,14 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
             arms.append({"label": f"{d.name}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
     ref = arms[0]
     differences = [_quality_difference(arm, ref, n_boot, seed) for arm in arms[1:]]
+    _apply_holm(differences)
     side = [{"arm": a["label"], "pipelines": len(a["frame"]), "consensus_share": float(a["frame"]["consensus"].astype(float).mean()),
              "mean_rounds": float(a["frame"]["rounds_completed"].mean()), "mean_tokens": float(a["frame"]["tokens"].mean()),
              "quality": _finite(float(pd.to_numeric(a["frame"]["quality"], errors="coerce").mean()))} for a in arms]
     return {"kind": "bench", "cases_sha256": manifests[0].get("cases_sha256"),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
             "runs": [{"label": d.name, "path": str(d), "models": r["counts"]["models"]} for d, r in zip(dirs, reports)],
-            "arms": side, "differences": differences}
+            "arms": side, "differences": differences, "comparisons": _comparisons(differences)}
 
 
 def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:
@@ -241,13 +291,17 @@ def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:
     row = {"criterion": "final-report quality (0-3)", "what": "quality", "run": arm["label"], "versus": ref["label"],
            "n_targets": len(cases), "n_cases": len(cases), "n_pairs": len(cases)}
     if not cases:
-        return {**row, "estimate": None, "low": None, "high": None, "verdict": "no judged case in common"}
-    rs = ClusterMeans(cases, n_boot, seed, 0.95)
-    diff = a.loc[cases].to_numpy() - b.loc[cases].to_numpy()
-    iv = rs.interval(*rs.mean(np.asarray(cases, dtype=object), diff))
-    verdict = "higher" if iv.low > 0 else "lower" if iv.high < 0 else "no distinguishable difference"
-    return {**row, "estimate": _finite(iv.estimate), "low": _finite(iv.low), "high": _finite(iv.high),
-            "verdict": _guarded(verdict, len(cases))}
+        return {**row, "estimate": None, "low": None, "high": None, "verdict": "no judged case in common",
+                "p_value": None, "holm_p": None, "holm_survives": None}
+    diff = a.loc[cases].to_numpy(dtype=np.float64) - b.loc[cases].to_numpy(dtype=np.float64)
+    p = sign_flip_test(diff, seed=seed)
+    low, high = shift_interval(diff, np.ones_like(diff), confidence=1 - ALPHA, seed=seed)
+    if len(cases) < MIN_CASES:
+        verdict = "too few cases to tell"
+    else:
+        verdict = "higher" if low > 0 else "lower" if high < 0 else "no distinguishable difference"
+    return {**row, "estimate": _finite(float(diff.mean())), "low": _finite(low), "high": _finite(high),
+            "verdict": verdict, "p_value": p, "holm_p": None, "holm_survives": None}
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -262,8 +316,8 @@ def render_comparison_markdown(comparison: dict) -> str:
     lines = ["# Runs compared", ""]
     runs = comparison["runs"]
     lines += [f"Reference: **{runs[0]['label']}**; every difference is the other run minus the reference, paired on the "
-              "targets both scored, with a case-clustered bootstrap 95% interval "
-              f"({comparison['bootstrap']['n_boot']} replicates, seed {comparison['bootstrap']['seed']}).", ""]
+              "targets both scored, tested by a sign-flip permutation test over case clusters (p) with the 95% interval "
+              "that inverts it.", ""]
     lines += [f"- {r['label']}: `{r['path']}`" for r in runs] + [""]
     if comparison["kind"] == "calibration":
         lines += [f"Pack `{comparison['pack']}`, split `{comparison['splits']}`. Validation MAE against every physician "
@@ -282,15 +336,42 @@ def render_comparison_markdown(comparison: dict) -> str:
             lines.append(f"| {a['arm']} | {a['pipelines']} | {format_interval(a['consensus_share'], None, None, digits=2)} | "
                          f"{a['mean_rounds']:.2f} | {a['mean_tokens']:.0f} | {format_interval(a['quality'], None, None)} |")
         lines.append("")
-    lines += ["## Paired differences", "", "| criterion | what | run − reference | difference [95% CI] | pairs | targets | verdict |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["## Paired differences", "",
+              "| criterion | what | run − reference | difference [95% CI] | p | pairs | targets | cases | verdict |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for d in comparison["differences"]:
+        p = "—" if d.get("p_value") is None else f"{d['p_value']:.3f}"
         lines.append(f"| {d['criterion']} | {d['what']} | {d['run']} − {d['versus']} | {_ci(d['estimate'], d['low'], d['high'])} | "
-                     f"{d['n_pairs']} | {d['n_targets']} | {d['verdict']} |")
+                     f"{p} | {d['n_pairs']} | {d['n_targets']} | {d['n_cases']} | {difference_verdict(d)} |")
     lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart. "
-              f"One that rests on fewer than {MIN_CASES} cases is marked as noise whatever its interval: resampling a "
-              "handful of cases gives intervals that are too narrow.", ""]
+              f"No verdict is given on fewer than {MIN_CASES} cases (too few cases to tell) or fewer than {MIN_SHARED_PAIRS} "
+              "shared pairs (too few shared pairs to tell).", ""]
+    if (text := comparison_count_text(comparison)) is not None:
+        lines += [text, ""]
+    if any(d["verdict"] == NO_SHARED_TARGETS for d in comparison["differences"]):
+        lines += [f"**{NO_SHARED_TARGETS[0].upper()}{NO_SHARED_TARGETS[1:]}** for some differences above, so they have "
+                  f"no verdict. {HOW_TO_SHARE}", ""]
     return "\n".join(lines)
+
+
+def difference_verdict(d: dict) -> str:
+    """A difference's verdict, marked when a better/worse verdict does not survive Holm's correction."""
+    return d["verdict"] + (" - not after Holm's correction" if d.get("holm_survives") is False else "")
+
+
+def comparison_count_text(comparison: dict) -> str | None:
+    """How many paired comparisons were made and how many definitive verdicts do not survive
+    Holm's correction over all of them (None with fewer than two)."""
+    c = comparison.get("comparisons") or {}
+    if c.get("n", 0) < 2:
+        return None
+    text = f"{c['n']} paired comparisons, each at level {c.get('alpha', ALPHA):g}; with Holm's correction over all {c['n']}, "
+    if not c.get("definitive"):
+        return text + "nothing changes: no difference is shown."
+    if not c.get("not_surviving"):
+        return text + f"all {c['definitive']} definitive verdicts survive."
+    return text + (f"{c['not_surviving']} of {c['definitive']} definitive verdicts do not survive (marked \"not after "
+                   "Holm's correction\"): read them as possibly due to chance among many comparisons.")
 
 
 def _difference_rows(comparison: dict) -> list[dict]:

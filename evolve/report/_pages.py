@@ -32,7 +32,7 @@ def _criterion_section(criterion: str, entry: Mapping) -> str:
     mae_rows = [forest_row(label, agreement.get(key, {}).get("validation", {}).get("mae")) for key, label in AGREEMENT_ROWS]
     verdicts = entry.get("verdicts", {})
     diffs = [forest_row(f"winner − {label}", verdicts.get(key)) for key, label in
-             (("best_initial", "best initial"), ("no_guidance", "no guidance"))
+             (("best_initial", "best initial"), ("no_guidance", "no guidance"), ("training_median", "training median"))
              if verdicts.get(key) and verdicts[key].get("verdict") != "same candidate"]
     confusion = entry.get("confusion", {"matrix": [], "labels": []})
     figures = [
@@ -55,7 +55,9 @@ def _criterion_section(criterion: str, entry: Mapping) -> str:
             "paired validation MAE differences with case-clustered 95% intervals", size=(6.0, 2.4)))
     title = f"{entry.get('number') or ''} {entry.get('name') or criterion}".strip()
     winner = entry.get("winner", {}).get("candidate_id", "")
-    return section(f"{title} ({criterion})", figures, intro=f"Winner: {winner}.")
+    constant = " No better than a constant: its validation MAE is not below the training median's." \
+        if entry.get("no_better_than_constant") else ""
+    return section(f"{title} ({criterion})", figures, intro=f"Winner: {winner}.{constant}")
 
 
 def _heatmap(cands, grid: Mapping, ax) -> None:

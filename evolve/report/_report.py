@@ -18,17 +18,21 @@ from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
+from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_entries, render_holdout
 from evolve.report._usage import render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
+    MIN_CASES,
     STATISTICS,
     Agreement,
+    PairedDifference,
     agreement,
     agreement_table,
     class_balanced_mae,
     cluster_bootstrap,
     constant_agreement,
+    holm,
     judge_as_rater,
     judge_pairs,
     macro_mean,
@@ -57,9 +61,26 @@ TABLE5_COLUMNS = [
     "n_train_targets", "n_val_targets", "drift",
     "vs_initial_diff", "vs_initial_low", "vs_initial_high", "vs_initial_verdict",
     "vs_none_diff", "vs_none_low", "vs_none_high", "vs_none_verdict",
+    "vs_median_diff", "vs_median_low", "vs_median_high", "vs_median_verdict", "no_better_than_constant",
+    "vs_initial_p", "vs_initial_holm_survives", "vs_none_p", "vs_none_holm_survives", "vs_median_p",
+    "vs_median_holm_survives",
     "selection", "attempts", "accepted", "pruned", "rejected", "judge_calls",
+    *HOLDOUT_COLUMNS,
 ]
-"""Columns of ``table5.csv`` (one row per criterion, then a ``macro`` row of column means)."""
+"""Columns of ``table5.csv`` (one row per criterion, then a ``macro`` row of column means).
+
+``vs_*``: the winner minus the best initial prompt / no guidance / the training median on
+validation (paired; ``_p`` the sign-flip p-value, ``_holm_survives`` whether a better/worse
+verdict survives Holm's correction over every paired comparison of the report).
+``no_better_than_constant``: the winner's validation MAE is not below the training median's."""
+
+VERDICTS = (("best_initial", "best initial"), ("no_guidance", "no guidance"), ("training_median", "training median"))
+"""The paired verdicts of each criterion (key of ``verdicts`` in the report, label): the winner
+minus each of these on validation."""
+
+ALPHA = 0.05
+"""Level of every paired test of the report (its intervals are 95%); Holm's correction keeps a
+better/worse verdict only when its adjusted p-value is below it."""
 
 AGREEMENT_COLUMNS = [
     "criterion", "row", "candidate_id", "split", "statistic", "estimate", "low", "high",
@@ -202,6 +223,11 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
         if criterion in audit:
             entry["audit"] = audit[criterion]
         report["criteria"][criterion] = entry
+    apply_holm(report)
+    for criterion, held in holdout_entries(folder / folder.HOLDOUT).items():  # --evaluate-holdout
+        if criterion in report["criteria"]:
+            report["criteria"][criterion]["holdout"] = held
+    for criterion, entry in report["criteria"].items():
         report.setdefault("table5", []).append(_table5_record(criterion, entry))
     report["macro"] = _macro(report.get("table5", []))
     return report
@@ -294,7 +320,8 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
             "text": win["text"],
         },
-        "verdicts": _verdicts(reeval, split_ratings["validation"], none_id, best_init, win["candidate_id"], n_boot, seed),
+        "verdicts": _verdicts(reeval, split_ratings["validation"], none_id, best_init, win["candidate_id"], med, n_boot,
+                              seed),
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
         "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
@@ -305,6 +332,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     crit = rubric.criterion(criterion)
     labels = list(crit.scores)
     entry["number"], entry["name"] = crit.number, crit.name
+    entry["no_better_than_constant"] = _no_better_than_constant(rows)
     entry["archive"] = {"length_bins": archive.length_bins, "bias_bins": archive.bias_bins,
                         "bias_range": float(crit.scale_range)}
     pruned = ccands.loc[ccands["status"] == "pruned", "candidate_id"]
@@ -330,6 +358,14 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     entry["agreement"] = stats
     return entry
+
+
+def _no_better_than_constant(rows: list[dict]) -> bool | None:
+    """Whether the winner's validation MAE is not below the training median's (a judge that
+    does no better than always answering one number); None when either MAE is undefined."""
+    by_kind = {r["kind"]: r["validation"]["mae"] for r in rows if r["kind"] in ("winner", "training-median")}
+    win, med = by_kind.get("winner"), by_kind.get("training-median")
+    return None if win is None or med is None else bool(win >= med - 1e-12)
 
 
 def _no_ceiling_reason(ratings: pd.DataFrame) -> str:
@@ -379,22 +415,56 @@ def _prefix_share(scores: pd.DataFrame) -> float | None:
 
 
 def _verdicts(reeval: pd.DataFrame, ratings: pd.DataFrame, none_id: str, best_init: str | None, winner: str,
-              n_boot: int, seed: int) -> dict:
-    """Winner minus best initial and winner minus no guidance on validation: paired MAE
-    differences with case-clustered 95% intervals and a verdict (``None`` where undefined)."""
+              median: float, n_boot: int, seed: int) -> dict:
+    """Winner minus best initial, minus no guidance and minus the training median on validation:
+    paired MAE differences with a sign-flip test over case clusters (:func:`~evolve.stats.paired_mae_difference`),
+    the interval that inverts it and a verdict (``None`` where undefined). The training median is
+    scored on the winner's own calls (each numeric call replaced by the constant), so the pairs
+    are the same. ``holm_p`` / ``holm_survives`` are filled by :func:`apply_holm` once every
+    criterion is in."""
     val = reeval[reeval["split"] == "validation"]
+    mine = val[val["candidate_id"] == winner]
 
-    def versus(other: str | None) -> dict | None:
+    def versus(other: pd.DataFrame) -> dict:
+        return _verdict_record(paired_mae_difference(mine, other, ratings, n_boot=n_boot, seed=seed))
+
+    def candidate(other: str | None) -> dict | None:
         if other is None:
             return None
         if other == winner:
-            return {"estimate": 0.0, "low": 0.0, "high": 0.0, "n_pairs": 0, "verdict": "same candidate"}
-        d = paired_mae_difference(val[val["candidate_id"] == winner], val[val["candidate_id"] == other], ratings,
-                                  n_boot=n_boot, seed=seed)
-        return {"estimate": _nan_to_none(d.estimate), "low": _nan_to_none(d.low), "high": _nan_to_none(d.high),
-                "n_pairs": d.n_pairs, "verdict": d.verdict}
+            return {"estimate": 0.0, "low": 0.0, "high": 0.0, "n_pairs": 0, "n_cases": 0, "verdict": "same candidate",
+                    "p_value": None, "method": "", "holm_p": None, "holm_survives": None}
+        return versus(val[val["candidate_id"] == other])
 
-    return {"best_initial": versus(best_init), "no_guidance": versus(none_id)}
+    constant = mine.assign(score=float(median))  # the constant predictor on the winner's calls
+    return {"best_initial": candidate(best_init), "no_guidance": candidate(none_id), "training_median": versus(constant)}
+
+
+def _verdict_record(d: PairedDifference) -> dict:
+    return {"estimate": _nan_to_none(d.estimate), "low": _nan_to_none(d.low), "high": _nan_to_none(d.high),
+            "n_pairs": d.n_pairs, "n_cases": d.n_cases, "verdict": d.verdict, "p_value": d.p_value,
+            "method": d.method, "holm_p": None, "holm_survives": None}
+
+
+def apply_holm(report: dict, alpha: float = ALPHA) -> dict:
+    """Holm's correction over every paired comparison of a report (Holm 1979).
+
+    Fills each verdict's ``holm_p`` (Holm-adjusted p-value; None without a p-value) and
+    ``holm_survives`` (for a ``better``/``worse`` verdict: whether ``holm_p < alpha``; None for
+    any other verdict), and sets ``report["comparisons"]``: ``n`` (comparisons with a p-value),
+    ``correction``, ``alpha``, ``definitive`` (better/worse verdicts) and ``not_surviving``.
+    Works in place and returns the report.
+    """
+    found = [v for c in report.get("criteria", {}).values() for key, _ in VERDICTS
+             if (v := c.get("verdicts", {}).get(key)) and v.get("p_value") is not None]
+    adjusted = holm([v["p_value"] for v in found])
+    for v, p in zip(found, adjusted):
+        v["holm_p"] = p
+        v["holm_survives"] = (p is not None and p < alpha) if v["verdict"] in ("better", "worse") else None
+    definitive = [v for v in found if v["verdict"] in ("better", "worse")]
+    report["comparisons"] = {"n": len(found), "correction": "Holm", "alpha": alpha, "definitive": len(definitive),
+                             "not_surviving": sum(v["holm_survives"] is False for v in definitive)}
+    return report
 
 
 def _selection_of(ccands: pd.DataFrame) -> dict:
@@ -458,19 +528,23 @@ def _table5_record(criterion: str, entry: dict) -> dict:
         "drift": audit.get("flag"),
         **_verdict_columns("vs_initial", entry["verdicts"]["best_initial"]),
         **_verdict_columns("vs_none", entry["verdicts"]["no_guidance"]),
+        **_verdict_columns("vs_median", entry["verdicts"].get("training_median")),
+        "no_better_than_constant": entry.get("no_better_than_constant"),
         "selection": entry["selection"]["rule"],
         "attempts": entry["evolution"]["attempts"],
         "accepted": entry["evolution"]["accepted"],
         "pruned": entry["evolution"]["pruned"],
         "rejected": entry["evolution"]["rejected"],
         "judge_calls": entry["calls"],
+        **holdout_columns(entry.get("holdout")),
     }
 
 
 def _verdict_columns(prefix: str, v: dict | None) -> dict:
     v = v or {}
     return {f"{prefix}_diff": v.get("estimate"), f"{prefix}_low": v.get("low"), f"{prefix}_high": v.get("high"),
-            f"{prefix}_verdict": v.get("verdict")}
+            f"{prefix}_verdict": v.get("verdict"), f"{prefix}_p": v.get("p_value"),
+            f"{prefix}_holm_survives": v.get("holm_survives")}
 
 
 def _macro(records: list[dict]) -> dict:
@@ -479,7 +553,8 @@ def _macro(records: list[dict]) -> dict:
     for col in TABLE5_COLUMNS:
         values = {r["criterion"]: r[col] for r in records}
         if col in ("number", "n_train_targets", "n_val_targets", "attempts", "accepted", "pruned", "rejected",
-                   "judge_calls", "ceiling_val_pairs", "evolved_val_pairs_ceiling_targets") or col.endswith(("_low", "_high")) or not all(
+                   "judge_calls", "ceiling_val_pairs", "evolved_val_pairs_ceiling_targets") \
+                or col.endswith(("_low", "_high", "_p", "_holm_survives")) or not all(
             v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
         ):
             continue
@@ -503,6 +578,14 @@ def format_interval(estimate: float | None, low: float | None, high: float | Non
 def _ci(stat: dict | None, digits: int = 3) -> str:
     stat = stat or {}
     return format_interval(stat.get("estimate"), stat.get("low"), stat.get("high"), digits=digits)
+
+
+def _ci_defined(stat: dict | None, digits: int = 3) -> str:
+    """As :func:`_ci`, but ``undefined`` when the statistic was computed and has no value (a
+    constant side: never printed as 0.000); ``—`` when it was not computed at all."""
+    if stat is not None and stat.get("estimate") is None:
+        return "undefined"
+    return _ci(stat, digits)
 
 
 AGREEMENT_LABELS = {
@@ -534,7 +617,9 @@ def render_table5(report: dict) -> list[str]:
         "SD = repeat-to-repeat SD of the validation MAE; coverage = share of validation calls with a numeric score; "
         "signed = mean(judge − physician) on validation. Ceiling val = physician-vs-physician MAE on the validation "
         "targets rated by two or more physicians, then the evolved judge's MAE on those same targets and the pair counts "
-        "behind each (the judge's MAE in the evolved column pools every target, so it does not compare with the ceiling).",
+        "behind each (the judge's MAE in the evolved column pools every target, so it does not compare with the ceiling). "
+        "*No better than a constant*: the evolved judge's validation MAE is not below the training median's - always "
+        "answering that one number agrees as well with the physicians.",
         "",
         "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val (judge) | drift |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -550,6 +635,8 @@ def render_table5(report: dict) -> list[str]:
         evolved = pair(r["evolved_train_mae"], r["evolved_val_mae"])
         if r["evolved_origin"] != "mutation":
             evolved += " (an initial prompt won)"
+        if r.get("no_better_than_constant"):
+            evolved += " **no better than a constant**"
         out.append(
             f"| {r['number'] or ''} | {r['name'] or r['criterion']} | {pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
             f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
@@ -574,29 +661,72 @@ def render_table5(report: dict) -> list[str]:
 
 
 def verdict_text(v: dict | None) -> str:
-    """``-0.120 [-0.200, -0.030] better`` (``—`` when undefined; ``same candidate`` when the
-    winner is that candidate)."""
+    """``-0.120 [-0.200, -0.030] better (p = 0.004)`` (``—`` when undefined; ``same candidate``
+    when the winner is that candidate). A better/worse verdict that does not survive Holm's
+    correction over the report's comparisons says so; ``too few cases to tell`` gives the count."""
     if not v:
         return "—"
     if v["verdict"] == "same candidate":
         return "same candidate"
-    return f"{format_interval(v['estimate'], v['low'], v['high'])} {v['verdict']}"
+    text = f"{format_interval(v['estimate'], v['low'], v['high'])} {v['verdict']}"
+    if v["verdict"] == "too few cases to tell":
+        return f"{text} ({v.get('n_cases', 0)} cases)"
+    if v.get("p_value") is not None:
+        text += f" (p = {v['p_value']:.3f})"
+    if v.get("holm_survives") is False:
+        text += " - not after Holm's correction"
+    return text
 
 
 def verdict_warnings(report: dict) -> list[str]:
-    """Plain-words warnings about winners: worse than no guidance, or not distinguishable from
-    the best initial prompt although an evolved prompt was selected."""
+    """Plain-words warnings about winners: worse than no guidance, an evolved winner worse than
+    or not distinguishable from the best initial prompt although an evolved prompt was
+    selected, and a winner no better than a constant (the training median)."""
     out = []
     for r in report.get("table5", []):
-        name = r["name"] or r["criterion"]
-        if r["vs_none_verdict"] == "worse":
-            out.append(f"criterion {name}: the selected guidance agrees WORSE with the physicians than no guidance on "
-                       f"validation (MAE difference {_fmt(r['vs_none_diff'], 3)}, 95% CI [{_fmt(r['vs_none_low'], 3)}, "
-                       f"{_fmt(r['vs_none_high'], 3)}]); prefer no guidance for this criterion.")
-        if r["evolved_origin"] == "mutation" and r["vs_initial_verdict"] == "worse":
-            out.append(f"criterion {name}: the evolved winner is worse than the best initial prompt on validation; "
-                       "keep the initial prompt.")
+        out += _criterion_warnings(r)
     return out
+
+
+def _criterion_warnings(r: dict) -> list[str]:
+    name = r["name"] or r["criterion"]
+    out = []
+    holm = " (it does not survive Holm's correction over the report's comparisons)" \
+        if r.get("vs_none_holm_survives") is False else ""
+    if r["vs_none_verdict"] == "worse":
+        out.append(f"criterion {name}: the selected guidance agrees WORSE with the physicians than no guidance on "
+                   f"validation (MAE difference {_fmt(r['vs_none_diff'], 3)}, 95% CI [{_fmt(r['vs_none_low'], 3)}, "
+                   f"{_fmt(r['vs_none_high'], 3)}]){holm}; prefer no guidance for this criterion.")
+    evolved = r["evolved_origin"] == "mutation"
+    if evolved and r["vs_initial_verdict"] == "worse":
+        out.append(f"criterion {name}: the evolved winner is worse than the best initial prompt on validation; "
+                   "keep the initial prompt.")
+    elif evolved and r["vs_initial_verdict"] in ("no distinguishable difference", "too few cases to tell"):
+        out.append(f"criterion {name}: the winner is not distinguishable from the best initial prompt although an "
+                   f"evolved prompt was selected (validation MAE difference {_fmt(r['vs_initial_diff'], 3)}, "
+                   f"{r['vs_initial_verdict']}); the evidence does not show that evolution helped.")
+    if r.get("no_better_than_constant"):
+        out.append(f"criterion {name}: the judge is no better than a constant: its validation MAE "
+                   f"{_fmt(r['evolved_val_mae'], 3)} is not below the {_fmt(r['median_val_mae'], 3)} of always "
+                   "answering the training median; do not use its scores for this criterion.")
+    return out
+
+
+def comparisons_text(report: dict) -> str | None:
+    """``6 paired comparisons in this report; ...``: how many were made and how many better/worse
+    verdicts do not survive Holm's correction over all of them (None with fewer than two)."""
+    c = report.get("comparisons") or {}
+    if c.get("n", 0) < 2:
+        return None
+    text = (f"{c['n']} paired comparisons in this report, each at level {c.get('alpha', ALPHA):g}; with Holm's correction "
+            f"over all {c['n']}, ")
+    if not c.get("definitive"):
+        return text + "nothing changes: no verdict is better or worse."
+    lost = c.get("not_surviving", 0)
+    if not lost:
+        return text + f"all {c['definitive']} better/worse verdicts survive."
+    return text + (f"{lost} of {c['definitive']} better/worse verdicts do not survive (marked \"not after Holm's "
+                   "correction\"): read them as possibly due to chance among many comparisons.")
 
 
 def render_verdicts(report: dict) -> list[str]:
@@ -606,23 +736,30 @@ def render_verdicts(report: dict) -> list[str]:
         "## Paired verdicts and budget",
         "",
         "Winner minus the other candidate in validation MAE on the same targets, repeats and raters (negative: the "
-        "winner agrees better), with a case-clustered bootstrap 95% interval. *better* / *worse* only when the whole "
-        "interval is on one side of 0; otherwise *no distinguishable difference* - the data cannot tell them apart. "
+        "winner agrees better); the training median is the constant predictor scored on the winner's own calls. "
+        "Each difference is tested by a sign-flip permutation test over case clusters (exact when there are few), and its "
+        "95% interval holds the shifts that test does not reject. *better* / *worse* only when p < 0.05 (the interval "
+        f"is on one side of 0); otherwise *no distinguishable difference*. With fewer than {MIN_CASES} validation cases "
+        "the verdict is *too few cases to tell*, whatever the numbers. "
         "Attempts = mutation attempts; accepted = mutants judged on every training target that reached min_coverage; "
         "pruned = mutants stopped by racing; rejected = invalid, duplicate, failed or low-coverage proposals.",
         "",
-        "| criterion | winner | selection | vs best initial | vs no guidance | attempts | accepted | pruned | rejected | judge calls |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| criterion | winner | selection | vs best initial | vs no guidance | vs training median | attempts | accepted | "
+        "pruned | rejected | judge calls |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         v = report["criteria"][r["criterion"]]["verdicts"]
         winner = r["evolved"].split(":", 1)[1] + ("" if r["evolved_origin"] == "mutation" else " (initial)")
         out.append(f"| {r['name'] or r['criterion']} | `{winner}` | {r['selection']} | {verdict_text(v['best_initial'])} | "
-                   f"{verdict_text(v['no_guidance'])} | {r['attempts']} | {r['accepted']} | {r['pruned']} | "
-                   f"{r['rejected']} | {r['judge_calls']} |")
+                   f"{verdict_text(v['no_guidance'])} | {verdict_text(v.get('training_median'))} | {r['attempts']} | "
+                   f"{r['accepted']} | {r['pruned']} | {r['rejected']} | {r['judge_calls']} |")
     out.append("")
-    out += [f"**Warning:** {w}" for w in verdict_warnings(report)]
-    return out + ([""] if verdict_warnings(report) else [])
+    if (text := comparisons_text(report)) is not None:
+        out += [text, ""]
+    warnings = verdict_warnings(report)
+    out += [f"**Warning:** {w}" for w in warnings]
+    return out + ([""] if warnings else [])
 
 
 def render_agreement(report: dict, split: str = "validation") -> list[str]:
@@ -633,7 +770,8 @@ def render_agreement(report: dict, split: str = "validation") -> list[str]:
         "",
         "Class-balanced MAE averages the MAE within each physician score; QWK = quadratic weighted kappa; "
         "α = Krippendorff's alpha (ordinal; each judge–physician pair is a unit); ρ = Spearman. "
-        "— means undefined (e.g. a constant predictor has no rank correlation).",
+        "*undefined*: the statistic has no value on these pairs (QWK and ρ when the physicians' ratings or the judge's "
+        "scores are all one value); — : not computed (a constant predictor has no QWK, α or rank correlation).",
         "",
         "| criterion | row | MAE | class-balanced MAE | QWK | α (ordinal) | ρ | pairs | cases |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -645,7 +783,8 @@ def render_agreement(report: dict, split: str = "validation") -> list[str]:
                 continue
             out.append(
                 f"| {c.get('name') or criterion} | {label} | {_ci(st.get('mae'))} | {_ci(st.get('class_balanced_mae'))} | "
-                f"{_ci(st.get('qwk'))} | {_ci(st.get('krippendorff_alpha'))} | {_ci(st.get('spearman'))} | "
+                f"{_ci_defined(st.get('qwk'))} | {_ci_defined(st.get('krippendorff_alpha'))} | "
+                f"{_ci_defined(st.get('spearman'))} | "
                 f"{st['mae']['n_pairs']} | {st['mae']['n_clusters']} |"
             )
     return out + [""]
@@ -692,6 +831,7 @@ def render_markdown(report: dict) -> str:
         out += [f"**No winner** (no candidate reached `min_coverage`; see `journal.jsonl`): "
                 f"{', '.join(f'`{c}`' for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
     out += render_table5(report)
+    out += render_holdout(report)
     out += render_verdicts(report)
     out += render_agreement(report)
     out += render_exclusions(report)

@@ -15,7 +15,7 @@ server:
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
   interrupt);
-* :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`,
+* :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`, :class:`ScoringFolder`,
   :class:`ComparisonFolder` - where each file of a run (or of a cross-run report under
   ``reports/``) lives, never a file name written out elsewhere; :func:`atomic_write` - every
   file a run writes appears whole or not at all.
@@ -26,7 +26,7 @@ The floors of the package, each importing only its own floor or the ones below i
     8  cli                          thin commands: parse, call one workflow, exit code
     7  workflows, report            calibrate -> audit -> report; bench run -> judge -> report
     6  calibration, consilium,      engines: never import a reporter or a workflow
-       audit, otb
+       audit, otb, scoring
     5  config, calibrated           calibration settings, presets, layering; judge files and
                                  the candidates of finished runs, read below the engines
     4  judge, splits                judge prompts and outcomes; case-disjoint splits
@@ -45,7 +45,16 @@ from evolve.runs._client import (
     with_cache_path,
 )
 from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
-from evolve.runs._folder import BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, RunFolder, distinct_slugs, model_slug
+from evolve.runs._folder import (
+    BenchFolder,
+    CalibrationFolder,
+    ComparisonFolder,
+    OtbFolder,
+    RunFolder,
+    ScoringFolder,
+    distinct_slugs,
+    model_slug,
+)
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
@@ -66,6 +75,7 @@ __all__ = [
     "Price",
     "ProgressHook",
     "RunFolder",
+    "ScoringFolder",
     "atomic_write",
     "check_resumable",
     "check_same_settings",

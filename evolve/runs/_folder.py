@@ -15,7 +15,7 @@ from evolve.runs._journal import Journal
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "distinct_slugs", "model_slug"]
+__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "ScoringFolder", "distinct_slugs", "model_slug"]
 
 
 def model_slug(model: str) -> str:
@@ -202,6 +202,7 @@ class CalibrationFolder(RunFolder):
         AUDIT_JSON, AUDIT_MD: The semantic-drift audit of the winners.
         JUDGE: The judge file (:class:`evolve.calibrated.JudgeFile`): the calibrated judge,
             self-contained, for scoring new outputs.
+        HOLDOUT: The held-out evaluation (``--evaluate-holdout``), a :class:`ScoringFolder`.
     """
 
     RESUME = "evolve calibrate --resume {path}"
@@ -217,10 +218,35 @@ class CalibrationFolder(RunFolder):
     AUDIT_JSON = "audit.json"
     AUDIT_MD = "audit.md"
     JUDGE = "judge.json"
+    HOLDOUT = "holdout"
 
     def archive_csv(self, criterion: str) -> Path:
         """``archive_<criterion>.csv``: the criterion's final pyribs archive."""
         return self.path / f"archive_{criterion}.csv"
+
+
+class ScoringFolder(RunFolder):
+    """The files of a scoring run (``evolve judge``: a calibrated judge on new targets), by name.
+
+    Attributes:
+        CONFIG: The settings (targets, judge file, criteria, endpoint without key).
+        JUDGE: A copy of the judge file scored with.
+        CALLS: One row per judge call (winner; and no guidance on rated targets).
+        ITEMS: One row per (criterion, target): status, mean score over repeats, outcome counts.
+        RATINGS: The targets' physician ratings (rated targets only).
+        SUMMARY: The report's numbers (per criterion means, agreement, anchored means).
+        REPORT_MD, REPORT_HTML: The report.
+    """
+
+    RESUME = "evolve judge TARGETS --judge JUDGE --run-id {path} --resume"
+    CONFIG = "config.json"
+    JUDGE = "judge.json"
+    CALLS = "calls.csv"
+    ITEMS = "items.csv"
+    RATINGS = "ratings.csv"
+    SUMMARY = "summary.json"
+    REPORT_MD = "report.md"
+    REPORT_HTML = "report.html"
 
 
 class ComparisonFolder(RunFolder):

@@ -15,6 +15,9 @@ share, so the embedded server starts once:
   guidance), then write the bench tables (``evolve bench run``);
 * :func:`run_otb` - answer OpenTumorBoard's Board Simulation and Specialist Turn items, judge
   the extracted answers, then write the OpenTumorBoard tables (``evolve otb run``);
+* :func:`run_judge` - score new targets (a pack or a table, rated or not) with a calibration
+  run's judge file, then write the scoring report (``evolve judge``); :func:`load_judge` is its
+  Python face: ``evolve.load_judge("archives/RUN").score(frame)``;
 * :func:`config_reference` - every configuration key, from the models (``evolve config keys``).
 
 The command line calls these; a library user may call the engines alone.
@@ -23,8 +26,10 @@ The command line calls these; a library user may call the engines alone.
 from evolve.workflows._api import CalibrationSummary, CriterionSummary, Verdict, calibrate
 from evolve.workflows._bench import run_and_judge
 from evolve.workflows._calibration import run_calibration
+from evolve.workflows._judge import CalibratedJudge, CriterionScore, JudgeRunOptions, ScoringSummary, load_judge, run_judge
 from evolve.workflows._otb import OtbRunResult, run_otb
 from evolve.workflows._reference import ConfigKey, config_keys, config_reference, key_reference, replace_marked
 
-__all__ = ["CalibrationSummary", "ConfigKey", "CriterionSummary", "OtbRunResult", "Verdict", "calibrate", "config_keys",
-           "config_reference", "key_reference", "replace_marked", "run_and_judge", "run_calibration", "run_otb"]
+__all__ = ["CalibratedJudge", "CalibrationSummary", "ConfigKey", "CriterionScore", "CriterionSummary", "JudgeRunOptions",
+           "OtbRunResult", "ScoringSummary", "Verdict", "calibrate", "config_keys", "config_reference", "key_reference",
+           "load_judge", "replace_marked", "run_and_judge", "run_calibration", "run_judge", "run_otb"]

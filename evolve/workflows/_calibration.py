@@ -8,12 +8,15 @@ from collections.abc import Callable
 from evolve.audit import audit_run
 from evolve.calibration import CalibrationResult, calibrate, plan_calibration
 from evolve.config import CalibrationConfig
+from evolve.data import RatingPack, load_pack
 from evolve.errors import NoWinnerError
 from evolve.llm import Client
 from evolve.report import write_report
-from evolve.runs import CalibrationFolder, Event, ProgressHook, owned_client
+from evolve.runs import CalibrationFolder, Event, ProgressHook, ScoringFolder, owned_client
+from evolve.splits import load_splits
+from evolve.workflows._judge import JudgeRunOptions, ScoringSummary, run_judge
 
-__all__ = ["run_calibration"]
+__all__ = ["evaluate_holdout", "run_calibration"]
 
 
 def run_calibration(
@@ -29,6 +32,7 @@ def run_calibration(
 
     Steps over one client: :func:`evolve.calibration.calibrate` (archives, re-evaluation,
     tables); :func:`evolve.audit.audit_run` when ``config.audit`` (SPEC §4 semantic review);
+    with ``config.evaluate_holdout``, the report (for ``judge.json``) and :func:`evaluate_holdout`;
     the client's ``usage`` is journaled when it is released (every call, the audit's included); then
     :func:`evolve.report.write_report` and ``run_finished``. Inputs are checked before the
     embedded server starts (:func:`evolve.calibration.plan_calibration`).
@@ -66,7 +70,10 @@ def run_calibration(
         result = calibrate(config, client=client, resume=resume, progress=progress, plan=plan)
         if config.audit:
             audit_run(result.run_dir, client=client)
-    report = write_report(result.run_dir)
+        if config.evaluate_holdout and result.winners:
+            write_report(result.run_dir)  # judge.json, which the held-out scoring reads
+            evaluate_holdout(config, client=client, progress=progress)
+    report = write_report(result.run_dir)  # with the held-out column when there is one
     journal.append(Event.RUN_FINISHED, winners=result.winners, failed=sorted(result.failed))
     if result.failed:
         done = f"the other {len(result.winners)} finished and are in {result.run_dir / 'report.md'}" if result.winners \
@@ -74,3 +81,41 @@ def run_calibration(
         raise NoWinnerError(f"{len(result.failed)} criterion/criteria ended without a winner ({done}): "
                             + " | ".join(result.failed.values()))
     return dataclasses.replace(result, report=report)
+
+
+def evaluate_holdout(config: CalibrationConfig, *, client: Client | None = None,
+                     progress: ProgressHook | None = None) -> ScoringSummary | None:
+    """Score the split's held-out cases with the run's judge file (the final, untouched estimate).
+
+    The held-out targets (of the run's conditions, when it used only some) are scored exactly
+    as ``evolve judge`` would into ``<run>/holdout/`` (a :class:`~evolve.runs.ScoringFolder`);
+    :func:`evolve.report.write_report` then adds their MAE and the physician-anchored vs actual
+    held-out mean to Table 5 and ``judge.json``. A held-out folder already there is resumed
+    (its finished calls come from the cache).
+
+    Args:
+        config: The run's configuration (``judge.json`` must already be in its folder).
+        client: The run's client (None: opened from ``config.endpoint``).
+        progress: Progress hook.
+
+    Returns:
+        The scoring summary, or None when the split holds no held-out case (journaled).
+
+    Raises:
+        RunError: No ``judge.json`` in the run folder.
+    """
+    folder = CalibrationFolder(config.run_dir)
+    holdout = tuple(load_splits(config.splits).holdout)
+    if not holdout:
+        folder.journal().append(Event.WARNING, message="--evaluate-holdout: the split holds no held-out case; nothing scored")
+        return None
+    pack = load_pack(config.pack, check_rubric=False).subset(holdout)
+    if config.conditions is not None:
+        targets = tuple(t for t in pack.targets if t.condition in config.conditions)
+        kept = {t.target_id for t in targets}
+        pack = RatingPack(path=None, manifest=pack.manifest, cases=pack.cases, targets=targets,
+                          ratings=tuple(r for r in pack.ratings if r.target_id in kept))
+    out = folder / folder.HOLDOUT
+    options = JudgeRunOptions(targets=pack, judge=folder.path, run_dir=out, resume=(out / ScoringFolder.CONFIG).is_file(),
+                              endpoint=config.endpoint, cache_path=config.cache_path)
+    return run_judge(options, client=client, progress=progress)

@@ -21,11 +21,11 @@ FLOORS = {
     "archive": 3, "data": 3,
     "judge": 4, "splits": 4,
     "config": 5, "calibrated": 5,
-    "calibration": 6, "consilium": 6, "audit": 6, "otb": 6,
+    "calibration": 6, "consilium": 6, "audit": 6, "otb": 6, "scoring": 6,
     "report": 7, "workflows": 7,
     "cli": 8,
 }
-ENGINES = ("calibration", "consilium", "audit", "otb")
+ENGINES = ("calibration", "consilium", "audit", "otb", "scoring")
 ABOVE_ENGINES = ("report", "workflows", "cli")
 
 

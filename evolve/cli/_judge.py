@@ -1,0 +1,92 @@
+"""``evolve judge``: a calibrated judge on new outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evolve.cli._app import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    HtmlOption,
+    LocalModelOption,
+    MaxConcurrencyOption,
+    NBootOption,
+    PriceInOption,
+    PriceOutOption,
+    SchemaLimitsOption,
+    _endpoint_overrides,
+    _fail,
+    _interrupt_on_sigterm,
+    _progress_bar,
+    _RichProgress,
+    err,
+    out,
+)
+from evolve.errors import EvolveError
+
+
+def judge(
+    targets: Path = typer.Argument(..., help="What to score: a rating pack folder, or a table (.csv/.jsonl/.parquet/.xlsx) "
+                                   "with at least case_text and target_text columns (rated when it has a rater column)."),
+    judge_path: Path = typer.Option(..., "--judge", help="A calibration run folder (archives/RUN) or its judge.json."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Run folder name (default: judge-<targets>-<UTC time>)."),
+    archives_dir: Path = typer.Option(Path("archives"), "--archives-dir", help="Where run folders go."),
+    column: Optional[list[str]] = typer.Option(None, "--column", help="Table column mapping FIELD=COLUMN, as `evolve ratings "
+                                               "import table` (repeatable), e.g. --column case_text=question."),
+    not_evaluable: Optional[list[str]] = typer.Option(None, "--not-evaluable", help="Rated tables: a cell value meaning "
+                                                      "'not evaluable' (repeatable)."),
+    criteria: Optional[list[str]] = typer.Option(None, "--criteria", "--criterion", help="Criterion to score (repeatable; "
+                                                 "default: every criterion of the judge file)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run --run-id (finished calls are free from the cache)."),
+    base_url: BaseUrlOption = None,
+    model: Optional[str] = typer.Option(None, help="Model id to send instead of the judge file's (warned: not the validated judge)."),
+    api_key_env: ApiKeyEnvOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    schema_limits: SchemaLimitsOption = None,
+    local_model: LocalModelOption = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
+    n_boot: NBootOption = 2000,
+    html: HtmlOption = True,
+) -> None:
+    """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
+    archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
+    its interval and the physician-anchored mean."""
+    from evolve.data import parse_table_columns
+    from evolve.runs import EndpointSettings
+    from evolve.workflows import JudgeRunOptions, run_judge
+
+    options = None
+    try:
+        endpoint = EndpointSettings(**_endpoint_overrides(
+            base_url=base_url, model=model, api_key_env=api_key_env, max_concurrency=max_concurrency,
+            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out))
+        options = JudgeRunOptions(
+            targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
+            columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),
+            criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=endpoint, model=model,
+            n_boot=n_boot, html=html)
+        folder = options.folder()
+        options = options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
+        _interrupt_on_sigterm()
+        with _progress_bar() as bar:
+            summary = run_judge(options, progress=_RichProgress(bar),
+                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
+    except EvolveError as exc:
+        _fail(exc, resume=_resume_hint(targets, judge_path, options))
+    except KeyboardInterrupt:
+        err.print(f"interrupted; continue with: {_resume_hint(targets, judge_path, options)}")
+        raise typer.Exit(code=130) from None
+    for line in summary.describe().splitlines():
+        out.print(line, highlight=False, soft_wrap=True)
+    out.print(f"wrote {summary.run_dir}/report.md{', report.html' if html else ''}, items.csv and calls.csv", highlight=False,
+              soft_wrap=True)
+
+
+def _resume_hint(targets: Path, judge_path: Path, options) -> str | None:
+    if options is None or options.run_id is None:
+        return None
+    return f"evolve judge {targets} --judge {judge_path} --run-id {options.run_id} --archives-dir {options.archives_dir} --resume"

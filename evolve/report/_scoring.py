@@ -1,0 +1,338 @@
+"""The report of a scoring run (``evolve judge``): means with intervals, agreement, anchored means.
+
+Everything is recomputed from the run folder (:class:`~evolve.runs.ScoringFolder`:
+``calls.csv``, ``items.csv``, ``ratings.csv``, ``judge.json``), so ``summary.json``,
+``report.md`` and ``report.html`` can be rebuilt without a model call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
+from evolve.report import _figures as fig
+from evolve.report._html import figure_html, page, section, tables
+from evolve.runs import ScoringFolder
+from evolve.stats import ClusterMeans, agreement_table, cluster_bootstrap, judge_pairs, mae, paired_mae_difference
+
+__all__ = ["HOLDOUT_COLUMNS", "build_scoring_report", "holdout_columns", "holdout_entries", "render_holdout", "scoring_html",
+           "scoring_markdown", "write_scoring_report"]
+
+_STATUSES = ("scored", "failed", "not_evaluable", "excluded")
+
+
+def _num(x: Any) -> float | None:
+    """A float, or None where undefined (nan, inf, None)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _iv(interval: Any) -> dict[str, Any]:
+    """An :class:`~evolve.stats.Interval` as JSON (None where undefined)."""
+    return {"estimate": _num(interval.estimate), "low": _num(interval.low), "high": _num(interval.high),
+            "n_pairs": int(interval.n_pairs), "n_cases": int(interval.n_clusters)}
+
+
+def _fmt(v: Mapping[str, Any] | None, digits: int = 3) -> str:
+    """``2.310 [2.100, 2.520]`` (``—`` when undefined, ``undefined`` for a statistic that is)."""
+    if not v or v.get("estimate") is None:
+        return "undefined" if v else "—"
+    if v.get("low") is None or v.get("high") is None:
+        return f"{v['estimate']:.{digits}f}"
+    return f"{v['estimate']:.{digits}f} [{v['low']:.{digits}f}, {v['high']:.{digits}f}]"
+
+
+def _mean_interval(frame: pd.DataFrame, column: str, n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
+    """Mean of ``column`` over items (rows) with a case-clustered bootstrap interval."""
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    cases = frame["case_id"].astype(str).to_numpy()
+    keep = np.isfinite(values)
+    means = ClusterMeans(cases[keep], n_boot=n_boot, seed=seed, confidence=confidence)
+    estimate, reps, n = means.mean(cases[keep], values[keep])
+    return _iv(means.interval(estimate, reps, n))
+
+
+def _agreement(calls: pd.DataFrame, ratings: pd.DataFrame, labels: list[int], n_boot: int, seed: int,
+               confidence: float) -> dict[str, Any]:
+    """MAE, QWK and Krippendorff's alpha of judge calls against every individual rating."""
+    pairs = judge_pairs(calls, ratings)
+    if pairs.empty:
+        return {"mae": None, "qwk": None, "krippendorff_alpha": None, "n_pairs": 0, "n_cases": 0}
+    table = agreement_table(pairs, labels, n_boot=n_boot, seed=seed, confidence=confidence)
+    return {"mae": _iv(table["mae"]), "qwk": _iv(table["qwk"]), "krippendorff_alpha": _iv(table["krippendorff_alpha"]),
+            "n_pairs": int(len(pairs)), "n_cases": int(pairs["case_id"].nunique())}
+
+
+def _constant(calls: pd.DataFrame, value: float) -> pd.DataFrame:
+    """The training-median predictor as judge calls: ``value`` wherever the winner was called."""
+    out = calls.copy()
+    out["outcome"], out["score"] = "score", value
+    return out
+
+
+def _paired(a: pd.DataFrame, b: pd.DataFrame, ratings: pd.DataFrame, n_boot: int, seed: int,
+            confidence: float) -> dict[str, Any]:
+    d = paired_mae_difference(a, b, ratings, n_boot=n_boot, seed=seed, confidence=confidence)
+    return {"estimate": _num(d.estimate), "low": _num(d.low), "high": _num(d.high), "p_value": d.p_value,
+            "method": d.method, "n_pairs": d.n_pairs, "n_cases": d.n_cases, "verdict": d.verdict}
+
+
+def _rated(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataFrame, ratings: pd.DataFrame,
+           n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
+    """Agreement of the winner, no guidance and the training median with the targets' ratings."""
+    mine = ratings[ratings["criterion"] == cid]
+    winner = calls[(calls["criterion"] == cid) & (calls["guidance"] == "winner")]
+    none = calls[(calls["criterion"] == cid) & (calls["guidance"] == "no-guidance")]
+    median = _constant(winner, entry.training_median)
+    pairs = judge_pairs(median, mine)
+    median_mae = (_iv(cluster_bootstrap(pairs, mae, n_boot=n_boot, seed=seed, confidence=confidence))
+                  if len(pairs) else None)
+    rated_items = items[pd.to_numeric(items["physician"], errors="coerce").notna()]
+    return {
+        "winner": _agreement(winner, mine, entry.labels, n_boot, seed, confidence),
+        "no_guidance": _agreement(none, mine, entry.labels, n_boot, seed, confidence),
+        "training_median": {"value": entry.training_median, "mae": median_mae},
+        "verdicts": {"no_guidance": _paired(winner, none, mine, n_boot, seed, confidence),
+                     "training_median": _paired(winner, median, mine, n_boot, seed, confidence)},
+        "physician_mean": _mean_interval(rated_items, "physician", n_boot, seed, confidence) if len(rated_items) else None,
+    }
+
+
+def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float) -> dict[str, Any]:
+    """The physician-anchored (prediction-powered) mean: the judge file's validation targets as
+    the rated sample, this run's scored items as the unrated ones (PPI++, Angelopoulos et al. 2023)."""
+    from evolve.stats import ppi_mean  # TODO(D): top-level import once evolve.stats.ppi_mean has landed
+
+    if scored.empty:
+        return {"estimate": None, "low": None, "high": None, "refused": "no target was scored", "assumption": ""}
+    rated = pd.DataFrame([a.model_dump() for a in entry.anchor], columns=["case_id", "target_id", "judge", "physician"])
+    unrated = pd.DataFrame({"case_id": scored["case_id"].astype(str), "judge": pd.to_numeric(scored["judge"])})
+    return ppi_mean(rated[["case_id", "judge", "physician"]], unrated, confidence=confidence).model_dump()
+
+
+def _criterion(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataFrame, ratings: pd.DataFrame | None,
+               n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
+    its = items[items["criterion"] == cid]
+    mine = calls[(calls["criterion"] == cid) & (calls["guidance"] == "winner")]
+    counts = {"n_items": int(len(its)), **{f"n_{s}": int((its["status"] == s).sum()) for s in _STATUSES}}
+    assert counts["n_items"] == sum(counts[f"n_{s}"] for s in _STATUSES)
+    scored = its[its["status"] == "scored"]
+    out: dict[str, Any] = {
+        "name": entry.name, "counts": counts, "n_calls": int(len(mine)),
+        "n_failed_calls": int((mine["outcome"] == "model_failure").sum()),
+        "coverage": float((mine["outcome"] == "score").mean()) if len(mine) else None,
+        "judge_mean": _mean_interval(scored, "judge", n_boot, seed, confidence),
+        "no_better_than_constant": entry.no_better_than_constant,
+        "anchored": _anchored(entry, scored, confidence),
+        "rated": None,
+    }
+    if ratings is not None and len(ratings[ratings["criterion"] == cid]):
+        out["rated"] = _rated(cid, entry, calls, its, ratings, n_boot, seed, confidence)
+    return out
+
+
+def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+    """The report of a scoring run as a dict (what ``summary.json`` holds).
+
+    Per criterion: the counts (``n_items = n_scored + n_failed + n_not_evaluable + n_excluded``),
+    call coverage and failures, the judge's mean score over scored items with a case-clustered
+    bootstrap interval, the physician-anchored mean (:func:`evolve.stats.ppi_mean`; rated sample:
+    the judge file's validation targets) with its assumption or refusal, and, where the targets
+    are rated, agreement (MAE, QWK, Krippendorff's alpha with intervals, against every individual
+    rating) of the winner, no guidance and the training median, the paired verdicts and the
+    physicians' actual mean.
+
+    Raises:
+        RunError: A file of the run is missing or damaged (naming it and the resume command).
+    """
+    folder = ScoringFolder(run_dir)
+    judge: JudgeFile = load_judge_file(folder.require(folder.JUDGE))
+    config = folder.read_json(folder.CONFIG)
+    calls = folder.read_frame(folder.CALLS, keep_default_na=False, na_values={"score": [""]}, dtype={"case_id": str, "target_id": str})
+    items = folder.read_frame(folder.ITEMS, dtype={"case_id": str, "target_id": str})
+    ratings = folder.read_frame(folder.RATINGS, optional=True, dtype={"case_id": str, "target_id": str})
+    assert calls is not None and items is not None
+    criteria = list(dict.fromkeys(items["criterion"]))
+    return {
+        "run_id": folder.path.name, "run_dir": str(folder.path), "targets": config.get("targets"),
+        "judge": {"run_id": judge.run_id, "source_run": judge.source_run, "rubric_id": judge.rubric_id,
+                  "rubric_version": judge.rubric_version, "model": config.get("model") or judge.judge.model},
+        "rated": ratings is not None and len(ratings) > 0, "confidence": confidence, "n_boot": n_boot,
+        "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
+    }
+
+
+def _anchored_text(a: Mapping[str, Any]) -> str:
+    if a.get("refused"):
+        return f"refused: {a['refused']}"
+    return _fmt(a)
+
+
+def scoring_markdown(report: Mapping[str, Any]) -> str:
+    """``report.md`` of a scoring run (see :func:`build_scoring_report`)."""
+    conf = round(100 * report.get("confidence", 0.95))
+    judge = report["judge"]
+    lines = [f"# Scoring report: {report['run_id']}", "",
+             f"Judge: calibration run `{judge['run_id']}` (rubric {judge['rubric_id']} {judge['rubric_version']}, model "
+             f"{judge['model']}); targets: {report.get('targets')}. Intervals are {conf}% and resample whole cases.", "",
+             "## Judge scores", "",
+             "| criterion | items | scored | failed | not evaluable | excluded | call coverage | mean judge score | "
+             "physician-anchored mean |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for cid, c in report["criteria"].items():
+        n = c["counts"]
+        cov = "—" if c["coverage"] is None else f"{c['coverage']:.0%}"
+        lines.append(f"| {c['name'] or cid} ({cid}) | {n['n_items']} | {n['n_scored']} | {n['n_failed']} | "
+                     f"{n['n_not_evaluable']} | {n['n_excluded']} | {cov} | {_fmt(c['judge_mean'])} | "
+                     f"{_anchored_text(c['anchored'])} |")
+    lines += ["", "Items = scored + failed + not evaluable + excluded (the criterion does not apply to the target's "
+              "component; never judged). A failure is never a score."]
+    notes = sorted({c["anchored"].get("assumption", "") for c in report["criteria"].values()} - {""})
+    lines += ["", "The physician-anchored mean (prediction-powered inference, PPI++: Angelopoulos et al., Science 2023; "
+              "Angelopoulos, Duchi & Zrnic 2023) corrects the judge's mean by its error on the judge file's rated "
+              "validation targets. " + " ".join(notes)]
+    for cid, c in report["criteria"].items():
+        if c.get("no_better_than_constant"):
+            lines += ["", f"Warning: on validation, the {cid} judge was no better than a constant (the training median)."]
+    rated = {cid: c["rated"] for cid, c in report["criteria"].items() if c.get("rated")}
+    if rated:
+        lines += ["", "## Agreement with the targets' physicians", "",
+                  "Against every individual rating (MAE in scale points; QWK and Krippendorff's alpha ordinal).", "",
+                  "| criterion | judge | MAE | QWK | alpha | pairs | cases |", "|---|---|---|---|---|---|---|"]
+        for cid, r in rated.items():
+            for key, label in (("winner", "calibrated (winner)"), ("no_guidance", "no guidance")):
+                a = r[key]
+                lines.append(f"| {cid} | {label} | {_fmt(a['mae'])} | {_fmt(a['qwk'])} | {_fmt(a['krippendorff_alpha'])} | "
+                             f"{a['n_pairs']} | {a['n_cases']} |")
+            tm = r["training_median"]
+            lines.append(f"| {cid} | training median ({tm['value']:g}) | {_fmt(tm['mae'])} | — | — | "
+                         f"{(tm['mae'] or {}).get('n_pairs', 0)} | {(tm['mae'] or {}).get('n_cases', 0)} |")
+        lines += ["", "| criterion | winner MAE − | difference | verdict | p | pairs | cases |", "|---|---|---|---|---|---|---|"]
+        for cid, r in rated.items():
+            for key, label in (("no_guidance", "no guidance"), ("training_median", "training median")):
+                v = r["verdicts"][key]
+                p = "—" if v["p_value"] is None else f"{v['p_value']:.3f}"
+                lines.append(f"| {cid} | {label} | {_fmt(v)} | {v['verdict']} | {p} | {v['n_pairs']} | {v['n_cases']} |")
+        lines += ["", "| criterion | physicians' actual mean | physician-anchored mean | raw judge mean |", "|---|---|---|---|"]
+        for cid, r in rated.items():
+            c = report["criteria"][cid]
+            lines.append(f"| {cid} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def scoring_html(report: Mapping[str, Any], markdown_text: str) -> str:
+    """``report.html``: per criterion the raw and physician-anchored means (and, rated, the
+    physicians' mean) with intervals, then the Markdown report's tables."""
+    rows = []
+    for cid, c in report["criteria"].items():
+        rows.append({"label": f"{cid}: judge", **_est(c["judge_mean"])})
+        rows.append({"label": f"{cid}: anchored", **_est(c["anchored"])})
+        if c.get("rated"):
+            rows.append({"label": f"{cid}: physicians", **_est(c["rated"]["physician_mean"])})
+    figs = [figure_html(lambda ax: fig.interval_plot(rows, xlabel="mean score (scale points)", title="means with intervals",
+                                                     ax=ax), "raw judge mean, physician-anchored mean and (rated targets) the "
+                        "physicians' mean per criterion, with intervals", size=(6.5, 1.2 + 0.35 * len(rows)))]
+    return page(f"Scoring report: {report.get('run_id', '')}", [section("Means", figs), tables(markdown_text)])
+
+
+def _est(v: Mapping[str, Any] | None) -> dict[str, Any]:
+    v = v or {}
+    return {"estimate": v.get("estimate"), "low": v.get("low"), "high": v.get("high")}
+
+
+def write_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict[str, Any]:
+    """Build the report of a scoring run and write ``summary.json``, ``report.md`` and (``html``) ``report.html``.
+
+    Returns:
+        The report dict (see :func:`build_scoring_report`).
+    """
+    folder = ScoringFolder(run_dir)
+    report = build_scoring_report(folder.path, n_boot=n_boot, seed=seed)
+    md = scoring_markdown(report)
+    folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
+    folder.write(folder.REPORT_MD, md)
+    if html:
+        folder.write(folder.REPORT_HTML, scoring_html(report, md))
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# The held-out evaluation of a calibration run (``evolve calibrate --evaluate-holdout``)
+# --------------------------------------------------------------------------------------------
+
+HOLDOUT_COLUMNS = ["holdout_mae", "holdout_mae_low", "holdout_mae_high", "holdout_judge_mean", "holdout_anchored_mean",
+                   "holdout_anchored_low", "holdout_anchored_high", "holdout_physician_mean", "holdout_n_targets"]
+"""Table 5's held-out columns (``table5.csv``): the winner's MAE against the held-out physicians,
+the raw judge mean, the physician-anchored mean (rated sample: validation) and the held-out
+physicians' actual mean."""
+
+
+def holdout_entries(holdout_dir: Path | str) -> dict[str, dict[str, Any]]:
+    """Per criterion, the held-out numbers of a calibration run (empty without ``<run>/holdout/summary.json``).
+
+    Each entry: ``mae``, ``mae_low``, ``mae_high`` (winner vs every held-out rating; None when
+    the held-out cases are unrated), ``judge_mean``, ``anchored``, ``anchored_low``,
+    ``anchored_high``, ``anchored_refused``, ``physician_mean`` (+ ``_low``/``_high``),
+    ``n_targets`` (scored), ``n_cases``, ``n_items``, ``run_dir``.
+    """
+    folder = ScoringFolder(holdout_dir)
+    summary = folder.read_json(folder.SUMMARY, optional=True)
+    if not summary:
+        return {}
+    out = {}
+    for cid, c in summary.get("criteria", {}).items():
+        rated = c.get("rated") or {}
+        mae_iv = (rated.get("winner") or {}).get("mae") or {}
+        phys = rated.get("physician_mean") or {}
+        anch = c.get("anchored") or {}
+        out[cid] = {"mae": mae_iv.get("estimate"), "mae_low": mae_iv.get("low"), "mae_high": mae_iv.get("high"),
+                    "judge_mean": c["judge_mean"].get("estimate"), "anchored": anch.get("estimate"),
+                    "anchored_low": anch.get("low"), "anchored_high": anch.get("high"), "anchored_refused": anch.get("refused"),
+                    "physician_mean": phys.get("estimate"), "physician_low": phys.get("low"), "physician_high": phys.get("high"),
+                    "n_targets": c["counts"]["n_scored"], "n_items": c["counts"]["n_items"],
+                    "n_cases": c["judge_mean"].get("n_cases", 0), "run_dir": folder.path.name}
+    return out
+
+
+def holdout_columns(entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The :data:`HOLDOUT_COLUMNS` of one Table 5 row (None values without a held-out evaluation)."""
+    e = entry or {}
+    return {"holdout_mae": e.get("mae"), "holdout_mae_low": e.get("mae_low"), "holdout_mae_high": e.get("mae_high"),
+            "holdout_judge_mean": e.get("judge_mean"), "holdout_anchored_mean": e.get("anchored"),
+            "holdout_anchored_low": e.get("anchored_low"), "holdout_anchored_high": e.get("anchored_high"),
+            "holdout_physician_mean": e.get("physician_mean"), "holdout_n_targets": e.get("n_targets")}
+
+
+def render_holdout(report: Mapping[str, Any]) -> list[str]:
+    """Markdown lines of Table 5's held-out part (nothing when the run evaluated no held-out case)."""
+    rows = [(c, e["holdout"]) for c, e in report.get("criteria", {}).items() if e.get("holdout")]
+    if not rows:
+        return []
+    out = ["### Table 5, held-out cases (the final, untouched estimate)", "",
+           "The split's held-out cases, never seen by evolution or selection, scored by each criterion's winner "
+           "(`holdout/`, as `evolve judge` scores). MAE against every individual held-out rating; the physician-anchored "
+           "mean combines the judge's held-out scores with its error on the validation targets (PPI++; it assumes the "
+           "validation targets are drawn like the held-out ones) - beside it, the held-out physicians' actual mean, "
+           "a check of the method.", "",
+           "| criterion | held-out MAE | raw judge mean | physician-anchored mean | physicians' actual mean | targets / cases |",
+           "|---|---|---|---|---|---|"]
+    for cid, h in rows:
+        anchored = (f"refused: {h['anchored_refused']}" if h.get("anchored_refused") else
+                    _fmt({"estimate": h["anchored"], "low": h["anchored_low"], "high": h["anchored_high"]}))
+        mae_text = "— (unrated)" if h["mae"] is None else _fmt({"estimate": h["mae"], "low": h["mae_low"], "high": h["mae_high"]})
+        phys = "— (unrated)" if h["physician_mean"] is None else _fmt(
+            {"estimate": h["physician_mean"], "low": h["physician_low"], "high": h["physician_high"]})
+        out.append(f"| {cid} | {mae_text} | "
+                   f"{_fmt({'estimate': h['judge_mean']}) if h['judge_mean'] is not None else '—'} | {anchored} | "
+                   f"{phys} | "
+                   f"{h['n_targets']} / {h['n_cases']} |")
+    return out + [""]

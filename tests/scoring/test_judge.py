@@ -1,0 +1,190 @@
+"""`evolve judge`: a calibrated judge file on new targets, with the fake provider and a loopback endpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import evolve
+from evolve.cli import app
+from evolve.config import resolve_config
+from evolve.data import write_pack
+from evolve.errors import PackError, RunError
+from evolve.llm import Client, ResponseCache
+from evolve.splits import make_splits, write_splits
+from evolve.testing import FakeProvider, LoopbackChatServer
+from evolve.workflows import run_calibration
+from tests.conftest import fake_endpoint, make_tiny_pack, request_of
+
+runner = CliRunner()
+N_CASES = 30  # 12 validation cases: enough for a physician-anchored mean (at least 10 rated cases)
+
+
+@pytest.fixture
+def pack_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    from evolve.data import load_pack
+
+    pack = tmp_path / "packs" / "tiny"
+    write_pack(make_tiny_pack(N_CASES), pack)
+    splits = tmp_path / "splits" / "tiny"
+    write_splits(make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.5, seed=3), splits)
+    return pack, splits
+
+
+def _config(tmp_path: Path, pack: Path, splits: Path, **extra):
+    return resolve_config(preset="quick", overrides={
+        "run_id": "cal", "pack": pack, "splits": splits, "archives_dir": tmp_path / "archives",
+        "cache_path": tmp_path / "cache.sqlite", "endpoint": {"provider": "fake"}, "audit": False,
+        "budget": {"accepted": 4, "max_attempts": 8, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2,
+                   "max_train_targets": 1000, "max_validation_targets": 1000}, **extra},
+        environ={})
+
+
+@pytest.fixture
+def provider() -> FakeProvider:
+    return FakeProvider(fake_endpoint)
+
+
+@pytest.fixture
+def client(tmp_path: Path, provider: FakeProvider):
+    c = Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite"), max_concurrency=2, backoff_initial=0.01)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def calibrated(tmp_path: Path, pack_dirs, client) -> Path:
+    pack, splits = pack_dirs
+    result = run_calibration(_config(tmp_path, pack, splits), client=client)
+    assert (result.run_dir / "judge.json").is_file()
+    return result.run_dir
+
+
+def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path, pack_dirs, calibrated, client, provider):
+    pack, _ = pack_dirs
+    judge = evolve.load_judge(calibrated)
+    winner = judge.file.criteria["entailment"].winner
+    before = provider.calls
+    summary = judge.score(pack, client=client, run_dir=tmp_path / "scored")
+    run = summary.run_dir
+    for name in ("config.json", "judge.json", "calls.csv", "items.csv", "ratings.csv", "summary.json", "report.md",
+                 "report.html", "journal.jsonl"):
+        assert (run / name).is_file(), name
+    calls = pd.read_csv(run / "calls.csv", dtype={"target_id": str})
+    scores = pd.read_csv(calibrated / "scores.csv", dtype={"target_id": str})
+    reeval = scores[(scores["phase"] == "reeval") & (scores["candidate_id"] == winner.candidate_id)]
+    assert len(reeval) > 0
+    mine = calls[calls["guidance"] == "winner"].merge(reeval, on=["target_id", "seed"], suffixes=("", "_cal"))
+    # every target the calibration re-scored gets exactly the validated prompt (and seed), so its answer is cached
+    assert len(mine) == len(reeval)
+    assert (mine["prompt_hash"] == mine["prompt_hash_cal"]).all()
+    assert (mine["score"] == mine["score_cal"]).all()
+    assert mine["cached"].all()
+    # the rated pack is also scored with no guidance, and agreement is reported against its ratings
+    assert set(calls["guidance"]) == {"winner", "no-guidance"}
+    c = summary.criteria["entailment"]
+    assert c.n_items == c.n_scored + c.n_failed + c.n_not_evaluable + c.n_excluded == 2 * N_CASES
+    assert c.mean is not None and c.low <= c.mean <= c.high
+    assert c.mae is not None and c.no_guidance_mae is not None and c.mae < c.no_guidance_mae
+    assert c.physician_mean is not None and c.anchored_refused is None and c.anchored is not None
+    rated = summary.report["criteria"]["entailment"]["rated"]
+    assert rated["verdicts"]["no_guidance"]["verdict"] in ("better", "no distinguishable difference", "too few cases to tell")
+    assert rated["training_median"]["mae"]["estimate"] is not None
+    md = (run / "report.md").read_text()
+    for words in ("physician-anchored", "training median", "no guidance", "physicians' actual mean", "Items = scored"):
+        assert words in md
+    paid = provider.calls - before
+    assert paid > 0  # training and held-out targets were never re-scored with these seeds
+
+    # resume pays nothing: every call comes from the cache
+    again = judge.score(pack, client=client, run_dir=tmp_path / "scored", resume=True)
+    assert provider.calls - before == paid
+    assert again.criteria["entailment"] == c
+    # without --resume an existing run folder is refused
+    with pytest.raises(RunError, match="--resume"):
+        judge.score(pack, client=client, run_dir=tmp_path / "scored")
+
+
+def test_an_unrated_frame_is_scored_and_counts_add_up(tmp_path, calibrated, client):
+    frame = pd.DataFrame({
+        "case_id": [f"new-{i // 2}" for i in range(24)],
+        "case_text": [f"New question {i // 2}?" for i in range(24)],
+        "target_text": [f"New answer {i} (truth {i % 3})" for i in range(24)],
+        "statement": [f"New statement {i}" for i in range(24)],
+    })
+    summary = evolve.load_judge(calibrated / "judge.json").score(frame, client=client, run_dir=tmp_path / "new")
+    assert not summary.rated
+    calls = pd.read_csv(summary.run_dir / "calls.csv")
+    assert set(calls["guidance"]) == {"winner"}  # no ratings: no comparison calls
+    c = summary.criteria["entailment"]
+    assert (c.n_items, c.n_scored) == (24, 24)
+    items = summary.items()
+    assert len(items) == 24 and set(items["status"]) == {"scored"}
+    # the calibrated judge of the fake endpoint returns the planted truth
+    assert (items.sort_values("target_id")["judge"].round() >= 0).all()
+    assert c.anchored is not None and c.physician_mean is None
+    assert "physician-anchored" in summary.describe()
+
+
+def test_bad_table_cells_are_named_by_file_row_and_column(tmp_path, calibrated, client):
+    table = tmp_path / "new.csv"
+    table.write_text("question,answer\nQ1?,A1\n,A2\nQ3?,\n", encoding="utf-8")
+    with pytest.raises(PackError) as info:
+        evolve.load_judge(calibrated).score(table, columns={"case_text": "question", "target_text": "answer"}, client=client,
+                                            run_dir=tmp_path / "bad")
+    text = str(info.value)
+    assert "new.csv, row 3, column 'question'" in text and "empty case text" in text
+    assert "new.csv, row 4, column 'answer'" in text and "empty target text" in text
+    assert not (tmp_path / "bad").exists()  # nothing was written, nothing paid
+
+
+class _Endpoint(LoopbackChatServer):
+    def __init__(self) -> None:
+        super().__init__(lambda body: fake_endpoint(request_of(body)))
+
+
+def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack, splits = pack_dirs
+    archives = tmp_path / "archives"
+    with _Endpoint() as endpoint:
+        cal = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "cal",
+                                  "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "scripted",
+                                  "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit",
+                                  "--max-validation-targets", "1000", "--max-train-targets", "1000"])
+        assert cal.exit_code == 0, cal.output
+        assert f"evolve judge TARGETS --judge {archives / 'cal'}" in cal.stdout
+        args = ["judge", str(pack), "--judge", str(archives / "cal"), "--run-id", "scored", "--archives-dir", str(archives),
+                "--base-url", endpoint.base_url]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert "entailment: judge mean" in result.stdout and "physician-anchored" in result.stdout
+        assert f"{archives / 'scored'}/report.md" in result.stdout.replace("\n", "")
+        calls = len(endpoint.bodies)
+        resumed = runner.invoke(app, args + ["--resume"])
+        assert resumed.exit_code == 0, resumed.output
+        assert len(endpoint.bodies) == calls  # resume pays nothing
+
+        table = tmp_path / "new.csv"
+        pd.DataFrame({"question": ["Q1?", "Q1?", "Q2?"], "answer": ["A (truth 1)", "B (truth 2)", "C (truth 0)"],
+                      "claim": ["s1", "s2", "s3"]}).to_csv(table, index=False)
+        new = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal" / "judge.json"), "--run-id", "new",
+                                  "--archives-dir", str(archives), "--base-url", endpoint.base_url,
+                                  "--column", "case_text=question", "--column", "target_text=answer",
+                                  "--column", "statement=claim"])
+        assert new.exit_code == 0, new.output
+        summary = json.loads((archives / "new" / "summary.json").read_text())
+        assert summary["rated"] is False
+        assert summary["criteria"]["entailment"]["counts"]["n_scored"] == 3
+        bad = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--archives-dir", str(archives),
+                                  "--base-url", endpoint.base_url, "--column", "case_text=nosuch"])
+        assert bad.exit_code == 2 and "nosuch" in bad.output and "Traceback" not in bad.output
+
+
+def test_load_judge_names_the_fix_when_there_is_no_judge_file(tmp_path):
+    with pytest.raises(RunError, match="evolve report"):
+        evolve.load_judge(tmp_path)
