@@ -948,6 +948,10 @@ def bench_judge(
     out.print(f"wrote {result.path}: {result.rows} judge calls ({counts}; {result.cached} from the cache), "
               f"{result.skipped_runs} failed pipeline runs not judged", highlight=False, soft_wrap=True)
     _print_split_fallbacks(result)
+    if result.judge_file is not None:
+        out.print(f"judge file: {result.judge_file.path} (sha256 {result.judge_file.sha256[:16]}…, copied to "
+                  f"{run_dir / 'calibrated_judge.json'}); raw and physician-anchored means: evolve bench report {run_dir}",
+                  highlight=False, soft_wrap=True)
 
 
 def _print_split_fallbacks(result) -> None:

@@ -67,7 +67,8 @@ def read_judge_file_record(source: Path | str) -> tuple[JudgeFileRecord, bytes] 
         return None
     if not isinstance(raw, dict) or raw.get("format") != "evolve.judge":
         return None
-    judge = raw.get("judge") if isinstance(raw.get("judge"), dict) else {}
+    judge = raw.get("judge")
+    judge = judge if isinstance(judge, dict) else {}
     record = JudgeFileRecord(path=str(path.absolute()), sha256=hashlib.sha256(data).hexdigest(),
                              run_id=str(raw.get("run_id") or ""), judge_model=str(judge.get("model") or ""))
     return record, data

@@ -305,8 +305,9 @@ def judge_bench(
 
     Args:
         run_dir: A folder written by :func:`~evolve.consilium.run_bench`.
-        calibration_run: Calibration run folder whose selected winners guide the judge
-            (SPEC §4); None = no guidance.
+        calibration_run: The judge file whose winners guide the judge (SPEC §4): a calibration
+            run folder or its ``judge.json``; the run keeps a copy (``calibrated_judge.json``)
+            and records its path and sha256 in ``judge.json``. None = no guidance.
         client: A ready client; None builds one from the run's endpoint and closes it.
         repeats: Judge calls per (target, criterion) (>= 1); None = ``config.judge_repeats``.
         progress: Progress hook (key ``judge``, one step per call).

@@ -236,8 +236,10 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         run_dir: A folder written by :func:`~evolve.otb.generate_otb`.
         client: A ready client; None opens one from the run's endpoint and releases it.
         guidance: Extra judge guidance per judge rubric (``<GUIDANCE>`` block).
-        calibration_run: A calibration run of rubric ``otb`` whose winners guide the judge
-            (:func:`calibrated_guidance`); merged over ``guidance``.
+        calibration_run: The judge file of rubric ``otb`` whose winners guide the judge
+            (:func:`calibrated_guidance`): a calibration run folder or its ``judge.json``;
+            merged over ``guidance``. The run keeps a copy (``calibrated_judge.json``) and its
+            record (path, sha256: ``judge_file.json``).
         progress: Progress hook (key ``otb_judge``, one step per call).
         prompts_root: For a run made before runs kept their own rubric copy: where rubric
             ``otb`` (the criteria of ``calibration_run``) is looked up before the shipped rubrics.

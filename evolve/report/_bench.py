@@ -27,6 +27,11 @@ Nothing here calls a model. Every number is recomputed from the run's artifacts:
   structured-minus-free-form difference: :mod:`evolve.report._bench_cohort`.
 - **Roles** (:data:`ROLES_COLUMNS`) - exact role labels collapsed into specialty categories by
   :func:`harmonise_role` (used by Table 4).
+- **Physician-anchored means** - when the bench was judged with a judge file (``bench judge
+  --guidance RUN_OR_JUDGE_JSON``): per criterion and system the raw judge mean beside the
+  prediction-powered estimate of the physicians' mean anchored on the judge file's rated
+  validation targets, and the same for differences between systems, with the assumption they
+  rest on and refusals in words: :mod:`evolve.report._bench_anchored`.
 
 **Intervals.** Every share and mean carries a 95% percentile interval from a case-clustered
 bootstrap (the case, i.e. the DOI, is the resampling unit; B. Efron & R. J. Tibshirani 1993,
@@ -56,6 +61,7 @@ from pydantic import ValidationError
 
 from evolve.consilium import CaseRun, harmonise_role, load_run_cases, split_fallbacks
 from evolve.errors import DataError, RunError
+from evolve.report._bench_anchored import ANCHORED_COLUMNS, DIFFERENCE_COLUMNS, anchored_means, render_anchored
 from evolve.report._bench_cohort import (
     COMPLEXITY_COLUMNS,
     DISTRIBUTION_COLUMNS,
@@ -656,7 +662,19 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         ``labels``, one record per exact label with its category) and ``usage`` (every call
         of every process of the run, from the journal: :func:`~evolve.report.usage_report`) and
         ``free_form_split`` (free-form opinions, split fallbacks, whether their role components
-        were judged).
+        were judged) and ``anchored`` (None when not judged): the physician-anchored section of
+        :func:`~evolve.report._bench_anchored.anchored_means` - ``available``, ``reason`` (why
+        not, in words), ``judge_file`` (path, sha256, run_id, judge_model, copy_name),
+        ``assumption`` (the sentence shown with the anchored means), ``difference_assumption``
+        (the one shown with the anchored differences), ``confidence``,
+        ``min_rated_cases``, ``criteria`` (per criterion of the judge file: criterion, number,
+        name, guidance, n_rated, n_rated_cases, rated_judge_mean, rated_physician_mean,
+        refused), ``systems`` (per criterion and model x condition x topology, models pooled as
+        ``all``: the raw judge mean ``judge_mean``/``_low``/``_high`` and the physician-anchored
+        ``anchored_mean``/``_low``/``_high`` with ``lam``, ``effective_n`` and ``refused``;
+        columns :data:`ANCHORED_COLUMNS`), ``differences`` (structured - free-form, n+1 - single
+        and each pair of models: ``judge_difference*`` and ``anchored_difference*``; columns
+        :data:`DIFFERENCE_COLUMNS`) and ``notes``.
 
     Raises:
         ValueError: ``n_boot`` < 1.
@@ -673,6 +691,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
     tables: dict[str, list[dict]] = {"table3": _table3(pipes, n_boot, seed), "table4": _table4(pipes, trans, n_boot, seed)}
     quality = None
     units: pd.DataFrame | None = None
+    anchored = None
     if scores is not None:
         keys = pipes[_OUTPUT_KEY + ["primary_role"]]
         joined = scores.merge(keys, on=_OUTPUT_KEY, how="left", indicator=True)
@@ -697,6 +716,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         tables["distribution"] = distribution_table(units)
         tables["complexity"] = complexity_table(pipes[_OUTPUT_KEY].merge(quality, on=_OUTPUT_KEY), n_boot, seed)
         tables["format"] = format_table(units, n_boot, seed)
+        anchored = anchored_means(run_dir, units, scores, n_boot=n_boot, seed=seed)
         no_rounds = pipes.merge(quality, on=_OUTPUT_KEY)
         n_zero = int((no_rounds["rounds_completed"] < 1).sum())
         if n_zero:
@@ -730,6 +750,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "roles": _roles(runs),
         "free_form_split": _free_form_split(runs, run_dir),
         "pipelines": _pipeline_records(pipes, quality),
+        "anchored": anchored,
         "usage": usage_report(BenchFolder(run_dir).journal()),
     }
     return _clean(report)
@@ -891,6 +912,8 @@ def render_bench_markdown(report: dict) -> str:
                        f"{_pct(r, 'below_2_share')} | {_ci(r, 'complexity_mean')} |")
         out.append("")
 
+    out += render_anchored(report.get("anchored"), report["judged"])
+
     roles = report["roles"]
     out += ["## Role labels — exact vs harmonised", "",
             (f"{roles['n_assignments']} role assignments in {roles['n_panels']} distinct panels use "
@@ -914,8 +937,11 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
     ``table7.csv``, ``table8.csv``, ``table9.csv``, ``panels.csv``, ``distribution.csv``,
     ``complexity.csv``, ``format.csv`` (columns :data:`TABLE3_COLUMNS` ... and those of
     :mod:`evolve.report._bench_cohort`; a judge-based table of an unjudged run has its header
-    only), ``roles.csv`` (:data:`ROLES_COLUMNS`) and ``report.html`` (figures, then the same
-    tables: :func:`~evolve.report.bench_html`).
+    only), ``roles.csv`` (:data:`ROLES_COLUMNS`), ``anchored.csv`` and
+    ``anchored_differences.csv`` (the physician-anchored means per system and their
+    differences, :data:`~evolve.report._bench_anchored.ANCHORED_COLUMNS` and
+    ``DIFFERENCE_COLUMNS``; header only without a judge file) and ``report.html`` (figures,
+    then the same tables: :func:`~evolve.report.bench_html`).
 
     Args:
         run_dir: The bench run folder.
@@ -943,4 +969,8 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
     for name, cols in columns.items():
         folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
     folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))
+    anchored = report.get("anchored") or {}
+    folder.write("anchored.csv", pd.DataFrame(anchored.get("systems", []), columns=ANCHORED_COLUMNS).to_csv(index=False))
+    folder.write("anchored_differences.csv",
+                 pd.DataFrame(anchored.get("differences", []), columns=DIFFERENCE_COLUMNS).to_csv(index=False))
     return report

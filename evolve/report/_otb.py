@@ -8,6 +8,10 @@ offline stand-in encoder it names (the paper's BERTScore model is not available 
 mean output tokens. Then the four decisions per model (Board) and the mean by question type
 (Turn). No model call: everything comes from ``responses.jsonl``,
 ``judge_scores.jsonl``, ``metrics.csv`` and the journal.
+
+A run judged with a judge file (``otb judge --guidance RUN_OR_JUDGE_JSON``) names it (path,
+sha256, from ``judge_file.json``) and says why no physician-anchored mean is given
+(:data:`NOT_ANCHORED`: the anchor was scored by another judge prompt than these answers).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from evolve.calibrated import load_judge_file
+from evolve.errors import RunError
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
 from evolve.report._bench import _clean
 from evolve.report._pages import otb_html
@@ -76,8 +82,12 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
 
     Returns:
         A JSON-able dict: ``run_dir``, ``judge_rubric_version``, ``bootstrap``, ``tables``
-        (``main``: rows of :data:`OTB_TABLE_COLUMNS`; ``decisions``; ``question_types``) and
-        ``usage`` (every call of every process, from the journal).
+        (``main``: rows of :data:`OTB_TABLE_COLUMNS`; ``decisions``; ``question_types``),
+        ``anchored`` (None unless judged with a judge file: ``judge_file`` - path, sha256,
+        run_id, judge_model, copy_name -, ``available`` (always False here), ``criteria`` (the
+        judge file's anchored criteria with ``n_rated`` and ``n_rated_cases``) and ``reason``:
+        :data:`NOT_ANCHORED`, why no physician-anchored mean is given) and ``usage`` (every call
+        of every process, from the journal).
 
     Raises:
         RunError: Not an OpenTumorBoard run folder, or not judged yet.
@@ -102,9 +112,37 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
         "bootstrap": {"method": "case-clustered percentile bootstrap", "n_boot": n_boot, "seed": seed,
                       "confidence": CONFIDENCE, "cluster": "case_id"},
         "tables": {"main": main, "decisions": decisions, "question_types": types},
+        "anchored": _anchored(folder),
         "usage": usage_report(folder.journal()),
     }
     return _clean(report)
+
+
+NOT_ANCHORED = (
+    "no physician-anchored means: the judge file's anchor (its rated validation targets) was scored by evolve's "
+    "own judge prompt, one criterion per call, while OpenTumorBoard answers are judged with the released-style prompt "
+    "(several criteria in one call, guidance added to it). A prediction-powered estimate needs the rated sample "
+    "scored by the very judge that scored the outputs, so the judge-physician gap measured on the anchor does not "
+    "carry over to these scores (physician ratings of a sample of this run's own answers would be a valid anchor; this "
+    "report does not use them yet)."
+)
+"""Why the OpenTumorBoard report gives no physician-anchored means for a judge file's anchors."""
+
+
+def _anchored(folder: OtbFolder) -> dict | None:
+    """The judge file a run was judged with and, per criterion of it with an anchor, why the
+    report gives no physician-anchored mean (None when judged without a judge file)."""
+    record = folder.read_json(folder.JUDGE_FILE_RECORD, optional=True)
+    if not isinstance(record, dict):
+        return None
+    try:
+        judge = load_judge_file(folder / str(record.get("copy_name") or folder.CALIBRATED_JUDGE))
+    except RunError as exc:
+        return {"judge_file": record, "available": False, "criteria": [], "reason": f"no physician-anchored means: {exc}"}
+    anchored = [{"criterion": c.criterion_id, "n_rated": len(c.anchor),
+                 "n_rated_cases": len({t.case_id for t in c.anchor})} for c in judge.criteria.values() if c.anchor]
+    reason = NOT_ANCHORED if anchored else "no physician-anchored means: the judge file holds no rated validation targets."
+    return {"judge_file": record, "available": False, "criteria": anchored, "reason": reason}
 
 
 def _num(x: float | None, digits: int = 2) -> str:
@@ -166,6 +204,14 @@ def render_otb_markdown(report: dict) -> str:
             out.append(f"| {r['model']} | {r['qa_type']} | {r['count']} | {r['scored']} | {_num(r['mean'])} | "
                        f"{_share(r['critical_error_rate'])} | {_share(r['unsupported_claim_rate'])} |")
         out.append("")
+    anchored = report.get("anchored")
+    if anchored:
+        rec = anchored["judge_file"]
+        rated = "; ".join(f"{c['criterion']} {c['n_rated']} targets in {c['n_rated_cases']} cases" for c in anchored["criteria"])
+        out += ["## Physician-anchored means", "",
+                (f"Judged with judge file `{rec.get('path')}` (calibration `{rec.get('run_id')}`, sha256 "
+                 f"{str(rec.get('sha256'))[:16]}…){'; anchors: ' + rated if rated else ''}. Raw judge means only: "
+                 f"{anchored['reason']}"), ""]
     out += render_usage(report.get("usage"))
     return "\n".join(out)
 

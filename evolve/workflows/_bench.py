@@ -40,7 +40,8 @@ def run_and_judge(
     Args:
         config: Resolved configuration.
         judge: Judge the generated material (SPEC §2-§3).
-        calibration_run: A calibration run folder whose selected winners guide the judge.
+        calibration_run: The judge file whose winners guide the judge: a calibration run folder
+            or its ``judge.json`` (the bench report then adds physician-anchored means).
         report: Write the bench tables (:func:`evolve.report.write_bench_report`).
         client: A ready client; None builds one from ``config.endpoint`` and releases it on any
             exit (calls in flight cancelled after an interrupt).
