@@ -25,12 +25,8 @@ from evolve.audit._text import (
     present_terms,
     tfidf_matrix,
 )
-from evolve.calibration import (
-    CandidateRecord,
-    load_run_config,
-    read_candidates,
-)
-from evolve.config import CalibrationConfig
+from evolve.calibrated import CandidateRecord, read_candidates
+from evolve.config import CalibrationConfig, load_run_config
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.llm import CallFailure, Client

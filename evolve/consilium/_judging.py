@@ -12,8 +12,9 @@ counted (:func:`split_fallbacks`). Only (criterion, component) pairs the rubric 
 criterion 11 is physician-only and never judged. Each call sees the case and one target; the
 reference answer only for the conclusion criterion (:class:`~evolve.judge.Judge` does that).
 
-Guidance per criterion is the ``selected`` winner of a calibration run's ``candidates.csv``
-(none without a calibration run, or for a criterion it did not calibrate).
+Guidance per criterion is the winner of a calibrated judge (:func:`load_calibrated_guidance`:
+a judge file, :mod:`evolve.calibrated`, or an older run's ``candidates.csv``); none without
+one, or for a criterion it did not calibrate.
 
 Output, in the run folder: ``judge_scores.csv`` (:data:`JUDGE_SCORE_COLUMNS`, one row per judge
 call) and ``judge.json`` (judge model and decoding, repeats and seeds, rubric version, the
@@ -139,49 +140,60 @@ class JudgeBenchResult:
 
 
 def load_calibrated_guidance(calibration_run: Path | str, rubric: Rubric) -> dict[str, GuidanceChoice]:
-    """The ``selected`` winner of each criterion in a calibration run's ``candidates.csv``.
+    """The winner of each criterion of a calibrated judge: a judge file, or a run's candidates.
 
     Args:
-        calibration_run: A finished calibration run folder (``archives/<run_id>``).
-        rubric: The rubric the benchmark is judged on; every selected criterion must be one
+        calibration_run: A calibration run folder (``archives/<run_id>``) or its judge file
+            (``judge.json``, :func:`evolve.calibrated.load_judge_file`). A run folder without a
+            judge file (made before judge files existed) is read from its ``candidates.csv``
+            (the ``selected`` rows).
+        rubric: The rubric the benchmark is judged on; every calibrated criterion must be one
             of its judged criteria.
 
     Returns:
         ``criterion_id -> GuidanceChoice`` for the criteria the run selected a winner for.
 
     Raises:
-        RunError: No ``candidates.csv`` (not a finished calibration run; see
-            :func:`~evolve.calibration.read_candidates`), no selected winner
-            at all, two winners of one criterion, a criterion outside ``rubric`` (calibrated
-            on another rubric) or a winner over 800 characters.
+        RunError: An invalid judge file; no ``candidates.csv`` (not a finished calibration run;
+            see :func:`~evolve.calibrated.read_candidates`); no selected winner at all, two
+            winners of one criterion, a criterion outside ``rubric`` (calibrated on another
+            rubric) or a winner over 800 characters.
     """
-    run = Path(calibration_run)
-    path = run / CalibrationFolder.CANDIDATES
-    from evolve.calibration import read_candidates  # only with --guidance: the engine stays unloaded otherwise
+    from evolve.calibrated import JUDGE_FILE, load_judge_file, read_candidates  # below the engines
 
+    run = Path(calibration_run)
+    if not run.is_dir() or (run / JUDGE_FILE).is_file():
+        judge = load_judge_file(run)
+        where = run / JUDGE_FILE if run.is_dir() else run
+        winners = [(c, w.winner.candidate_id, w.winner.text) for c, w in judge.criteria.items()]
+        return _guidance_choices(where, winners, rubric, str(run))
+    path = run / CalibrationFolder.CANDIDATES
     rows = read_candidates(run, required=("candidate_id", "criterion", "text", "selected"))
-    selected = [row for row in rows if row.selected]
-    if not selected:
+    return _guidance_choices(path, [(r.criterion, r.candidate_id, r.text) for r in rows if r.selected], rubric, str(run))
+
+
+def _guidance_choices(path: Path, winners: list[tuple[str, str, str]], rubric: Rubric, source: str) -> dict[str, GuidanceChoice]:
+    """``(criterion, candidate id, text)`` winners read from ``path``, checked against ``rubric``."""
+    if not winners:
         raise RunError(f"{path}: no candidate is selected; the calibration did not finish. Resume it first "
-                       f"(`evolve calibrate --resume {run}`).")
+                       f"(`evolve calibrate --resume {source}`).")
     known = {c.criterion_id for c in rubric.criteria if c.judged}
     out: dict[str, GuidanceChoice] = {}
-    for row in selected:
-        crit = row.criterion
+    for crit, candidate_id, raw in winners:
         if crit not in known:
             raise RunError(
-                f"{path}: selected winner {row.candidate_id!r} is for criterion {crit!r}, which rubric "
+                f"{path}: selected winner {candidate_id!r} is for criterion {crit!r}, which rubric "
                 f"{rubric.id!r} does not judge (known: {sorted(known)}). Pass a calibration run of rubric {rubric.id!r}."
             )
         if crit in out:
             raise RunError(f"{path}: criterion {crit!r} has two selected winners ({out[crit].candidate_id!r}, "
-                           f"{row.candidate_id!r}); the file was edited - restore it or rebuild the run.")
-        text = row.text.strip()
+                           f"{candidate_id!r}); the file was edited - restore it or rebuild the run.")
+        text = raw.strip()
         if len(text) > MAX_GUIDANCE_CHARS:
-            raise RunError(f"{path}: winner {row.candidate_id!r} has {len(text)} characters (limit "
+            raise RunError(f"{path}: winner {candidate_id!r} has {len(text)} characters (limit "
                            f"{MAX_GUIDANCE_CHARS}); the file was edited - restore it.")
-        out[crit] = GuidanceChoice(criterion=crit, candidate_id=row.candidate_id, text=text,
-                                   sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=str(run))
+        out[crit] = GuidanceChoice(criterion=crit, candidate_id=candidate_id, text=text,
+                                   sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=source)
     return out
 
 

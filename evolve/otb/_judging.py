@@ -110,8 +110,8 @@ def _keep_judge_file(folder: OtbFolder, judge_file: tuple[JudgeFileRecord, bytes
 
 
 def calibrated_guidance(calibration_run: Path | str, *, prompts_root: Path | str | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """The guidance of a calibration run of rubric ``otb``, per judge rubric, and the judge
-    model it was calibrated for.
+    """The guidance of a calibrated judge of rubric ``otb`` (a calibration run folder or its
+    ``judge.json``), per judge rubric, and the judge model it was calibrated for.
 
     The selected winner of each calibrated criterion goes into the judge call that rates it:
     clinical equivalence and the two flags into the equivalence call (each under its name),
@@ -138,7 +138,15 @@ def calibrated_guidance(calibration_run: Path | str, *, prompts_root: Path | str
                  for c in criteria if c in chosen and chosen[c].text]
         if parts:
             out[judge_rubric] = "\n\n".join(parts)
-    folder = CalibrationFolder(calibration_run)
+    from evolve.calibrated import JUDGE_FILE, load_judge_file  # below the engines
+
+    run = Path(calibration_run)
+    if not run.is_dir() or (run / JUDGE_FILE).is_file():  # the judge file says it all
+        judge = load_judge_file(run)
+        worse = sorted(c for c, w in judge.criteria.items() if c in chosen
+                       and any(v.versus == "no-guidance" and v.verdict == "worse" for v in w.verdicts))
+        return out, {"model": judge.judge.model, "worse_than_none": ", ".join(worse)}
+    folder = CalibrationFolder(calibration_run)  # a run made before judge files
     config = folder.read_json(folder.CONFIG, optional=True) or {}
     report = folder.read_json(folder.REPORT_JSON, optional=True) or {}
     worse = sorted(row["criterion"] for row in report.get("table5", [])

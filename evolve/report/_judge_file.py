@@ -111,6 +111,7 @@ def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFram
         verdicts=_verdicts(entry.get("verdicts") or {}), training_median=median,
         no_better_than_constant=bool(flag) if flag is not None else _no_better(entry["rows"]),
         drift=(entry.get("audit") or {}).get("flag"), anchor=_anchor(reeval, winner_id, ratings),
+        holdout=entry.get("holdout"),
     )
 
 

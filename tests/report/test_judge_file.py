@@ -154,3 +154,19 @@ def test_evolve_report_loads_no_engine(run: Path) -> None:
             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code")
     assert _loaded_after(code) == []
     assert (run / JUDGE_FILE).is_file()
+
+
+def test_benchmark_guidance_reads_a_judge_file_or_an_older_run(run: Path) -> None:
+    from evolve.consilium import load_calibrated_guidance
+    from evolve.rubric import load_rubric
+
+    rubric = load_rubric("kqa-entailment")
+    winner = load_judge_file(run).criteria["entailment"].winner
+    for source in (run, run / JUDGE_FILE):
+        chosen = load_calibrated_guidance(source, rubric)["entailment"]
+        assert (chosen.candidate_id, chosen.text, chosen.sha256) == (winner.candidate_id, winner.text, winner.sha256)
+    (run / JUDGE_FILE).unlink()  # a run made before judge files: its candidates.csv
+    chosen = load_calibrated_guidance(run, rubric)["entailment"]
+    assert (chosen.candidate_id, chosen.text) == (winner.candidate_id, winner.text)
+    with pytest.raises(RunError, match="no such file"):
+        load_calibrated_guidance(run / JUDGE_FILE, rubric)
