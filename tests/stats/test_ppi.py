@@ -48,11 +48,11 @@ def test_one_item_per_case_matches_ppi_python(lam):
     y, f, fu = _reference_data()
     rated, unrated = _frames(y, f, fu)
     if lam is None:
-        est = ppi_mean(rated, unrated)
+        est = ppi_mean(rated, unrated, small_sample=False)
     elif lam == 1.0:
-        est = ppi_mean(rated, unrated, tune=False)
+        est = ppi_mean(rated, unrated, tune=False, small_sample=False)
     else:
-        est = ppi_mean(rated, unrated, lam=0.0)
+        est = ppi_mean(rated, unrated, lam=0.0, small_sample=False)
     point, low, high = PPI_PYTHON_0_2_3[lam]
     assert est.estimate == pytest.approx(point, abs=1e-12)
     assert est.low == pytest.approx(low, abs=1e-12) and est.high == pytest.approx(high, abs=1e-12)
@@ -62,7 +62,7 @@ def test_one_item_per_case_matches_ppi_python(lam):
 
 def test_the_tuned_weight_and_the_figures_beside_it():
     y, f, fu = _reference_data()
-    est = ppi_mean(*_frames(y, f, fu))
+    est = ppi_mean(*_frames(y, f, fu), small_sample=False)
     # the point estimate is lam * mean(fu) + mean(y - lam f): recover lam from ppi-python's estimate
     lam_ref = (PPI_PYTHON_0_2_3[None][0] - y.mean()) / (fu.mean() - f.mean())
     assert est.lam == pytest.approx(lam_ref, abs=1e-9) and 0 < est.lam < 1
@@ -86,13 +86,19 @@ def test_lam_zero_is_the_classical_case_clustered_interval_of_the_rated_mean():
     f = y + rng.normal(0, 1, size=len(cases))
     rated, unrated = _frames(y, f, rng.normal(1.5, 1, size=50), rated_cases=cases)
     est = ppi_mean(rated, unrated, lam=0.0)
-    # by hand: case sums of centred ratings, squared, summed, over n squared
+    # by hand: case sums of centred ratings, squared, summed, over n squared, times G / (G - 1);
+    # Student's t with G - 1 = 11 degrees of freedom (2.200985 from a t table)
     centred = pd.Series(y - y.mean()).groupby(cases).sum().to_numpy()
-    se = math.sqrt((centred**2).sum()) / len(y)
+    se = math.sqrt((centred**2).sum() * 12 / 11) / len(y)
+    t11 = 2.200985160091639
     assert est.estimate == pytest.approx(y.mean())
-    assert est.low == pytest.approx(y.mean() - Z95 * se) and est.high == pytest.approx(y.mean() + Z95 * se)
+    assert est.low == pytest.approx(y.mean() - t11 * se) and est.high == pytest.approx(y.mean() + t11 * se)
     assert est.effective_n == pytest.approx(len(y))
     assert est.n_rated_cases == 12
+    # the asymptotic interval (ppi-python's convention): no G / (G - 1), the normal quantile
+    plain = ppi_mean(rated, unrated, lam=0.0, small_sample=False)
+    se0 = math.sqrt((centred**2).sum()) / len(y)
+    assert plain.low == pytest.approx(y.mean() - Z95 * se0) and plain.high == pytest.approx(y.mean() + Z95 * se0)
 
 
 def test_a_perfect_judge_gives_a_narrow_interval_on_the_truth():
@@ -127,8 +133,9 @@ def test_several_items_per_case_are_one_cluster():
     assert clustered.low == pytest.approx(once.low) and clustered.high == pytest.approx(once.high)
     assert clustered.n_rated == 120 and clustered.n_rated_cases == 40
     # treating the copies as separate cases would shrink the interval by sqrt(3)
-    naive = ppi_mean(*_frames(np.repeat(y, 3), np.repeat(f, 3), np.repeat(fu, 3)), tune=False)
-    assert (naive.high - naive.low) == pytest.approx((once.high - once.low) / math.sqrt(3))
+    naive = ppi_mean(*_frames(np.repeat(y, 3), np.repeat(f, 3), np.repeat(fu, 3)), tune=False, small_sample=False)
+    asymptotic = ppi_mean(*_frames(y, f, fu), tune=False, small_sample=False)
+    assert (naive.high - naive.low) == pytest.approx((asymptotic.high - asymptotic.low) / math.sqrt(3))
 
 
 def test_too_few_rated_cases_is_refused_with_the_size():
@@ -168,7 +175,8 @@ def test_difference_of_independent_samples_is_the_difference_of_the_means():
     fub = rng.integers(0, 4, size=200) - 0.2 + rng.normal(0, 0.5, size=200)
     ra, ua = _frames(y, f, fu)
     rb, ub = _frames(yb, fb, fub, rated_cases=[f"s{i}" for i in range(30)], unrated_cases=[f"v{i}" for i in range(200)])
-    a, b, d = ppi_mean(ra, ua), ppi_mean(rb, ub), ppi_mean_difference(ra, ua, rb, ub)
+    a, b = ppi_mean(ra, ua, small_sample=False), ppi_mean(rb, ub, small_sample=False)
+    d = ppi_mean_difference(ra, ua, rb, ub, small_sample=False)
     assert d.estimate == pytest.approx(a.estimate - b.estimate)
     se_a, se_b = (a.high - a.low) / (2 * Z95), (b.high - b.low) / (2 * Z95)
     assert (d.high - d.low) / (2 * Z95) == pytest.approx(math.hypot(se_a, se_b))
@@ -176,24 +184,29 @@ def test_difference_of_independent_samples_is_the_difference_of_the_means():
     assert d.judge_mean == pytest.approx(fu.mean() - fub.mean())
     assert d.lam == a.lam and d.n_rated == 70 and d.n_rated_cases == 70 and d.n_unrated == 500
     assert d.effective_n is not None and "each system's" in d.assumption
+    # with the small-sample correction the quantile is Student's t on the smaller rated sample (30 - 1 df)
+    wide = ppi_mean_difference(ra, ua, rb, ub)
+    assert wide.estimate == pytest.approx(d.estimate) and (wide.high - wide.low) > (d.high - d.low) * 2.045 / Z95
 
 
 def test_difference_with_one_shared_rated_sample_is_the_judges_raw_difference():
     """Both systems answered the same 150 cases; one rated sample anchors both."""
     rng = np.random.default_rng(9)
     y, f, _ = _reference_data()
-    rated = _frames(y, f, [])[0]
+    rated = _frames(y, f, np.array([]))[0]
     hard = rng.normal(0, 1, size=150)  # a case's difficulty moves both systems' scores
     fa, fb = 2.0 + hard + rng.normal(0, 0.3, 150), 1.7 + hard + rng.normal(0, 0.3, 150)
     cases = [f"u{i}" for i in range(150)]
     ua, ub = pd.DataFrame({"case_id": cases, "judge": fa}), pd.DataFrame({"case_id": cases, "judge": fb})
-    d = ppi_mean_difference(rated, ua, rated.copy(), ub)
+    d = ppi_mean_difference(rated, ua, rated.copy(), ub, small_sample=False)
     assert d.lam == 1.0 and d.rated_mean is None and d.effective_n is None
     assert d.estimate == pytest.approx(fa.mean() - fb.mean())
     # paired by case: the standard error is that of the per-case differences, not of two independent means
     diff = fa - fb
     se = diff.std() / math.sqrt(150)
     assert d.low == pytest.approx(d.estimate - Z95 * se) and d.high == pytest.approx(d.estimate + Z95 * se)
+    independent = math.hypot(fa.std(), fb.std()) / math.sqrt(150)
+    assert se < independent / 3
     assert d.judge_low == pytest.approx(d.low) and d.judge_high == pytest.approx(d.high)
     assert d.n_rated == 40 and d.n_rated_cases == 40 and d.n_unrated == 300 and d.n_unrated_cases == 150
     assert "same on both systems' outputs" in d.assumption
