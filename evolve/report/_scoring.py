@@ -20,7 +20,16 @@ from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.report import _figures as fig
 from evolve.report._html import figure_html, page, section, tables
 from evolve.runs import ScoringFolder
-from evolve.stats import ClusterMeans, agreement_table, cluster_bootstrap, judge_pairs, mae, paired_mae_difference
+from evolve.stats import (
+    ClusterMeans,
+    agreement_table,
+    cluster_bootstrap,
+    holm,
+    judge_pairs,
+    mae,
+    paired_mae_difference,
+    ppi_mean,
+)
 
 __all__ = ["HOLDOUT_COLUMNS", "build_scoring_report", "holdout_columns", "holdout_entries", "render_holdout", "scoring_html",
            "scoring_markdown", "write_scoring_report"]
@@ -110,8 +119,6 @@ def _rated(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataF
 def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float) -> dict[str, Any]:
     """The physician-anchored (prediction-powered) mean: the judge file's validation targets as
     the rated sample, this run's scored items as the unrated ones (PPI++, Angelopoulos et al. 2023)."""
-    from evolve.stats import ppi_mean  # TODO(D): top-level import once evolve.stats.ppi_mean has landed
-
     if scored.empty:
         return {"estimate": None, "low": None, "high": None, "refused": "no target was scored", "assumption": ""}
     rated = pd.DataFrame([a.model_dump() for a in entry.anchor], columns=["case_id", "target_id", "judge", "physician"])
@@ -162,13 +169,28 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
     ratings = folder.read_frame(folder.RATINGS, optional=True, dtype={"case_id": str, "target_id": str})
     assert calls is not None and items is not None
     criteria = list(dict.fromkeys(items["criterion"]))
-    return {
+    report = {
         "run_id": folder.path.name, "run_dir": str(folder.path), "targets": config.get("targets"),
         "judge": {"run_id": judge.run_id, "source_run": judge.source_run, "rubric_id": judge.rubric_id,
                   "rubric_version": judge.rubric_version, "model": config.get("model") or judge.judge.model},
         "rated": ratings is not None and len(ratings) > 0, "confidence": confidence, "n_boot": n_boot,
         "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
     }
+    return _holm(report, 1.0 - confidence)
+
+
+def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """Holm's correction over every paired verdict of the report (Holm 1979): each gains
+    ``holm_p`` and ``holm_survives`` (better/worse verdicts only); ``comparisons`` counts them."""
+    found = [v for c in report["criteria"].values() if c.get("rated") for v in c["rated"]["verdicts"].values()
+             if v.get("p_value") is not None]
+    for v, p in zip(found, holm([v["p_value"] for v in found])):
+        v["holm_p"] = p
+        v["holm_survives"] = (p is not None and p < alpha) if v["verdict"] in ("better", "worse") else None
+    definitive = [v for v in found if v["verdict"] in ("better", "worse")]
+    report["comparisons"] = {"n": len(found), "correction": "Holm", "alpha": alpha, "definitive": len(definitive),
+                             "not_surviving": sum(v["holm_survives"] is False for v in definitive)}
+    return report
 
 
 def _anchored_text(a: Mapping[str, Any]) -> str:
@@ -196,6 +218,14 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
                      f"{_anchored_text(c['anchored'])} |")
     lines += ["", "Items = scored + failed + not evaluable + excluded (the criterion does not apply to the target's "
               "component; never judged). A failure is never a score."]
+    for cid, c in report["criteria"].items():
+        a = c["anchored"]
+        if a.get("n_rated") and not a.get("refused"):
+            worth = f", worth about {a['effective_n']:.0f} physician ratings" if a.get("effective_n") else ""
+            lines += ["", f"{cid}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases "
+                      f"(their physicians' mean {a['rated_mean']:.3f}; judge weight lambda {a['lam']:.2f}{worth})."
+                      if a.get("rated_mean") is not None and a.get("lam") is not None else
+                      f"{cid}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases."]
     notes = sorted({c["anchored"].get("assumption", "") for c in report["criteria"].values()} - {""})
     lines += ["", "The physician-anchored mean (prediction-powered inference, PPI++: Angelopoulos et al., Science 2023; "
               "Angelopoulos, Duchi & Zrnic 2023) corrects the judge's mean by its error on the judge file's rated "
@@ -220,8 +250,13 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
         for cid, r in rated.items():
             for key, label in (("no_guidance", "no guidance"), ("training_median", "training median")):
                 v = r["verdicts"][key]
-                p = "—" if v["p_value"] is None else f"{v['p_value']:.3f}"
-                lines.append(f"| {cid} | {label} | {_fmt(v)} | {v['verdict']} | {p} | {v['n_pairs']} | {v['n_cases']} |")
+                p = "—" if v["p_value"] is None else "< 0.001" if v["p_value"] < 0.001 else f"{v['p_value']:.3f}"
+                verdict = v["verdict"] + (" - not after Holm's correction" if v.get("holm_survives") is False else "")
+                lines.append(f"| {cid} | {label} | {_fmt(v)} | {verdict} | {p} | {v['n_pairs']} | {v['n_cases']} |")
+        n = report.get("comparisons", {})
+        lines += ["", f"Paired by target, repeat and physician; sign-flip test over cases. {n.get('n', 0)} paired comparisons "
+                  f"in this report, Holm-corrected over all of them: {n.get('not_surviving', 0)} of {n.get('definitive', 0)} "
+                  "better/worse verdicts do not survive."]
         lines += ["", "| criterion | physicians' actual mean | physician-anchored mean | raw judge mean |", "|---|---|---|---|"]
         for cid, r in rated.items():
             c = report["criteria"][cid]
@@ -281,7 +316,7 @@ def holdout_entries(holdout_dir: Path | str) -> dict[str, dict[str, Any]]:
 
     Each entry: ``mae``, ``mae_low``, ``mae_high`` (winner vs every held-out rating; None when
     the held-out cases are unrated), ``judge_mean``, ``anchored``, ``anchored_low``,
-    ``anchored_high``, ``anchored_refused``, ``physician_mean`` (+ ``_low``/``_high``),
+    ``anchored_high``, ``anchored_refused``, ``judge_low``/``judge_high``, ``physician_mean`` (+ ``_low``/``_high``),
     ``n_targets`` (scored), ``n_cases``, ``n_items``, ``run_dir``.
     """
     folder = ScoringFolder(holdout_dir)
@@ -295,7 +330,8 @@ def holdout_entries(holdout_dir: Path | str) -> dict[str, dict[str, Any]]:
         phys = rated.get("physician_mean") or {}
         anch = c.get("anchored") or {}
         out[cid] = {"mae": mae_iv.get("estimate"), "mae_low": mae_iv.get("low"), "mae_high": mae_iv.get("high"),
-                    "judge_mean": c["judge_mean"].get("estimate"), "anchored": anch.get("estimate"),
+                    "judge_mean": c["judge_mean"].get("estimate"), "judge_low": c["judge_mean"].get("low"),
+                    "judge_high": c["judge_mean"].get("high"), "anchored": anch.get("estimate"),
                     "anchored_low": anch.get("low"), "anchored_high": anch.get("high"), "anchored_refused": anch.get("refused"),
                     "physician_mean": phys.get("estimate"), "physician_low": phys.get("low"), "physician_high": phys.get("high"),
                     "n_targets": c["counts"]["n_scored"], "n_items": c["counts"]["n_items"],
@@ -332,7 +368,7 @@ def render_holdout(report: Mapping[str, Any]) -> list[str]:
         phys = "— (unrated)" if h["physician_mean"] is None else _fmt(
             {"estimate": h["physician_mean"], "low": h["physician_low"], "high": h["physician_high"]})
         out.append(f"| {cid} | {mae_text} | "
-                   f"{_fmt({'estimate': h['judge_mean']}) if h['judge_mean'] is not None else '—'} | {anchored} | "
+                   f"{_fmt({'estimate': h['judge_mean'], 'low': h.get('judge_low'), 'high': h.get('judge_high')})} | {anchored} | "
                    f"{phys} | "
                    f"{h['n_targets']} / {h['n_cases']} |")
     return out + [""]

@@ -15,7 +15,7 @@ from evolve.config import resolve_config
 from evolve.data import write_pack
 from evolve.errors import PackError, RunError
 from evolve.llm import Client, ResponseCache
-from evolve.splits import make_splits, write_splits
+from evolve.splits import load_splits, make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import run_calibration
 from tests.conftest import fake_endpoint, make_tiny_pack, request_of
@@ -155,8 +155,10 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         cal = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "cal",
                                   "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "scripted",
                                   "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit",
-                                  "--max-validation-targets", "1000", "--max-train-targets", "1000"])
+                                  "--max-validation-targets", "1000", "--max-train-targets", "1000", "--evaluate-holdout"])
         assert cal.exit_code == 0, cal.output
+        assert (archives / "cal" / "holdout" / "report.md").is_file()
+        assert "Table 5, held-out cases" in cal.stdout
         assert f"evolve judge TARGETS --judge {archives / 'cal'}" in cal.stdout
         args = ["judge", str(pack), "--judge", str(archives / "cal"), "--run-id", "scored", "--archives-dir", str(archives),
                 "--base-url", endpoint.base_url]
@@ -188,3 +190,38 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
 def test_load_judge_names_the_fix_when_there_is_no_judge_file(tmp_path):
     with pytest.raises(RunError, match="evolve report"):
         evolve.load_judge(tmp_path)
+
+
+def test_evaluate_holdout_scores_the_held_out_cases_into_table5_and_the_judge_file(tmp_path, pack_dirs, client, provider):
+    pack, splits = pack_dirs
+    assert resolve_config(preset="paper", overrides={"run_id": "x", "pack": pack, "splits": splits}, environ={}).evaluate_holdout
+    assert not resolve_config(preset="quick", overrides={"run_id": "x", "pack": pack, "splits": splits}, environ={}).evaluate_holdout
+    result = run_calibration(_config(tmp_path, pack, splits, evaluate_holdout=True), client=client)
+    hold = result.run_dir / "holdout"
+    for name in ("calls.csv", "items.csv", "ratings.csv", "summary.json", "report.md", "report.html"):
+        assert (hold / name).is_file(), name
+    items = pd.read_csv(hold / "items.csv", dtype={"case_id": str})
+    held_out = set(load_splits(splits).holdout)
+    assert held_out and set(items["case_id"]) == held_out  # exactly the held-out cases, untouched by calibration
+    scores = pd.read_csv(result.run_dir / "scores.csv", dtype={"case_id": str})
+    assert not held_out & set(scores["case_id"])
+    entry = json.loads((result.run_dir / "report.json").read_text())["criteria"]["entailment"]["holdout"]
+    assert entry["mae"] is not None and entry["mae_low"] <= entry["mae"] <= entry["mae_high"]
+    assert entry["physician_mean"] is not None and entry["n_targets"] == len(items)
+    assert entry["anchored"] is not None or entry["anchored_refused"]
+    table5 = pd.read_csv(result.run_dir / "table5.csv")
+    assert table5.loc[table5["criterion"] == "entailment", "holdout_mae"].iloc[0] == pytest.approx(entry["mae"])
+    md = (result.run_dir / "report.md").read_text()
+    assert "Table 5, held-out cases" in md and "physicians' actual mean" in md
+    judge = evolve.load_judge(result.run_dir)
+    assert judge.file.criteria["entailment"].holdout["mae"] == pytest.approx(entry["mae"])
+
+    # scoring the whole pack again pays nothing: training and validation targets were re-scored by the
+    # calibration (winner and no guidance), the held-out ones by the held-out evaluation - same prompts, same seeds
+    before = provider.calls
+    again = judge.score(pack, client=client, run_dir=tmp_path / "again", criteria=["entailment"])
+    assert again.criteria["entailment"].n_items == 2 * N_CASES
+    calls = pd.read_csv(tmp_path / "again" / "calls.csv", dtype={"case_id": str})
+    winner_held = calls[(calls["guidance"] == "winner") & calls["case_id"].isin(held_out)]
+    assert len(winner_held) and winner_held["cached"].all() and calls["cached"].all()
+    assert provider.calls == before
