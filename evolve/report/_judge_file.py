@@ -13,7 +13,7 @@ import hashlib
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -33,7 +33,9 @@ from evolve.stats import median_baseline, numeric_ratings
 
 __all__ = ["build_judge_file"]
 
-_VERSUS = (("best_initial", "best-initial"), ("no_guidance", "no-guidance"), ("training_median", "training-median"))
+_Versus = Literal["best-initial", "no-guidance", "training-median"]
+_VERSUS: tuple[tuple[str, _Versus], ...] = (
+    ("best_initial", "best-initial"), ("no_guidance", "no-guidance"), ("training_median", "training-median"))
 """Report verdict key -> :attr:`JudgeVerdict.versus`."""
 
 
@@ -115,12 +117,12 @@ def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFram
     )
 
 
-def _guidance(kind: str, candidate_id: str, text: str, stats: dict | None) -> JudgeGuidance:
+def _guidance(kind: Literal["winner", "best-initial", "no-guidance"], candidate_id: str, text: str, stats: dict | None) -> JudgeGuidance:
     """A guidance text with its validation MAE and QWK (case-clustered intervals) from the report."""
     val = (stats or {}).get("validation") or {}
     mae, qwk = val.get("mae") or {}, val.get("qwk") or {}
     return JudgeGuidance(
-        kind=kind, candidate_id=candidate_id, text=text, sha256=_sha(text),  # type: ignore[arg-type]
+        kind=kind, candidate_id=candidate_id, text=text, sha256=_sha(text),
         validation_mae=_num(mae.get("estimate")), validation_mae_low=_num(mae.get("low")),
         validation_mae_high=_num(mae.get("high")), validation_qwk=_num(qwk.get("estimate")),
         validation_qwk_low=_num(qwk.get("low")), validation_qwk_high=_num(qwk.get("high")),
@@ -136,7 +138,7 @@ def _verdicts(verdicts: dict) -> list[JudgeVerdict]:
         if not v:
             continue
         out.append(JudgeVerdict(
-            versus=versus, estimate=_num(v.get("estimate")), low=_num(v.get("low")),  # type: ignore[arg-type]
+            versus=versus, estimate=_num(v.get("estimate")), low=_num(v.get("low")),
             high=_num(v.get("high")), p_value=_num(v.get("p_value")), n_pairs=int(v.get("n_pairs") or 0),
             n_cases=int(v.get("n_cases") or 0), verdict=str(v.get("verdict", "")), holm_survives=v.get("holm_survives"),
         ))
