@@ -225,3 +225,36 @@ def test_evaluate_holdout_scores_the_held_out_cases_into_table5_and_the_judge_fi
     winner_held = calls[(calls["guidance"] == "winner") & calls["case_id"].isin(held_out)]
     assert len(winner_held) and winner_held["cached"].all() and calls["cached"].all()
     assert provider.calls == before
+
+
+def test_every_item_is_scored_failed_not_evaluable_or_excluded(tmp_path, calibrated):
+    """items = scored + failed + not evaluable + excluded, per criterion; a failure is never a score."""
+    judge = evolve.load_judge(calibrated).file
+    rubric = json.loads(judge.rubric_files["rubric.json"])
+    rubric["components"]["note"] = "A clinician's note (the criterion does not apply to it)."
+    judge = judge.model_copy(update={"rubric_files": {**judge.rubric_files, "rubric.json": json.dumps(rubric)}})
+    path = tmp_path / "judge.json"
+    path.write_text(judge.model_dump_json(), encoding="utf-8")
+
+    def endpoint(request):
+        user = request.messages[-1].content
+        if "BROKEN" in user:
+            return "this is not JSON"
+        if "DECLINE" in user:
+            return json.dumps({"rationale": "unreadable", "score": "not_evaluable"})
+        return fake_endpoint(request)
+
+    texts = ["fine (truth 2)", "fine (truth 0)", "BROKEN (truth 1)", "DECLINE (truth 1)", "a note (truth 1)"]
+    frame = pd.DataFrame({"case_text": ["Q?"] * 5, "target_text": texts, "statement": ["s"] * 5,
+                          "component": ["answer"] * 4 + ["note"]})
+    provider = FakeProvider(endpoint)
+    with Client(provider, cache=ResponseCache(tmp_path / "other.sqlite"), max_concurrency=2, backoff_initial=0.01) as client:
+        summary = evolve.load_judge(path).score(frame, client=client, run_dir=tmp_path / "mixed")
+    c = summary.criteria["entailment"]
+    assert (c.n_items, c.n_scored, c.n_failed, c.n_not_evaluable, c.n_excluded) == (5, 2, 1, 1, 1)
+    items = summary.items().set_index("target_id")
+    assert items["judge"].dropna().tolist() == [2.0, 0.0]  # the failure and the decline carry no score
+    assert provider.calls == 2 * 4  # the excluded note is never judged (two repeats per judged target)
+    assert c.mean == pytest.approx(1.0)
+    md = (summary.run_dir / "report.md").read_text()
+    assert "| 5 | 2 | 1 | 1 | 1 |" in md
