@@ -40,18 +40,27 @@ class _Record(BaseModel):
 
 
 class Verdict(_Record):
-    """The winner against one baseline on validation: paired MAE difference and its interval.
+    """The winner against one baseline on validation: paired MAE difference, its sign-flip test
+    over case clusters and the interval that inverts it.
 
     Attributes:
-        baseline: ``best_initial`` (the best hand-written guidance) or ``no_guidance``.
+        baseline: ``best_initial`` (the best hand-written guidance), ``no_guidance`` or
+            ``training_median`` (the constant predictor on the winner's calls).
         estimate: Winner's MAE minus the baseline's, rating points (negative: the winner is
             closer to the physicians); None when undefined.
-        low: Lower end of the case-clustered bootstrap interval (level: the summary's
-            ``confidence``); None when undefined.
+        low: Lower end of the interval (level: the summary's ``confidence``); None when
+            undefined (e.g. too few cases for any shift to be rejected).
         high: Upper end of that interval; None when undefined.
         n_pairs: (judge call, physician rating) pairs compared; 0 when the winner is the baseline.
-        verdict: ``better`` (interval below 0), ``worse`` (above 0), ``no distinguishable
-            difference`` (covers 0) or ``same candidate``.
+        verdict: ``better`` (p < 0.05, winner ahead), ``worse``, ``no distinguishable
+            difference``, ``too few cases to tell`` (fewer than ``evolve.stats.MIN_CASES``
+            cases) or ``same candidate``.
+        n_cases: Case clusters behind the test.
+        p_value: Two-sided sign-flip p-value; None when undefined.
+        method: How the p-value was computed, e.g. ``exact sign-flip test over 9 cases``.
+        holm_p: Holm-adjusted p-value over every paired comparison of the report.
+        holm_survives: Whether a better/worse verdict survives Holm's correction; None for
+            other verdicts.
     """
 
     baseline: str
@@ -60,6 +69,11 @@ class Verdict(_Record):
     high: float | None
     n_pairs: int
     verdict: str
+    n_cases: int = 0
+    p_value: float | None = None
+    method: str = ""
+    holm_p: float | None = None
+    holm_survives: bool | None = None
 
     def describe(self) -> str:
         """``better than no_guidance: -0.400 [-0.700, -0.100]`` (or ``same candidate as ...``)."""
@@ -86,7 +100,7 @@ class CriterionSummary(_Record):
             (always answering the training median), rating points; None when undefined.
         ceiling_mae: The physicians' own MAE against each other on validation (a floor for any
             judge); None when no validation target has two raters.
-        verdicts: Paired verdicts of the winner against ``best_initial`` and ``no_guidance``.
+        verdicts: Paired verdicts of the winner against ``best_initial``, ``no_guidance`` and ``training_median``.
         n_validation_targets: Validation targets judged.
         drift: The drift audit's flag (``ok``, ``review``, ...), None when not audited.
     """
