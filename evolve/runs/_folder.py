@@ -238,7 +238,7 @@ class ScoringFolder(RunFolder):
         REPORT_MD, REPORT_HTML: The report.
     """
 
-    RESUME = "evolve judge TARGETS --judge JUDGE --run-id {path} --resume"
+    RESUME = "evolve judge TARGETS --judge JUDGE --resume --run-id NAME --archives-dir DIR (NAME/DIR: {path})"
     CONFIG = "config.json"
     JUDGE = "judge.json"
     CALLS = "calls.csv"

@@ -228,7 +228,7 @@ def run_judge(
     targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable)
     folder = ScoringFolder(options.folder())
     config = _config(options, judge, targets, folder)
-    warnings = []
+    warnings = judge_warnings(judge, options.criteria)
     if options.model is not None and options.model != judge.judge.model:
         warnings.append(f"the judge was validated with model {judge.judge.model!r}; scoring with {options.model!r} uses "
                         "another judge, whose agreement with physicians was never measured")
@@ -246,6 +246,22 @@ def run_judge(
         folder.journal().append(Event.WARNING, message=w)
     report = write_scoring_report(result.run_dir, n_boot=options.n_boot, html=options.html)
     return summary_of(result.run_dir, judge.run_id, report)
+
+
+def judge_warnings(judge: JudgeFile, criteria: Sequence[str] | None = None) -> list[str]:
+    """What the judge file says against using a criterion's judge, in words: no better than a
+    constant on validation, or a winner the drift audit flagged."""
+    out = []
+    for cid, entry in judge.criteria.items():
+        if criteria and cid not in criteria:
+            continue
+        if entry.no_better_than_constant:
+            out.append(f"criterion {cid}: on validation this judge was no better than a constant (always answering the "
+                       f"training median {entry.training_median:g}); its scores add nothing the constant does not")
+        if entry.drift in ("drift", "review"):
+            out.append(f"criterion {cid}: the drift audit flagged the winning guidance '{entry.drift}'; read audit.md of "
+                       f"run {judge.run_id} before trusting its scores")
+    return out
 
 
 def summary_of(run_dir: Path, judge_run_id: str, report: Mapping[str, Any]) -> ScoringSummary:

@@ -18,6 +18,7 @@ from evolve.llm import Client, ResponseCache
 from evolve.splits import load_splits, make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import run_calibration
+from evolve.workflows._judge import judge_warnings
 from tests.conftest import fake_endpoint, make_tiny_pack, request_of
 
 runner = CliRunner()
@@ -258,3 +259,9 @@ def test_every_item_is_scored_failed_not_evaluable_or_excluded(tmp_path, calibra
     assert c.mean == pytest.approx(1.0)
     md = (summary.run_dir / "report.md").read_text()
     assert "| 5 | 2 | 1 | 1 | 1 |" in md
+
+    # what the judge file says against a criterion's judge is said in words before it is used
+    entry = judge.criteria["entailment"].model_copy(update={"no_better_than_constant": True, "drift": "drift"})
+    warned = judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}))
+    assert len(warned) == 2 and "no better than a constant" in warned[0] and "drift audit" in warned[1]
+    assert judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}), ["other"]) == []
