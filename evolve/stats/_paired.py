@@ -77,13 +77,21 @@ class _Flips:
             self.signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(-1, n)
         else:
             rng = np.random.default_rng(seed)
-            self.signs = rng.choice(np.array([1.0, -1.0]), size=(n_flips, n))
+            self.signs = 2.0 * rng.integers(0, 2, size=(n_flips, n)).astype(np.float64) - 1.0
 
     def p_value(self, sums: np.ndarray) -> float:
         """Two-sided p-value of the observed total of ``sums`` under random signs."""
-        observed = abs(float(sums.sum()))
-        tol = 1e-9 * max(1.0, float(np.abs(sums).sum()))
-        hits = int(np.count_nonzero(np.abs(self.signs @ sums) >= observed - tol))
+        return self._p(self.signs @ sums, float(sums.sum()), float(np.abs(sums).sum()))
+
+    def shifted(self, sums: np.ndarray, counts: np.ndarray) -> Callable[[float], float]:
+        """``delta -> p_value(sums - delta * counts)``, with the two projections computed once."""
+        ps, pc = self.signs @ sums, self.signs @ counts
+        total, n = float(sums.sum()), float(counts.sum())
+        return lambda delta: self._p(ps - delta * pc, total - delta * n, float(np.abs(sums - delta * counts).sum()))
+
+    def _p(self, flipped: np.ndarray, observed: float, scale: float) -> float:
+        tol = 1e-9 * max(1.0, scale)  # totals equal up to rounding count as ties
+        hits = int(np.count_nonzero(np.abs(flipped) >= abs(observed) - tol))
         if self.exact:
             return hits / len(self.signs)
         return (1 + hits) / (1 + len(self.signs))
@@ -158,8 +166,10 @@ def shift_interval(case_sums: np.ndarray, case_counts: np.ndarray, *, confidence
     means = sums / counts
     spread = float(means.max() - means.min()) + 1e-9 * max(1.0, float(np.abs(means).max()))
 
+    p_at = flips.shifted(sums, counts)
+
     def rejected(delta: float) -> bool:
-        return flips.p_value(sums - delta * counts) < alpha
+        return p_at(delta) < alpha
 
     if not rejected(float(means.max()) + spread) or not rejected(float(means.min()) - spread):
         return math.nan, math.nan
@@ -176,10 +186,12 @@ def shift_interval(case_sums: np.ndarray, case_counts: np.ndarray, *, confidence
 
 
 def _bisect(rejected: Callable[[float], bool], kept: float, far: float) -> float:
-    """Midpoint of the last kept and the first rejected shift between ``kept`` and ``far``."""
+    """Midpoint of the last kept and the first rejected shift between ``kept`` and ``far``
+    (to a millionth of a percent of the starting gap)."""
+    tol = 1e-8 * abs(far - kept)
     for _ in range(_BISECTIONS):
         mid = 0.5 * (kept + far)
-        if mid in (kept, far):
+        if mid in (kept, far) or abs(far - kept) <= tol:
             break
         if rejected(mid):
             far = mid
@@ -250,8 +262,8 @@ def paired_mae_difference(
     pa, pb = judge_pairs(a, ratings), judge_pairs(b, ratings)
     joined = pa.merge(pb[key + ["error"]], on=key, suffixes=("_a", "_b"))
     diff = (joined["error_a"].abs() - joined["error_b"].abs()).to_numpy(dtype=np.float64)
-    return paired_difference(diff, joined["case_id"].astype(str).to_numpy(), seed=seed, confidence=confidence,
-                             min_cases=min_cases)
+    cases = joined["case_id"].astype(str).to_numpy() if len(joined) else np.array([], dtype=object)
+    return paired_difference(diff, cases, seed=seed, confidence=confidence, min_cases=min_cases)
 
 
 def paired_difference(
