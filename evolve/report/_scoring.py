@@ -266,7 +266,8 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
 
 def scoring_html(report: Mapping[str, Any], markdown_text: str) -> str:
     """``report.html``: per criterion the raw and physician-anchored means (and, rated, the
-    physicians' mean) with intervals, then the Markdown report's tables."""
+    physicians' mean and the agreement of the calibrated judge, no guidance and the training
+    median) with intervals, then the Markdown report's tables."""
     rows = []
     for cid, c in report["criteria"].items():
         rows.append({"label": f"{cid}: judge", **_est(c["judge_mean"])})
@@ -276,6 +277,18 @@ def scoring_html(report: Mapping[str, Any], markdown_text: str) -> str:
     figs = [figure_html(lambda ax: fig.interval_plot(rows, xlabel="mean score (scale points)", title="means with intervals",
                                                      ax=ax), "raw judge mean, physician-anchored mean and (rated targets) the "
                         "physicians' mean per criterion, with intervals", size=(6.5, 1.2 + 0.35 * len(rows)))]
+    agree = []
+    for cid, c in report["criteria"].items():
+        r = c.get("rated")
+        if r:
+            agree += [{"label": f"{cid}: calibrated", **_est(r["winner"]["mae"])},
+                      {"label": f"{cid}: no guidance", **_est(r["no_guidance"]["mae"])},
+                      {"label": f"{cid}: training median", **_est(r["training_median"]["mae"])}]
+    if agree:
+        figs.append(figure_html(lambda ax: fig.interval_plot(agree, xlabel="MAE against every rating (scale points)",
+                                                             title="agreement with the targets' physicians", ax=ax),
+                                "MAE of the calibrated judge, no guidance and the training median on these targets, "
+                                "case-clustered intervals", size=(6.5, 1.2 + 0.35 * len(agree))))
     return page(f"Scoring report: {report.get('run_id', '')}", [section("Means", figs), tables(markdown_text)])
 
 

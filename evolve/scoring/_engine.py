@@ -137,7 +137,11 @@ def score_targets(
     jobs = _jobs(judge, targets, chosen, scorer)
     progress = progress or NoProgress()
     progress.phase("judging", len(jobs), key="judge", unit="judge calls")
-    results = client.map([j[-1] for j in jobs], on_result=on_call(progress, "judge"))
+    try:
+        results = client.map([j[-1] for j in jobs], on_result=on_call(progress, "judge"))
+    except BaseException as exc:  # Ctrl-C, a dead endpoint: the journal says so; finished calls are cached
+        journal.append(Event.RUN_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
+        raise
     calls = pd.DataFrame([_call_row(scorer, job, res) for job, res in zip(jobs, results)], columns=CALL_COLUMNS)
     ratings = _ratings(targets)
     items = _items(calls, targets, chosen, ratings)

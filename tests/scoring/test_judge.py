@@ -98,6 +98,7 @@ def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path,
     md = (run / "report.md").read_text()
     for words in ("physician-anchored", "training median", "no guidance", "physicians' actual mean", "Items = scored"):
         assert words in md
+    assert (run / "report.html").read_text().count("<figure") == 2  # the means, then agreement with intervals
     paid = provider.calls - before
     assert paid > 0  # training and held-out targets were never re-scored with these seeds
 
