@@ -10,6 +10,11 @@
   alpha, Spearman) with a case-clustered bootstrap 95% interval for each baseline and for
   physician vs physician; the structurally inapplicable (criterion, component) pairs; and
   per-criterion details (every initial prompt, evolution counts, calls, tokens, the winner);
+  **paired verdicts** of the winner against the best initial prompt, no guidance and the
+  training median (:data:`VERDICTS`): a sign-flip test over case clusters with the interval
+  that inverts it, "too few cases to tell" below :data:`evolve.stats.MIN_CASES` cases, Holm's
+  correction over every comparison of the report (:func:`apply_holm`), and "no better than a
+  constant" for a winner whose validation MAE is not below the training median's;
 - ``table5.csv`` (:data:`TABLE5_COLUMNS`) and ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`);
 - ``judge.json`` - the judge file (:func:`build_judge_file`, :mod:`evolve.calibrated`): the
   calibrated judge with its rubric copy, settings, seeds, validation figures and anchor sample.
