@@ -38,6 +38,12 @@ def judge(
                                                "import table` (repeatable), e.g. --column case_text=question."),
     not_evaluable: Optional[list[str]] = typer.Option(None, "--not-evaluable", help="Rated tables: a cell value meaning "
                                                       "'not evaluable' (repeatable)."),
+    score_map: Optional[list[str]] = typer.Option(None, "--score-map", help="Rated tables: CRITERION:LABEL=N maps a "
+                                                  "rating label to a score (repeatable), as `evolve ratings import table`."),
+    rows: Optional[str] = typer.Option(None, "--rows", help=".jsonl tables: one row per element this dotted path reaches in "
+                                       "each record, e.g. 'answers.*.claims.*' (as `evolve ratings import table`)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", help="COLUMN=VALUE: keep only rows whose cell is exactly VALUE "
+                                              "(repeatable), e.g. 'metadata.field=Healthcare / Medicine'."),
     criteria: Optional[list[str]] = typer.Option(None, "--criteria", "--criterion", help="Criterion to score (repeatable; "
                                                  "default: every criterion of the judge file)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run --run-id (finished calls are free from the cache)."),
@@ -55,7 +61,7 @@ def judge(
     """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
     archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
     its interval and the physician-anchored mean."""
-    from evolve.data import parse_table_columns
+    from evolve.data import parse_score_map, parse_table_columns, parse_where
     from evolve.runs import EndpointSettings
     from evolve.workflows import JudgeRunOptions, run_judge
 
@@ -67,6 +73,8 @@ def judge(
         options = JudgeRunOptions(
             targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
             columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),
+            score_map=parse_score_map(score_map or []), rows=rows,
+            where=tuple(f"{c}={v}" for c, v in parse_where(where or [])),
             criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=endpoint, model=model,
             n_boot=n_boot, html=html)
         folder = options.folder()

@@ -40,6 +40,9 @@ def read_targets(
     *,
     columns: Mapping[str, str] | None = None,
     not_evaluable: Sequence[str] = (),
+    score_map: Mapping[str, Mapping[str, int]] | None = None,
+    rows: str | None = None,
+    where: Sequence[str] = (),
 ) -> ScoringTargets:
     """Read targets for a judge file's rubric.
 
@@ -55,6 +58,9 @@ def read_targets(
         judge: The judge file; its rubric (as validated) checks the targets' components.
         columns: ``field -> column`` (``criterion:<id>`` keys select the wide layout).
         not_evaluable: Rating cells that mark a rating not evaluable (rated tables).
+        score_map: Rating labels -> scores (rated tables; as ``evolve ratings import table --score-map``).
+        rows: JSONL files only: the dotted path whose every element is one row (``answers.*.claims.*``).
+        where: ``COLUMN=VALUE`` conditions a table row must meet to be read.
 
     Raises:
         PackError: A missing file, a pack on another rubric, or bad cells - every one named by
@@ -68,12 +74,14 @@ def read_targets(
         return ScoringTargets(source, bool(source.ratings), f"rating pack {source.manifest.name!r} (in memory)")
     if not isinstance(source, (str, Path)):
         result = import_frame(source, rubric=bundle, name="targets", columns=cols, layout=layout,
-                              not_evaluable=not_evaluable, rated=None, heading="cannot read the targets table")
+                              not_evaluable=not_evaluable, score_map=score_map, rated=None,
+                              heading="cannot read the targets table")
         return ScoringTargets(result.pack, bool(result.pack.ratings), "a DataFrame", result.counts)
     path = Path(source)
     if path.is_dir():
         return _pack_targets(path, judge)
-    result = import_table(path, rubric=bundle, columns=cols, layout=layout, not_evaluable=not_evaluable, rated=None)
+    result = import_table(path, rubric=bundle, columns=cols, layout=layout, not_evaluable=not_evaluable, score_map=score_map,
+                          rows=rows, where=list(where), rated=None)
     return ScoringTargets(result.pack, bool(result.pack.ratings), f"table {path.name}", result.counts)
 
 

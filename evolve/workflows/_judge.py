@@ -35,6 +35,9 @@ class JudgeRunOptions(BaseModel):
         run_dir: The run folder itself (overrides ``archives_dir``/``run_id``).
         columns: Table column mapping ``field -> column`` (as ``evolve ratings import table``).
         not_evaluable: Rating cells meaning *not evaluable* (rated tables).
+        score_map: Rating labels -> scores per criterion (rated tables; ``"*"``: every criterion).
+        rows: JSONL only: the dotted path whose every element is one row (``answers.*.claims.*``).
+        where: ``COLUMN=VALUE`` conditions rows must meet (e.g. ``metadata.field=Healthcare / Medicine``).
         criteria: Criterion ids to score (default: every criterion of the judge file).
         resume: Continue the run folder (finished calls come from the cache).
         endpoint: Where calls go (default: the embedded model).
@@ -53,6 +56,9 @@ class JudgeRunOptions(BaseModel):
     run_dir: Path | None = None
     columns: dict[str, str] = Field(default_factory=dict)
     not_evaluable: tuple[str, ...] = ()
+    score_map: dict[str, dict[str, int]] = Field(default_factory=dict)
+    rows: str | None = None
+    where: tuple[str, ...] = ()
     criteria: tuple[str, ...] | None = None
     resume: bool = False
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings)
@@ -187,6 +193,9 @@ def _config(options: JudgeRunOptions, judge: JudgeFile, targets: ScoringTargets,
         "judge_sha256": judge_fingerprint(judge),
         "columns": options.columns,
         "not_evaluable": list(options.not_evaluable),
+        "score_map": options.score_map,
+        "rows": options.rows,
+        "where": list(options.where),
         "criteria": list(options.criteria) if options.criteria else None,
         "model": options.model,
         "endpoint": options.endpoint.resume_fields(),
@@ -225,7 +234,8 @@ def run_judge(
         ConfigError: An unknown criterion.
     """
     judge = judge or load_judge_file(options.judge)
-    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable)
+    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
+                           score_map=options.score_map, rows=options.rows, where=options.where)
     folder = ScoringFolder(options.folder())
     config = _config(options, judge, targets, folder)
     warnings = judge_warnings(judge, options.criteria)
@@ -318,6 +328,10 @@ class CalibratedJudge:
         client: Client | None = None,
         endpoint: EndpointSettings | Mapping[str, Any] | str | None = None,
         columns: Mapping[str, str] | None = None,
+        rows: str | None = None,
+        where: Sequence[str] = (),
+        not_evaluable: Sequence[str] = (),
+        score_map: Mapping[str, Mapping[str, int]] | None = None,
         criteria: Sequence[str] | None = None,
         resume: bool = False,
         archives_dir: Path | str = "archives",
@@ -336,6 +350,8 @@ class CalibratedJudge:
             endpoint: A base URL, :class:`~evolve.runs.EndpointSettings` or a dict of its fields
                 (default: the embedded model).
             columns: ``field -> column`` mapping.
+            rows, where, not_evaluable, score_map: As for ``evolve ratings import table`` (nested JSONL
+                rows, ``COLUMN=VALUE`` row conditions, rated tables' not-evaluable cells and label map).
             criteria: Criterion ids (default: all).
             resume: Continue ``run_dir`` (finished calls free from the cache).
             archives_dir, run_id: Where the run folder goes when ``run_dir`` is None.
@@ -352,6 +368,8 @@ class CalibratedJudge:
         options = JudgeRunOptions(
             targets=Path(targets) if isinstance(targets, str) else targets, judge=self.path, run_id=run_id,
             archives_dir=Path(archives_dir), run_dir=Path(run_dir) if run_dir is not None else None, columns=dict(columns or {}),
+            rows=rows, where=tuple(where), not_evaluable=tuple(not_evaluable),
+            score_map={k: dict(v) for k, v in (score_map or {}).items()},
             criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=settings, n_boot=n_boot, html=html)
         return run_judge(options, client=client, progress=progress, judge=self.file)
 

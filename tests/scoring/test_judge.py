@@ -266,3 +266,19 @@ def test_every_item_is_scored_failed_not_evaluable_or_excluded(tmp_path, calibra
     warned = judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}))
     assert len(warned) == 2 and "no better than a constant" in warned[0] and "drift audit" in warned[1]
     assert judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}), ["other"]) == []
+
+
+def test_nested_jsonl_rows_and_where_as_the_table_importer_reads_them(tmp_path, calibrated, client):
+    records = [{"question": f"Q{i}?", "field": "Medicine" if i % 2 == 0 else "Law",
+                "answers": [{"text": f"Answer {i}.{j} (truth {(i + j) % 3})",
+                             "claims": [{"claim": f"claim {i}.{j}.{k}"} for k in range(2)]} for j in range(2)]}
+               for i in range(6)]
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    summary = evolve.load_judge(calibrated).score(
+        path, client=client, run_dir=tmp_path / "nested", rows="answers.*.claims.*", where=["field=Medicine"],
+        columns={"case_text": "question", "target_text": "answers.*.text", "statement": "answers.*.claims.*.claim"})
+    items = summary.items()
+    assert len(items) == 3 * 2 * 2  # medicine records x answers x claims
+    config = json.loads((summary.run_dir / "config.json").read_text())
+    assert config["rows"] == "answers.*.claims.*" and config["where"] == ["field=Medicine"]
