@@ -24,9 +24,10 @@ comes from :func:`evolve.stats.ppi_mean_difference` with the shared anchor.
 
 Every anchored figure rests on one assumption, stated wherever it appears: the rated sample
 is drawn like the judged outputs (same kind of outputs, same judge, same prompts). Figures are
-refused, in words, when the anchor has too few rated cases (:data:`evolve.MIN_RATED_CASES`),
+refused, in words, when the anchor has too few rated cases (:data:`evolve.stats.MIN_RATED_CASES`),
 when the judge file has no anchor for the criterion, when the bench's scores were not made with
-the judge file's guidance or rubric version, or with another judge model.
+the judge file's guidance, rubric version or rubric and protocol texts (sha256 of the run's
+rubric copy), or with another judge model.
 """
 
 from __future__ import annotations
@@ -113,6 +114,22 @@ def _load_copy(folder: BenchFolder, record: dict) -> tuple[JudgeFile | None, str
         return load_judge_file(copy), None
     except RunError as exc:
         return None, str(exc)
+
+
+def _prompt_mismatch(folder: BenchFolder, judge: JudgeFile) -> str | None:
+    """Why the bench's judge prompts are not the validated ones: its rubric copy's
+    ``rubric.json`` or ``protocol.md`` differs from the judge file's (None when equal, or when
+    the run keeps no copy; the rubric version is checked on the scores then)."""
+    copy = folder.prompts_root / judge.rubric_id
+    for name, expected in (("rubric.json", judge.rubric_sha256), ("protocol.md", judge.protocol_sha256)):
+        try:
+            found = hashlib.sha256((copy / name).read_bytes()).hexdigest()
+        except OSError:
+            return None
+        if found != expected:
+            return (f"the bench was judged with a {name} (sha256 {found[:12]}…, {copy / name}) other than the one the "
+                    f"judge file validated ({expected[:12]}…): its prompts are not the validated ones")
+    return None
 
 
 def _criterion_refusal(crit: CriterionJudge, judge: JudgeFile, scores: pd.DataFrame, meta: dict) -> str | None:
@@ -276,6 +293,7 @@ def anchored_means(run_dir: Path | str, units: pd.DataFrame, scores: pd.DataFram
         return _unavailable(f"no physician-anchored means: {problem}.", record)
     out = _unavailable("", record) | {"available": True, "reason": None}
     numbers = {str(k): int(v) for k, v in units.groupby("criterion")["number"].first().items()}
+    prompts = _prompt_mismatch(folder, judge)
     bench_cases = set(units["case_id"].astype(str))
     for criterion_id, crit in sorted(judge.criteria.items(), key=lambda kv: numbers.get(kv[0], 99)):
         if criterion_id not in numbers:
@@ -283,7 +301,7 @@ def anchored_means(run_dir: Path | str, units: pd.DataFrame, scores: pd.DataFram
             continue
         number = int(numbers[criterion_id])
         rated = _rated(crit)
-        refusal = _criterion_refusal(crit, judge, scores, meta)
+        refusal = _criterion_refusal(crit, judge, scores, meta) or prompts
         out["criteria"].append(_criterion_summary(crit, number, rated, refusal))
         shared = set(rated["case_id"].astype(str)) & bench_cases
         if shared and refusal is None:

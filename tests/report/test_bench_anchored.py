@@ -20,7 +20,7 @@ from evolve.judge import JudgeSettings
 from evolve.llm import ChatRequest
 from evolve.report import build_bench_report, render_bench_markdown, write_bench_report
 from evolve.report._bench_anchored import ANCHORED_COLUMNS, ASSUMPTION, DIFFERENCE_COLUMNS
-from evolve.rubric import load_rubric
+from evolve.rubric import RubricBundle, load_rubric
 from evolve.stats import MIN_RATED_CASES
 from tests.consilium.bench_support import consilium_endpoint, make_client, make_config, write_cases
 
@@ -51,6 +51,11 @@ def _anchor(n_cases: int, per_case: int = 2, seed: int = 3) -> list[AnchorTarget
     return out
 
 
+def _sha(name: str) -> str:
+    """sha256 of the consilium rubric's file ``name`` as a run copies it (and a judge file holds it)."""
+    return hashlib.sha256(RubricBundle.load("consilium").files()[name]).hexdigest()
+
+
 def _judge_file(folder: Path, *, n_cases: int = 12, judge_model: str = "model-a") -> Path:
     """A calibration run folder holding only a judge file: data_use calibrated, with an anchor."""
     winner = JudgeGuidance(kind="winner", candidate_id="data_use:m3", text=GUIDANCE,
@@ -59,8 +64,8 @@ def _judge_file(folder: Path, *, n_cases: int = 12, judge_model: str = "model-a"
                           alternatives=[], verdicts=[], training_median=2.0, no_better_than_constant=False,
                           anchor=_anchor(n_cases))
     judge = JudgeFile(run_id="calib-test", created_at="2026-01-01T00:00:00Z", source_run=str(folder),
-                      rubric_id="consilium", rubric_version=RUBRIC.version, rubric_sha256="0" * 64,
-                      protocol_sha256="0" * 64, rubric_files={}, judge=JudgeSettings(model=judge_model),
+                      rubric_id="consilium", rubric_version=RUBRIC.version, rubric_sha256=_sha("rubric.json"),
+                      protocol_sha256=_sha("protocol.md"), rubric_files={}, judge=JudgeSettings(model=judge_model),
                       seed_policy=SeedPolicy(run_seed=0, repeats=1), criteria={"data_use": crit})
     folder.mkdir(parents=True, exist_ok=True)
     return write_judge_file(folder, judge)
@@ -166,6 +171,16 @@ def test_another_judge_model_is_warned_about_and_refused(tmp_path, bench_run):
     report = build_bench_report(bench_run, n_boot=100)
     refusal = report["anchored"]["criteria"][0]["refused"]
     assert "another-judge" in refusal and all(r["refused"] == refusal for r in report["anchored"]["systems"])
+
+
+def test_a_bench_judged_with_other_prompts_is_refused(tmp_path, bench_run):
+    _judge(tmp_path, bench_run, _judge_file(tmp_path / "calib"))
+    protocol = bench_run / "judge_prompts" / "consilium" / "protocol.md"
+    protocol.write_text(protocol.read_text() + "\nAn edit after judging.\n")
+    section = build_bench_report(bench_run, n_boot=50)["anchored"]
+    refusal = section["criteria"][0]["refused"]
+    assert "protocol.md" in refusal and "not the validated ones" in refusal
+    assert all(r["refused"] == refusal and r["anchored_mean"] is None for r in section["systems"])
 
 
 def test_an_edited_copy_and_a_bench_without_judge_file_say_why_not(tmp_path, bench_run):
