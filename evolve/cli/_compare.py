@@ -27,7 +27,9 @@ def compare(
     prompts_root: RunPromptsRootOption = None,
 ) -> None:
     """Compare runs side by side: validation agreement of each run and paired differences with 95% intervals on the
-    targets they share (no model calls). Writes report.md, report.json, differences.csv and report.html."""
+    targets they share (no model calls). No verdict on fewer than 20 shared pairs or 8 cases, nor when the runs share
+    no targets (it says how to make them share); better/worse verdicts that do not survive Holm's correction are
+    marked. Writes report.md, report.json, differences.csv and report.html."""
     from evolve.report import comparison_count_text, difference_verdict, write_comparison
 
     if name is not None and (Path(name).name != name or name in (".", "..")):

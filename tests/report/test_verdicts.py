@@ -18,6 +18,7 @@ from evolve.report import (
     apply_holm,
     build_comparison,
     build_report,
+    calibration_html,
     comparisons_text,
     render_markdown,
     verdict_text,
@@ -54,6 +55,7 @@ def test_the_training_median_is_a_paired_baseline_and_a_judge_worse_than_it_is_n
     assert v["estimate"] == pytest.approx(w["evolved_val_mae"] - w["median_val_mae"])
     md = render_markdown(lenient)
     assert "**no better than a constant**" in md and "vs training median" in md
+    assert "No better than a constant: its validation MAE is not below the training median" in calibration_html(lenient, md)
     assert any("no better than a constant" in x for x in verdict_warnings(lenient))
     assert not any("no better than a constant" in x for x in verdict_warnings(guided))
     assert "**no better than a constant**" not in render_markdown(guided)
