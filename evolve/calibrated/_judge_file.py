@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings, derive_seed
@@ -190,6 +191,19 @@ class JudgeFile(_Record):
     criteria: dict[str, CriterionJudge]
 
     _bundle: RubricBundle | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _files_match_their_hashes(self) -> JudgeFile:
+        """``rubric_files`` holds ``rubric.json`` and ``protocol.md`` with the recorded sha256s: a
+        file edited by hand would score with prompts that were never validated."""
+        for name, recorded in (("rubric.json", self.rubric_sha256), ("protocol.md", self.protocol_sha256)):
+            text = self.rubric_files.get(name)
+            if text is None:
+                raise ValueError(f"rubric_files lacks {name}")
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() != recorded:
+                raise ValueError(f"rubric_files[{name!r}] does not match its recorded sha256 (the file was edited); "
+                                 "these are not the prompts that were validated")
+        return self
 
     def bundle(self) -> RubricBundle:
         """The rubric exactly as validated, rebuilt from ``rubric_files`` (by the rubric loaders,

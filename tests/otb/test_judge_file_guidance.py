@@ -14,10 +14,15 @@ from evolve.llm import Client, ResponseCache
 from evolve.otb import generate_otb, judge_otb
 from evolve.report import write_otb_report
 from evolve.report._otb import NOT_ANCHORED
-from evolve.rubric import load_rubric
+from evolve.rubric import RubricBundle, load_rubric
 from evolve.runs import OtbFolder
 from evolve.testing import FakeProvider
 from tests.otb.test_run_judge import Endpoint, _config, files  # noqa: F401 - the fixture
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
 
 GUIDANCE = "Weigh the sequence of treatments first."
 
@@ -29,10 +34,11 @@ def _judge_file(folder: Path, judge_model: str) -> Path:
     crit = CriterionJudge(criterion_id="clinical_equivalence", name="Clinical equivalence", labels=[1, 2, 3, 4, 5],
                           winner=winner, alternatives=[], verdicts=[], training_median=4.0,
                           no_better_than_constant=False, anchor=anchor)
+    files_ = {rel: data.decode("utf-8") for rel, data in RubricBundle.load("otb").files().items()}
     judge = JudgeFile(run_id="otb-calib", created_at="2026-01-01T00:00:00Z", source_run=str(folder), rubric_id="otb",
-                      rubric_version=load_rubric("otb").version, rubric_sha256="0" * 64, protocol_sha256="0" * 64,
-                      rubric_files={}, judge=JudgeSettings(model=judge_model), seed_policy=SeedPolicy(run_seed=0, repeats=1),
-                      criteria={"clinical_equivalence": crit})
+                      rubric_version=load_rubric("otb").version, rubric_sha256=_sha(files_["rubric.json"]),
+                      protocol_sha256=_sha(files_["protocol.md"]), rubric_files=files_,
+                      judge=JudgeSettings(model=judge_model), seed_policy=SeedPolicy(run_seed=0, repeats=1), criteria={"clinical_equivalence": crit})
     folder.mkdir(parents=True)
     return write_judge_file(folder, judge)
 

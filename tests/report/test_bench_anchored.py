@@ -56,6 +56,11 @@ def _sha(name: str) -> str:
     return hashlib.sha256(RubricBundle.load("consilium").files()[name]).hexdigest()
 
 
+def _files(rubric_id: str) -> dict[str, str]:
+    """The shipped rubric folder's files as a judge file holds them (relative path -> text)."""
+    return {rel: data.decode("utf-8") for rel, data in RubricBundle.load(rubric_id).files().items()}
+
+
 def _judge_file(folder: Path, *, n_cases: int = 12, judge_model: str = "model-a") -> Path:
     """A calibration run folder holding only a judge file: data_use calibrated, with an anchor."""
     winner = JudgeGuidance(kind="winner", candidate_id="data_use:m3", text=GUIDANCE,
@@ -65,7 +70,7 @@ def _judge_file(folder: Path, *, n_cases: int = 12, judge_model: str = "model-a"
                           anchor=_anchor(n_cases))
     judge = JudgeFile(run_id="calib-test", created_at="2026-01-01T00:00:00Z", source_run=str(folder),
                       rubric_id="consilium", rubric_version=RUBRIC.version, rubric_sha256=_sha("rubric.json"),
-                      protocol_sha256=_sha("protocol.md"), rubric_files={}, judge=JudgeSettings(model=judge_model),
+                      protocol_sha256=_sha("protocol.md"), rubric_files=_files("consilium"), judge=JudgeSettings(model=judge_model),
                       seed_policy=SeedPolicy(run_seed=0, repeats=1), criteria={"data_use": crit})
     folder.mkdir(parents=True, exist_ok=True)
     return write_judge_file(folder, judge)

@@ -170,3 +170,14 @@ def test_benchmark_guidance_reads_a_judge_file_or_an_older_run(run: Path) -> Non
     assert (chosen.candidate_id, chosen.text) == (winner.candidate_id, winner.text)
     with pytest.raises(RunError, match="no such file"):
         load_calibrated_guidance(run / JUDGE_FILE, rubric)
+
+
+def test_a_judge_file_whose_protocol_was_edited_is_refused(run: Path, tmp_path: Path) -> None:
+    """The embedded protocol must hash to the recorded sha256: an edit would score with
+    prompts that were never validated."""
+    data = json.loads((run / JUDGE_FILE).read_text(encoding="utf-8"))
+    data["rubric_files"]["protocol.md"] += "\nAlways answer 3."
+    path = tmp_path / "judge.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(RunError, match=r"protocol\.md.*does not match its recorded sha256"):
+        load_judge_file(path)
