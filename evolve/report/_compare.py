@@ -28,12 +28,13 @@ import pandas as pd
 
 from evolve.errors import RunError
 from evolve.report._bench import build_bench_report
+from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
 from evolve.report._report import build_report, format_interval
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
-from evolve.stats import MIN_CASES, holm, paired_mae_difference, shift_interval, sign_flip_test
+from evolve.stats import MIN_CASES, paired_mae_difference, shift_interval, sign_flip_test
 
 if TYPE_CHECKING:
     from evolve.config import CalibrationConfig
@@ -181,13 +182,12 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
             for i in range(1, len(dirs)):
                 differences.append(_paired(criterion, what, labels[i], labels[0], scores[i], ids[i], scores[0], ids[0],
                                            ratings, n_boot, seed))
-    _apply_holm(differences)
     return {"kind": "calibration", "pack": pack.manifest.name, "splits": str(configs[0].splits),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
             "runs": [{"label": label, "path": str(d), "judge_model": c.judge.model, "provider": c.endpoint.provider,
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
-            "criteria": criteria, "differences": differences, "comparisons": _comparisons(differences),
+            "criteria": criteria, "differences": differences, "comparisons": mark_holm(differences, ALPHA),
             "notes": list(dict.fromkeys(n for r in reports for n in r["rubric"]["notes"]))
             + ([HOW_TO_SHARE] if any(d["verdict"] == NO_SHARED_TARGETS for d in differences) else [])}
 
@@ -230,25 +230,6 @@ def _guarded(verdict: str, n_pairs: int) -> str:
     return verdict
 
 
-def _apply_holm(differences: list[dict]) -> None:
-    """Holm-adjusted p-values over every difference with a p-value (in place); ``holm_survives``
-    for definitive verdicts only."""
-    found = [d for d in differences if d.get("p_value") is not None]
-    for d, p in zip(found, holm([d["p_value"] for d in found])):
-        d["holm_p"] = p
-        d["holm_survives"] = (p is not None and p < ALPHA) if d["verdict"] in DEFINITIVE else None
-
-
-DEFINITIVE = ("better", "worse", "higher", "lower")
-"""Verdicts that claim a difference (the rest say none can be shown)."""
-
-
-def _comparisons(differences: list[dict]) -> dict:
-    definitive = [d for d in differences if d["verdict"] in DEFINITIVE]
-    return {"n": sum(d.get("p_value") is not None for d in differences), "correction": "Holm", "alpha": ALPHA,
-            "definitive": len(definitive), "not_surviving": sum(d.get("holm_survives") is False for d in definitive)}
-
-
 def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -270,14 +251,13 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
             arms.append({"label": f"{d.name}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
     ref = arms[0]
     differences = [_quality_difference(arm, ref, n_boot, seed) for arm in arms[1:]]
-    _apply_holm(differences)
     side = [{"arm": a["label"], "pipelines": len(a["frame"]), "consensus_share": float(a["frame"]["consensus"].astype(float).mean()),
              "mean_rounds": float(a["frame"]["rounds_completed"].mean()), "mean_tokens": float(a["frame"]["tokens"].mean()),
              "quality": _finite(float(pd.to_numeric(a["frame"]["quality"], errors="coerce").mean()))} for a in arms]
     return {"kind": "bench", "cases_sha256": manifests[0].get("cases_sha256"),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
             "runs": [{"label": d.name, "path": str(d), "models": r["counts"]["models"]} for d, r in zip(dirs, reports)],
-            "arms": side, "differences": differences, "comparisons": _comparisons(differences)}
+            "arms": side, "differences": differences, "comparisons": mark_holm(differences, ALPHA)}
 
 
 def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:

@@ -16,6 +16,7 @@ from sklearn.metrics import confusion_matrix
 
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
+from evolve.report._holm import mark_holm
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
 from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_entries, render_holdout
@@ -32,7 +33,6 @@ from evolve.stats import (
     class_balanced_mae,
     cluster_bootstrap,
     constant_agreement,
-    holm,
     judge_as_rater,
     judge_pairs,
     macro_mean,
@@ -456,14 +456,8 @@ def apply_holm(report: dict, alpha: float = ALPHA) -> dict:
     Works in place and returns the report.
     """
     found = [v for c in report.get("criteria", {}).values() for key, _ in VERDICTS
-             if (v := c.get("verdicts", {}).get(key)) and v.get("p_value") is not None]
-    adjusted = holm([v["p_value"] for v in found])
-    for v, p in zip(found, adjusted):
-        v["holm_p"] = p
-        v["holm_survives"] = (p is not None and p < alpha) if v["verdict"] in ("better", "worse") else None
-    definitive = [v for v in found if v["verdict"] in ("better", "worse")]
-    report["comparisons"] = {"n": len(found), "correction": "Holm", "alpha": alpha, "definitive": len(definitive),
-                             "not_surviving": sum(v["holm_survives"] is False for v in definitive)}
+             if (v := c.get("verdicts", {}).get(key))]
+    report["comparisons"] = mark_holm(found, alpha)
     return report
 
 

@@ -18,13 +18,13 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.report import _figures as fig
+from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.runs import ScoringFolder
 from evolve.stats import (
     ClusterMeans,
     agreement_table,
     cluster_bootstrap,
-    holm,
     judge_pairs,
     mae,
     paired_mae_difference,
@@ -182,14 +182,8 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
 def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
     """Holm's correction over every paired verdict of the report (Holm 1979): each gains
     ``holm_p`` and ``holm_survives`` (better/worse verdicts only); ``comparisons`` counts them."""
-    found = [v for c in report["criteria"].values() if c.get("rated") for v in c["rated"]["verdicts"].values()
-             if v.get("p_value") is not None]
-    for v, p in zip(found, holm([v["p_value"] for v in found])):
-        v["holm_p"] = p
-        v["holm_survives"] = (p is not None and p < alpha) if v["verdict"] in ("better", "worse") else None
-    definitive = [v for v in found if v["verdict"] in ("better", "worse")]
-    report["comparisons"] = {"n": len(found), "correction": "Holm", "alpha": alpha, "definitive": len(definitive),
-                             "not_surviving": sum(v["holm_survives"] is False for v in definitive)}
+    found = [v for c in report["criteria"].values() if c.get("rated") for v in c["rated"]["verdicts"].values()]
+    report["comparisons"] = mark_holm(found, alpha)
     return report
 
 

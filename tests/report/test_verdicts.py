@@ -24,7 +24,8 @@ from evolve.report import (
     verdict_text,
     verdict_warnings,
 )
-from evolve.report._compare import HOW_TO_SHARE, NO_SHARED_TARGETS, _apply_holm, _guarded
+from evolve.report._compare import HOW_TO_SHARE, NO_SHARED_TARGETS, _guarded
+from evolve.report._holm import mark_holm
 from evolve.report._report import _stats, render_agreement
 from evolve.stats import MIN_CASES
 
@@ -146,6 +147,7 @@ def test_compare_gives_no_verdict_on_too_few_shared_pairs_and_marks_holm():
     assert _guarded("worse", 20) == "worse" and _guarded("too few cases to tell", 3) == "too few cases to tell"
     diffs = [{"verdict": "better", "p_value": 0.02}, {"verdict": "worse", "p_value": 0.01},
              {"verdict": "no distinguishable difference", "p_value": 0.5}, {"verdict": NO_SHARED_TARGETS, "p_value": None}]
-    _apply_holm(diffs)
+    counted = mark_holm(diffs, 0.05)
+    assert counted == {"n": 3, "correction": "Holm", "alpha": 0.05, "definitive": 2, "not_surviving": 0}
     assert [d["holm_p"] for d in diffs[:3]] == pytest.approx([0.04, 0.03, 0.5]) and "holm_p" not in diffs[3]
     assert [d["holm_survives"] for d in diffs[:3]] == [True, True, None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -234,7 +235,9 @@ def test_every_item_is_scored_failed_not_evaluable_or_excluded(tmp_path, calibra
     judge = evolve.load_judge(calibrated).file
     rubric = json.loads(judge.rubric_files["rubric.json"])
     rubric["components"]["note"] = "A clinician's note (the criterion does not apply to it)."
-    judge = judge.model_copy(update={"rubric_files": {**judge.rubric_files, "rubric.json": json.dumps(rubric)}})
+    text = json.dumps(rubric)  # a judge file made for this test: its recorded sha256 follows the edit
+    judge = judge.model_copy(update={"rubric_files": {**judge.rubric_files, "rubric.json": text},
+                                     "rubric_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
     path = tmp_path / "judge.json"
     path.write_text(judge.model_dump_json(), encoding="utf-8")
 
