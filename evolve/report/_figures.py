@@ -14,6 +14,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from evolve.rubric import MAX_GUIDANCE_CHARS
+
 __all__ = [
     "archive_heatmap",
     "confusion_heatmap",
@@ -50,8 +52,10 @@ def archive_heatmap(candidates: Sequence[Mapping], *, length_bins: int, bias_bin
                     ax: Axes | None = None) -> Axes:
     """The archive over its two measures, each cell coloured by its elite's training MAE.
 
-    Redrawn from the run's elites with pyribs' ``grid_archive_heatmap`` (same grid as the run:
-    length 0-800 characters on x, signed bias [-R, +R] score points on y); the winner is a star.
+    Redrawn from the run's elites on the run's grid (length 0-800 characters on x, signed bias
+    [-R, +R] score points on y, equal-width cells as pyribs' ``GridArchive`` cuts them); a cell
+    holds its lowest-MAE elite; the winner is a star. Drawn with matplotlib alone, so a report
+    loads neither pyribs nor numba.
 
     Args:
         candidates: A criterion's candidate records (``elite``, ``selected``, ``length``,
@@ -60,27 +64,28 @@ def archive_heatmap(candidates: Sequence[Mapping], *, length_bins: int, bias_bin
         bias_range: R, the criterion's score range.
         ax: Where to draw.
     """
-    from ribs.visualize import grid_archive_heatmap
-
-    from evolve.archive import make_grid
-
     ax = _axes(ax)
     elites = [c for c in _scored(candidates) if c.get("elite")]
     if not elites:
         return _note(ax, "no elite in the archive")
-    grid = make_grid(bias_range, length_bins=length_bins, bias_bins=bias_bins)
-    measures = np.array([[c["length"], np.clip(c.get("train_signed_error") or 0.0, -bias_range, bias_range)] for c in elites])
-    ids = np.array([c["candidate_id"] for c in elites], dtype=object)
-    grid.add(ids.copy(), -np.array([c["train_mae"] for c in elites]), measures, candidate_id=ids)
-    data = grid.data(return_type="pandas")
-    data["objective"] = -data["objective"]  # colour by MAE itself (lower is better)
-    grid_archive_heatmap(grid, ax, df=data, cmap="viridis_r", cbar_kwargs={"label": "training MAE"})
+    r = float(bias_range)
+    measures = np.array([[c["length"], np.clip(c.get("train_signed_error") or 0.0, -r, r)] for c in elites], dtype=float)
+    edges = (np.linspace(0.0, float(MAX_GUIDANCE_CHARS), length_bins + 1), np.linspace(-r, r, bias_bins + 1))
+    cells = np.full((bias_bins, length_bins), np.nan)
+    for (length, bias), c in zip(measures, elites):
+        i = min(int(np.searchsorted(edges[1], bias, side="right")) - 1, bias_bins - 1)
+        j = min(int(np.searchsorted(edges[0], length, side="right")) - 1, length_bins - 1)
+        if np.isnan(cells[i, j]) or c["train_mae"] < cells[i, j]:
+            cells[i, j] = c["train_mae"]
+    mesh = ax.pcolormesh(edges[0], edges[1], np.ma.masked_invalid(cells), cmap="viridis_r")
+    ax.figure.colorbar(mesh, ax=ax, label="training MAE")
+    filled = int(np.isfinite(cells).sum())
     for c, m in zip(elites, measures):
         if c.get("selected"):
             ax.plot(m[0], m[1], marker="*", markersize=18, color="#d50000", markeredgecolor="white", label="winner")
     ax.set_xlabel("guidance length (characters)")
     ax.set_ylabel("signed bias (judge − physician)")
-    ax.set_title(f"archive: {len(data)} of {length_bins * bias_bins} cells filled")
+    ax.set_title(f"archive: {filled} of {length_bins * bias_bins} cells filled")
     if any(c.get("selected") for c in elites):
         ax.legend(loc="upper right")
     return ax

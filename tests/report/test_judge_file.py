@@ -150,7 +150,7 @@ def test_reading_a_judge_file_loads_no_engine(run: Path) -> None:
 
 
 def test_evolve_report_loads_no_engine(run: Path) -> None:
-    code = ("from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + ", '--no-html']\n"
+    code = ("from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + "]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code")
     assert _loaded_after(code) == []
     assert (run / JUDGE_FILE).is_file()
