@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -371,7 +372,13 @@ class CalibratedJudge:
             rows=rows, where=tuple(where), not_evaluable=tuple(not_evaluable),
             score_map={k: dict(v) for k, v in (score_map or {}).items()},
             criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=settings, n_boot=n_boot, html=html)
-        return run_judge(options, client=client, progress=progress, judge=self.file)
+        return run_judge(options, client=client, progress=progress, judge=self.file, on_warning=_warn)
+
+
+def _warn(message: str) -> None:
+    """A scoring run's warning (no better than a constant, drift, another model) as a Python
+    :class:`UserWarning`, as :func:`evolve.calibrate` passes its run's warnings."""
+    warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def load_judge(path: Path | str) -> CalibratedJudge:

@@ -285,3 +285,15 @@ def test_nested_jsonl_rows_and_where_as_the_table_importer_reads_them(tmp_path, 
     assert len(items) == 3 * 2 * 2  # medicine records x answers x claims
     config = json.loads((summary.run_dir / "config.json").read_text())
     assert config["rows"] == "answers.*.claims.*" and config["where"] == ["field=Medicine"]
+
+
+def test_python_users_see_the_judge_files_warnings(tmp_path, calibrated, client):
+    """What the CLI prints before scoring (here: the judge was no better than a constant on
+    validation) reaches Python as a UserWarning."""
+    judge = evolve.load_judge(calibrated).file
+    entry = judge.criteria["entailment"].model_copy(update={"no_better_than_constant": True})
+    path = tmp_path / "judge.json"
+    path.write_text(judge.model_copy(update={"criteria": {"entailment": entry}}).model_dump_json(), encoding="utf-8")
+    frame = pd.DataFrame({"case_text": ["Q?"], "target_text": ["An answer (truth 1)"], "statement": ["s"]})
+    with pytest.warns(UserWarning, match="no better than a constant"):
+        evolve.load_judge(path).score(frame, client=client, run_dir=tmp_path / "warned")
