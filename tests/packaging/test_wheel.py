@@ -99,6 +99,15 @@ def test_wheel_installed_outside_the_checkout_calibrates_the_example(tmp_path):
         _run([evolve, "calibrate", "--pack", "example", "--base-url", endpoint.base_url, "--model", "scripted",
               "--run-id", "from-wheel", "--accepted", "1", "--max-attempts", "2", "--batch-size", "1",
               "--min-coverage", "0"], cwd=work, env=env, timeout=600)
+        # the calibrated judge on outputs of our own, from the CLI and from Python, as installed
+        (work / "new.csv").write_text("case_text,target_text,statement\nIs it safe?,Yes it is.,It is safe.\n"
+                                      "Dose?,Take two.,Two tablets.\n", encoding="utf-8")
+        scored = _run([evolve, "judge", "new.csv", "--judge", "archives/from-wheel", "--base-url", endpoint.base_url,
+                       "--run-id", "judged"], cwd=work, env=env).stdout
+        assert "judge mean" in scored and (work / "archives" / "judged" / "items.csv").is_file()
+        code = ("import evolve, pandas as pd; s = evolve.load_judge('archives/from-wheel').score(pd.read_csv('new.csv'), "
+                f"endpoint={endpoint.base_url!r}, run_id='judged-py'); print(s.criteria['entailment'].n_scored)")
+        assert _run([bin_dir / "python", "-c", code], cwd=work, env=env).stdout.split()[-1] == "2"
     finally:
         endpoint.close()
     run = work / "archives" / "from-wheel"
