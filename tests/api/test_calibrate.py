@@ -90,6 +90,12 @@ def test_in_memory_pack_and_rubric(tmp_path: Path, fake_client, monkeypatch) -> 
     _check_against_report(summary)
     v = summary.criteria["entailment"].verdicts["no_guidance"]
     assert v.verdict == "too few cases to tell" and v.n_cases < MIN_CASES and v.estimate is not None and v.estimate < 0
+    # the judge of a rubric of our own scores new outputs with that rubric, from its judge file alone
+    judge = evolve.load_judge(run)
+    assert judge.file.rubric_id == "my-entailment"
+    new = pd.DataFrame({"case_text": ["Q?", "Q2?"], "target_text": ["A (truth 2)", "B (truth 0)"], "statement": ["s", "t"]})
+    scored = judge.score(new, client=fake_client, run_id="new")
+    assert scored.criteria["entailment"].n_scored == 2 and (scored.run_dir / "report.md").is_file()
 
 
 def test_endpoint_url_means_an_openai_compatible_server(tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path,
