@@ -125,6 +125,11 @@ class CriterionJudge(_Record):
         drift: The semantic-drift audit's verdict, None when the run was not audited.
         anchor: The winner's validation targets with judge and physician means.
         holdout: Summary numbers of the held-out evaluation, when one was made.
+        statement: Whether the targets the criterion was calibrated on carried a statement
+            (K-QA's gold statement, ExpertQA's claim), which the judge prompt then shows:
+            ``required`` (every one did), ``absent`` (none did) or ``either`` (some did, or a
+            file written before this was recorded). New targets must match, or they are scored
+            with prompts the calibration never validated.
     """
 
     criterion_id: str
@@ -138,6 +143,7 @@ class CriterionJudge(_Record):
     drift: str | None = None
     anchor: list[AnchorTarget]
     holdout: dict[str, Any] | None = None
+    statement: Literal["required", "absent", "either"] = "either"
 
 
 class SeedPolicy(_Record):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -44,6 +46,8 @@ def judge(
                                        "each record, e.g. 'answers.*.claims.*' (as `evolve ratings import table`)."),
     where: Optional[list[str]] = typer.Option(None, "--where", help="COLUMN=VALUE: keep only rows whose cell is exactly VALUE "
                                               "(repeatable), e.g. 'metadata.field=Healthcare / Medicine'."),
+    cases: Optional[Path] = typer.Option(None, "--cases", help="A case-id file (one id per line, or a .csv/.jsonl with "
+                                         "case_id): score only those cases, e.g. splits/NAME/holdout.txt."),
     criteria: Optional[list[str]] = typer.Option(None, "--criteria", "--criterion", help="Criterion to score (repeatable; "
                                                  "default: every criterion of the judge file)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run --run-id (finished calls are free from the cache)."),
@@ -74,7 +78,7 @@ def judge(
             targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
             columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),
             score_map=parse_score_map(score_map or []), rows=rows,
-            where=tuple(f"{c}={v}" for c, v in parse_where(where or [])),
+            where=tuple(f"{c}={v}" for c, v in parse_where(where or [])), cases=cases,
             criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=endpoint, model=model,
             n_boot=n_boot, html=html)
         folder = options.folder()
@@ -95,6 +99,12 @@ def judge(
 
 
 def _resume_hint(targets: Path, judge_path: Path, options) -> str | None:
+    """The command that continues this run: the one given (every mapping option included, so the
+    settings match), with the run folder named and ``--resume``."""
     if options is None or options.run_id is None:
         return None
-    return f"evolve judge {targets} --judge {judge_path} --run-id {options.run_id} --archives-dir {options.archives_dir} --resume"
+    args = [a for a in sys.argv[1:] if a != "--resume"] if sys.argv[1:2] == ["judge"] else \
+        ["judge", str(targets), "--judge", str(judge_path)]
+    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
+        args += ["--run-id", options.run_id, "--archives-dir", str(options.archives_dir)]
+    return shlex.join(["evolve", *args, "--resume"])

@@ -77,13 +77,16 @@ def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | 
     files = {rel: data.decode("utf-8") for rel, data in bundle.files().items()}
     scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
     assert scores is not None  # required
-    ratings = load_pack(config.pack, prompts_root=root).ratings_frame()
+    pack = load_pack(config.pack, prompts_root=root)
+    ratings = pack.ratings_frame()
+    has_statement = {t.target_id: bool(t.statement) for t in pack.targets}
     texts = {c.candidate_id: c.text for c in read_candidates(run_dir, required=("candidate_id", "criterion", "text"))}
     criteria = {}
     for cid, entry in report.get("criteria", {}).items():
         crit_scores = scores[scores["criterion"] == cid]
         crit_ratings = ratings[ratings["criterion"] == cid]
-        criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(bundle.rubric.criterion(cid).scores))
+        criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(bundle.rubric.criterion(cid).scores),
+                                   _statement(crit_scores, has_statement))
     return JudgeFile(
         run_id=config.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         source_run=str(run_dir.absolute()), rubric_id=rubric_id, rubric_version=bundle.rubric.version,
@@ -94,7 +97,7 @@ def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | 
 
 
 def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFrame, texts: dict[str, str],
-               labels: list[int]) -> CriterionJudge:
+               labels: list[int], statement: Literal["required", "absent", "either"]) -> CriterionJudge:
     """One criterion of the judge file from its report entry, scores and ratings."""
     reeval = scores[scores["phase"] == "reeval"]
     train_targets = set(reeval.loc[reeval["split"] == "train", "target_id"])
@@ -113,8 +116,14 @@ def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFram
         verdicts=_verdicts(entry.get("verdicts") or {}), training_median=median,
         no_better_than_constant=bool(flag) if flag is not None else _no_better(entry["rows"]),
         drift=(entry.get("audit") or {}).get("flag"), anchor=_anchor(reeval, winner_id, ratings),
-        holdout=entry.get("holdout"),
+        holdout=entry.get("holdout"), statement=statement,
     )
+
+
+def _statement(scores: pd.DataFrame, has_statement: dict[str, bool]) -> Literal["required", "absent", "either"]:
+    """Whether every, no or some target the criterion was judged on carried a statement."""
+    seen = {has_statement.get(str(t), False) for t in scores["target_id"].unique()}
+    return "required" if seen == {True} else "absent" if seen == {False} else "either"
 
 
 def _guidance(kind: Literal["winner", "best-initial", "no-guidance"], candidate_id: str, text: str, stats: dict | None) -> JudgeGuidance:

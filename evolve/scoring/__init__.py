@@ -24,10 +24,11 @@ from evolve.scoring._engine import (
     STATUSES,
     ScoringCounts,
     ScoringResult,
+    check_statements,
     chosen_criteria,
     score_targets,
 )
-from evolve.scoring._targets import ScoringTargets, read_targets
+from evolve.scoring._targets import ScoringTargets, read_targets, select_cases
 
 __all__ = [
     "CALL_COLUMNS",
@@ -37,7 +38,9 @@ __all__ = [
     "ScoringCounts",
     "ScoringResult",
     "ScoringTargets",
+    "check_statements",
     "chosen_criteria",
     "read_targets",
     "score_targets",
+    "select_cases",
 ]

@@ -13,14 +13,14 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, JudgeGuidance
 from evolve.data import Target
-from evolve.errors import ConfigError
+from evolve.errors import ConfigError, PackError
 from evolve.judge import Judge, JudgeSettings, derive_seed
 from evolve.llm import Client
 from evolve.rubric import Criterion
 from evolve.runs import Event, NoProgress, ProgressHook, ScoringFolder, check_resumable, check_same_settings, on_call
 from evolve.scoring._targets import ScoringTargets
 
-__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "score_targets"]
+__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_statements", "score_targets"]
 
 CALL_COLUMNS = [
     "criterion", "guidance", "candidate_id", "target_id", "case_id", "component", "repeat", "seed", "outcome",
@@ -77,6 +77,35 @@ def chosen_criteria(judge: JudgeFile, criteria: Sequence[str] | None) -> list[Cr
     return [rubric.criterion(c) for c in ids]
 
 
+def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence[Criterion]) -> None:
+    """Refuse targets whose statement does not match what the criterion was calibrated on.
+
+    The judge prompt shows a target's statement (K-QA's gold statement, ExpertQA's claim) when
+    it has one, so a criterion calibrated on targets that all had one
+    (:attr:`CriterionJudge.statement` ``required``) would judge a target without one with a
+    prompt it never validated, and the other way round for ``absent``.
+
+    Raises:
+        PackError: Naming the criterion, how many targets differ, the first of them, and the fix.
+    """
+    for crit in chosen:
+        rule = judge.criteria[crit.criterion_id].statement
+        if rule == "either":
+            continue
+        wrong = [t.target_id for t in targets.pack.targets
+                 if t.component in crit.components and bool(t.statement) != (rule == "required")]
+        if not wrong:
+            continue
+        first = ", ".join(wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+        if rule == "required":
+            raise PackError(f"{targets.source}: {len(wrong)} target(s) have no statement ({first}), but criterion "
+                            f"{crit.criterion_id!r} was calibrated on targets that each had one (the judge prompt shows it). "
+                            "Map the column that holds it: --column statement=COLUMN (Python: columns={'statement': COLUMN}).")
+        raise PackError(f"{targets.source}: {len(wrong)} target(s) have a statement ({first}), but criterion "
+                        f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
+                        "Leave the statement column unmapped.")
+
+
 def score_targets(
     judge: JudgeFile,
     targets: ScoringTargets,
@@ -118,9 +147,12 @@ def score_targets(
     Raises:
         RunError: ``run_dir`` holds a run and ``resume`` is false (or differs in settings).
         ConfigError: An unknown criterion.
+        PackError: Targets with or without a statement where the calibration's targets were
+            the other way (:func:`check_statements`); nothing is written then.
     """
     folder = ScoringFolder(run_dir)
     chosen = chosen_criteria(judge, criteria)
+    check_statements(judge, targets, chosen)
     resuming = check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run")
     if resuming:
         check_same_settings(folder / folder.CONFIG, folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str)),

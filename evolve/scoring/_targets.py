@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from evolve.calibrated import JudgeFile
 from evolve.data import RatingPack, TableCounts, import_frame, import_table, load_pack, validate_pack
 from evolve.errors import PackError
+from evolve.splits import read_case_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["ScoringTargets", "read_targets"]
+__all__ = ["ScoringTargets", "read_targets", "select_cases"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,33 @@ def _pack_targets(path: Path, judge: JudgeFile) -> ScoringTargets:
                         f"version {rubric.version}. Re-import the pack on version {rubric.version}.")
     validate_pack(pack, rubric=rubric)
     return ScoringTargets(pack, bool(pack.ratings), f"rating pack {path}")
+
+
+def select_cases(targets: ScoringTargets, cases: Path | str) -> ScoringTargets:
+    """Keep only the cases a case file lists, with their targets and ratings.
+
+    Typically a split's ``holdout.txt``: the rows of a rating pack that calibration never saw.
+
+    Args:
+        targets: What :func:`read_targets` read.
+        cases: A case-id file in any format :func:`evolve.splits.read_case_ids` reads (plain
+            text one id per line, a ``.csv``/``.jsonl`` with ``case_id``, a pack folder).
+
+    Returns:
+        The same targets restricted to those cases (``source`` says so).
+
+    Raises:
+        PackError: The file names cases the targets do not hold (the first ones named), or none.
+    """
+    wanted = read_case_ids(cases).ids
+    present = {c.case_id for c in targets.pack.cases}
+    unknown = [c for c in wanted if c not in present]
+    if unknown:
+        first = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise PackError(f"{cases}: {len(unknown)} of its {len(wanted)} case ids are not in {targets.source} ({first}). "
+                        "Give a case file of these targets (the same case ids, e.g. the split made from this pack), "
+                        "or map the column holding those ids: --column case=COLUMN.")
+    if not wanted:
+        raise PackError(f"{cases}: lists no case id. Give a file with one case id per line (e.g. splits/<name>/holdout.txt).")
+    pack = targets.pack.subset(wanted)
+    return replace(targets, pack=pack, rated=bool(pack.ratings), source=f"{targets.source}, cases of {Path(cases).name}")

@@ -19,7 +19,7 @@ from evolve.errors import ConfigError
 from evolve.llm import Client
 from evolve.report import write_scoring_report
 from evolve.runs import EndpointSettings, Event, ProgressHook, ScoringFolder, default_cache_path, owned_client
-from evolve.scoring import ScoringTargets, read_targets, score_targets
+from evolve.scoring import ScoringTargets, check_statements, chosen_criteria, read_targets, score_targets, select_cases
 
 __all__ = ["CalibratedJudge", "CriterionScore", "JudgeRunOptions", "ScoringSummary", "load_judge", "run_judge"]
 
@@ -39,6 +39,7 @@ class JudgeRunOptions(BaseModel):
         score_map: Rating labels -> scores per criterion (rated tables; ``"*"``: every criterion).
         rows: JSONL only: the dotted path whose every element is one row (``answers.*.claims.*``).
         where: ``COLUMN=VALUE`` conditions rows must meet (e.g. ``metadata.field=Healthcare / Medicine``).
+        cases: A case-id file (e.g. a split's ``holdout.txt``): score only those cases.
         criteria: Criterion ids to score (default: every criterion of the judge file).
         resume: Continue the run folder (finished calls come from the cache).
         endpoint: Where calls go (default: the embedded model).
@@ -60,6 +61,7 @@ class JudgeRunOptions(BaseModel):
     score_map: dict[str, dict[str, int]] = Field(default_factory=dict)
     rows: str | None = None
     where: tuple[str, ...] = ()
+    cases: Path | None = None
     criteria: tuple[str, ...] | None = None
     resume: bool = False
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings)
@@ -101,7 +103,8 @@ class CriterionScore(BaseModel):
         mean, low, high: Mean judge score over scored items with its case-clustered interval.
         anchored, anchored_low, anchored_high: Physician-anchored (PPI++) mean and interval.
         anchored_refused: Why no anchored mean (e.g. too few rated cases), else None.
-        physician_mean: The targets' physicians' mean (rated targets), else None.
+        physician_mean, physician_low, physician_high: The targets' physicians' mean (rated
+            targets) with its case-clustered interval, else None.
         mae, no_guidance_mae: MAE of the winner and of no guidance against the targets' ratings.
     """
 
@@ -121,6 +124,8 @@ class CriterionScore(BaseModel):
     anchored_high: float | None = None
     anchored_refused: str | None = None
     physician_mean: float | None = None
+    physician_low: float | None = None
+    physician_high: float | None = None
     mae: float | None = None
     no_guidance_mae: float | None = None
 
@@ -153,7 +158,8 @@ class ScoringSummary(BaseModel):
             mean = "no scored item" if c.mean is None else f"{c.mean:.3f} [{_f(c.low)}, {_f(c.high)}]"
             anchored = (f"refused ({c.anchored_refused})" if c.anchored_refused else
                         "—" if c.anchored is None else f"{c.anchored:.3f} [{_f(c.anchored_low)}, {_f(c.anchored_high)}]")
-            phys = "" if c.physician_mean is None else f"; physicians' mean {c.physician_mean:.3f}"
+            phys = "" if c.physician_mean is None else \
+                f"; physicians' mean {c.physician_mean:.3f} [{_f(c.physician_low)}, {_f(c.physician_high)}]"
             lines.append(f"{c.criterion_id}: judge mean {mean}; physician-anchored {anchored}{phys} "
                          f"({c.n_scored} of {c.n_items} items scored, {c.n_failed} failed, {c.n_not_evaluable} not evaluable, "
                          f"{c.n_excluded} excluded)")
@@ -197,6 +203,7 @@ def _config(options: JudgeRunOptions, judge: JudgeFile, targets: ScoringTargets,
         "score_map": options.score_map,
         "rows": options.rows,
         "where": list(options.where),
+        "cases": folder.portable(options.cases) if options.cases is not None else None,
         "criteria": list(options.criteria) if options.criteria else None,
         "model": options.model,
         "endpoint": options.endpoint.resume_fields(),
@@ -231,12 +238,16 @@ def run_judge(
 
     Raises:
         RunError: No judge file, a run folder that exists without ``resume`` (or differs).
-        PackError: Unreadable targets (every bad cell named by file, row and column).
+        PackError: Unreadable targets (every bad cell named by file, row and column), or targets
+            with or without a statement where the calibration's were the other way.
         ConfigError: An unknown criterion.
     """
     judge = judge or load_judge_file(options.judge)
     targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
                            score_map=options.score_map, rows=options.rows, where=options.where)
+    if options.cases is not None:
+        targets = select_cases(targets, options.cases)
+    check_statements(judge, targets, chosen_criteria(judge, options.criteria))  # before the folder exists
     folder = ScoringFolder(options.folder())
     config = _config(options, judge, targets, folder)
     warnings = judge_warnings(judge, options.criteria)
@@ -280,14 +291,14 @@ def summary_of(run_dir: Path, judge_run_id: str, report: Mapping[str, Any]) -> S
     criteria = {}
     for cid, c in report["criteria"].items():
         a, rated = c["anchored"], c.get("rated") or {}
-        n = c["counts"]
+        n, phys = c["counts"], rated.get("physician_mean") or {}
         criteria[cid] = CriterionScore(
             criterion_id=cid, name=c["name"], n_items=n["n_items"], n_scored=n["n_scored"], n_failed=n["n_failed"],
             n_not_evaluable=n["n_not_evaluable"], n_excluded=n["n_excluded"], coverage=c["coverage"],
             mean=c["judge_mean"]["estimate"], low=c["judge_mean"]["low"], high=c["judge_mean"]["high"],
             anchored=a.get("estimate"), anchored_low=a.get("low"), anchored_high=a.get("high"),
             anchored_refused=a.get("refused"),
-            physician_mean=(rated.get("physician_mean") or {}).get("estimate"),
+            physician_mean=phys.get("estimate"), physician_low=phys.get("low"), physician_high=phys.get("high"),
             mae=((rated.get("winner") or {}).get("mae") or {}).get("estimate"),
             no_guidance_mae=((rated.get("no_guidance") or {}).get("mae") or {}).get("estimate"),
         )
@@ -333,6 +344,7 @@ class CalibratedJudge:
         where: Sequence[str] = (),
         not_evaluable: Sequence[str] = (),
         score_map: Mapping[str, Mapping[str, int]] | None = None,
+        cases: Path | str | None = None,
         criteria: Sequence[str] | None = None,
         resume: bool = False,
         archives_dir: Path | str = "archives",
@@ -353,6 +365,7 @@ class CalibratedJudge:
             columns: ``field -> column`` mapping.
             rows, where, not_evaluable, score_map: As for ``evolve ratings import table`` (nested JSONL
                 rows, ``COLUMN=VALUE`` row conditions, rated tables' not-evaluable cells and label map).
+            cases: A case-id file (e.g. ``splits/<name>/holdout.txt``): score only those cases.
             criteria: Criterion ids (default: all).
             resume: Continue ``run_dir`` (finished calls free from the cache).
             archives_dir, run_id: Where the run folder goes when ``run_dir`` is None.
@@ -371,7 +384,8 @@ class CalibratedJudge:
             archives_dir=Path(archives_dir), run_dir=Path(run_dir) if run_dir is not None else None, columns=dict(columns or {}),
             rows=rows, where=tuple(where), not_evaluable=tuple(not_evaluable),
             score_map={k: dict(v) for k, v in (score_map or {}).items()},
-            criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=settings, n_boot=n_boot, html=html)
+            cases=Path(cases) if cases is not None else None, criteria=tuple(criteria) if criteria else None,
+            resume=resume, endpoint=settings, n_boot=n_boot, html=html)
         return run_judge(options, client=client, progress=progress, judge=self.file, on_warning=_warn)
 
 

@@ -23,17 +23,19 @@ from tests.conftest import fake_consilium_endpoint, make_consilium_pack
 from tests.consilium.bench_support import make_client, make_config, write_cases
 
 
-def _calibration(tmp_path: Path) -> Path:
+def _calibration(tmp_path: Path, n_cases: int = 12, validation_fraction: float = 0.34,
+                 max_validation_targets: int | None = None) -> Path:
     pack_dir = tmp_path / "packs" / "consilium-tiny"
-    write_pack(make_consilium_pack(), pack_dir)
+    write_pack(make_consilium_pack(n_cases), pack_dir)
     split_dir = tmp_path / "splits" / "consilium-tiny"
-    write_splits(make_splits(load_pack(pack_dir), holdout_fraction=0.0, validation_fraction=0.34, seed=1), split_dir)
+    write_splits(make_splits(load_pack(pack_dir), holdout_fraction=0.0, validation_fraction=validation_fraction, seed=1),
+                 split_dir)
     config = resolve_config(preset="quick", environ={}, overrides={
         "run_id": "calib", "pack": pack_dir, "splits": split_dir, "rubric": "consilium", "criteria": ["data_use"],
         "archives_dir": tmp_path / "archives", "cache_path": tmp_path / "calib-cache.sqlite",
         "endpoint": {"provider": "fake"}, "judge": {"model": "model-a"},
         "budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2,
-                   "max_train_targets": None, "max_validation_targets": None}})
+                   "max_train_targets": None, "max_validation_targets": max_validation_targets}})
     with Client(FakeProvider(fake_consilium_endpoint), cache=ResponseCache(tmp_path / "calib-cache.sqlite")) as client:
         return run_calibration(config, client=client).run_dir
 
@@ -68,3 +70,29 @@ def test_a_calibration_judge_file_guides_the_bench_and_anchors_its_report(tmp_pa
     assert f"{len(anchor_cases)} rated cases" in refusal and str(MIN_RATED_CASES) in refusal
     assert all(r["judge_mean"] is not None and r["anchored_mean"] is None for r in section["systems"])
     assert f"refused: {refusal}" in render_bench_markdown(report)
+
+
+def test_a_bench_judged_with_a_calibration_of_enough_validation_cases_reports_anchored_means(tmp_path):
+    """End to end with no hand-made anchor: a calibration on 30 synthetic consilium cases (15
+    validated) writes judge.json; the bench it judges reports per system the raw judge mean and
+    the physician-anchored mean with an interval, computed from that file's anchor."""
+    calib = _calibration(tmp_path, n_cases=30, validation_fraction=0.5, max_validation_targets=1000)
+    anchor = json.loads((calib / "judge.json").read_text())["criteria"]["data_use"]["anchor"]
+    assert len({a["case_id"] for a in anchor}) >= MIN_RATED_CASES
+    config = make_config(tmp_path, write_cases(tmp_path / "cases.jsonl", n=4))
+    client, _ = make_client(tmp_path)
+    try:
+        run_bench(config, client=client)
+        judge_bench(config.run_dir, calibration_run=calib / "judge.json", client=client)
+    finally:
+        client.close()
+    report = build_bench_report(config.run_dir, n_boot=50)
+    systems = [r for r in report["anchored"]["systems"] if r["criterion"] == "data_use"]
+    assert systems and all(r["refused"] is None for r in systems)
+    for row in systems:
+        assert row["judge_mean"] is not None and row["anchored_mean_low"] <= row["anchored_mean"] <= row["anchored_mean_high"]
+        assert row["n_rated_cases"] == len({a["case_id"] for a in anchor})
+    text = render_bench_markdown(report)
+    r = systems[0]
+    assert "## Physician-anchored means" in text
+    assert f"{r['anchored_mean']:.2f} [{r['anchored_mean_low']:.2f}, {r['anchored_mean_high']:.2f}]" in text

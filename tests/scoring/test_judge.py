@@ -16,6 +16,7 @@ from evolve.config import resolve_config
 from evolve.data import write_pack
 from evolve.errors import PackError, RunError
 from evolve.llm import Client, ResponseCache
+from evolve.scoring import read_targets, score_targets
 from evolve.splits import load_splits, make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import run_calibration
@@ -145,6 +146,42 @@ def test_bad_table_cells_are_named_by_file_row_and_column(tmp_path, calibrated, 
     assert not (tmp_path / "bad").exists()  # nothing was written, nothing paid
 
 
+def test_targets_without_the_statement_the_judge_was_calibrated_with_are_refused(tmp_path, calibrated, client, provider):
+    judge = evolve.load_judge(calibrated)
+    assert judge.file.criteria["entailment"].statement == "required"  # every tiny-pack target has one
+    frame = pd.DataFrame({"case_id": ["n1", "n1", "n2"], "case_text": ["Q1?", "Q1?", "Q2?"],
+                          "target_text": ["A1", "A2", "A3"]})
+    before = provider.calls
+    with pytest.raises(PackError) as info:
+        judge.score(frame, client=client, run_dir=tmp_path / "nostatement")
+    text = str(info.value)
+    assert "3 target(s) have no statement" in text and "'entailment'" in text and "--column statement=COLUMN" in text
+    assert not (tmp_path / "nostatement").exists() and provider.calls == before  # nothing written, nothing paid
+    unstated = judge.file.model_copy(update={"criteria": {
+        "entailment": judge.file.criteria["entailment"].model_copy(update={"statement": "absent"})}})
+    with pytest.raises(PackError, match="calibrated on targets without one"):
+        score_targets(unstated, read_targets(frame.assign(statement="S"), unstated),
+                                     client=client, run_dir=tmp_path / "stated", config={})
+    assert not (tmp_path / "stated").exists()
+
+
+def test_cases_scores_only_the_held_out_cases_of_a_pack(tmp_path, pack_dirs, calibrated, client):
+    pack, splits = pack_dirs
+    holdout = load_splits(splits).holdout
+    assert holdout
+    summary = evolve.load_judge(calibrated).score(pack, cases=splits / "holdout.txt", client=client,
+                                                  run_dir=tmp_path / "held")
+    items = summary.items()
+    assert set(items["case_id"]) == set(holdout)
+    assert summary.rated and summary.criteria["entailment"].physician_mean is not None
+    bad = tmp_path / "cases.txt"
+    bad.write_text(f"{holdout[0]}\nno-such-case\n", encoding="utf-8")
+    with pytest.raises(PackError) as info:
+        evolve.load_judge(calibrated).score(pack, cases=bad, client=client, run_dir=tmp_path / "bad")
+    assert "cases.txt: 1 of its 2 case ids are not in" in str(info.value) and "no-such-case" in str(info.value)
+    assert not (tmp_path / "bad").exists()
+
+
 class _Endpoint(LoopbackChatServer):
     def __init__(self) -> None:
         super().__init__(lambda body: fake_endpoint(request_of(body)))
@@ -188,6 +225,17 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         bad = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--archives-dir", str(archives),
                                   "--base-url", endpoint.base_url, "--column", "case_text=nosuch"])
         assert bad.exit_code == 2 and "nosuch" in bad.output and "Traceback" not in bad.output
+        held = runner.invoke(app, ["judge", str(pack), "--judge", str(archives / "cal"), "--run-id", "held",
+                                   "--archives-dir", str(archives), "--base-url", endpoint.base_url,
+                                   "--cases", str(splits / "holdout.txt")])
+        assert held.exit_code == 0, held.output
+        items = pd.read_csv(archives / "held" / "items.csv", dtype={"case_id": str})
+        assert set(items["case_id"]) == set(load_splits(splits).holdout)
+        unstated = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--archives-dir", str(archives),
+                                       "--base-url", endpoint.base_url, "--column", "case_text=question",
+                                       "--column", "target_text=answer"])
+        assert unstated.exit_code == 2 and "--column statement=COLUMN" in unstated.output.replace("\n", "")
+        assert "Traceback" not in unstated.output
 
 
 def test_load_judge_names_the_fix_when_there_is_no_judge_file(tmp_path):
