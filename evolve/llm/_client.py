@@ -32,6 +32,15 @@ Result = ChatResponse | CallFailure
 T = TypeVar("T")
 
 
+class _Flight:
+    """A request on its way to the endpoint: identical requests wait on ``done`` for ``result``
+    (None when the call ended without one)."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Result | None = None
+
+
 class Client:
     """Async model client with a synchronous facade.
 
@@ -93,6 +102,7 @@ class Client:
         # a client nobody closes stops its loop when collected, or at exit while the loop still runs
         self._release = weakref.finalize(self, _release_portal, self._portal_cm, self._portal)
         self._limiter = self._portal.call(self._make_limiter)
+        self._in_flight: dict[str, _Flight] = {}  # cache key -> the call answering it (touched on the loop only)
 
     async def _make_limiter(self) -> anyio.CapacityLimiter:
         return anyio.CapacityLimiter(self.max_concurrency)
@@ -105,11 +115,15 @@ class Client:
     async def acomplete(self, request: ChatRequest) -> Result:
         """Complete one request: cache lookup, then the endpoint with retries.
 
+        Identical requests (same cache key) in flight at once reach the endpoint once: the later
+        ones wait for the first and share its answer, counted as cache hits (a failure of the
+        first is theirs too, not counted again as a call).
+
         Returns:
-            The response (``cached=True`` if from the cache) or a :class:`CallFailure` after
-            all retries. Failures, cut answers (``finish_reason`` other than ``stop``) and
-            answers to a structured request that are not a JSON object are never cached, so a
-            resumed run asks again.
+            The response (``cached=True`` if from the cache or a shared answer) or a
+            :class:`CallFailure` after all retries. Failures, cut answers (``finish_reason``
+            other than ``stop``) and answers to a structured request that are not a JSON
+            object are never cached, so a resumed run asks again.
         """
         key = request.cache_key(self.endpoint_id)
         if self.cache is not None:
@@ -117,6 +131,32 @@ class Client:
             if hit is not None:
                 self._count(request.tag, hit)
                 return hit
+        first = self._in_flight.get(key)
+        if first is not None:
+            return await self._share(request, first)
+        flight = _Flight()
+        self._in_flight[key] = flight
+        try:
+            flight.result = await self._call(request, key)
+        finally:
+            del self._in_flight[key]
+            flight.done.set()
+        return flight.result
+
+    async def _share(self, request: ChatRequest, flight: _Flight) -> Result:
+        """Wait for the identical request in flight and take its answer (asking anew only when
+        it ended without one: cancelled or stopped by an error)."""
+        await flight.done.wait()
+        if flight.result is None:
+            return await self.acomplete(request)
+        if isinstance(flight.result, CallFailure):
+            return flight.result
+        shared = flight.result.model_copy(update={"cached": True, "latency_s": 0.0})
+        self._count(request.tag, shared)
+        return shared
+
+    async def _call(self, request: ChatRequest, key: str) -> Result:
+        """The endpoint call behind :meth:`acomplete` (retries, usage, caching)."""
         response, attempts = await self._with_retries(lambda: self.provider.complete(request))
         if isinstance(response, CallFailure):
             return self._fail(request.tag, response, attempts)

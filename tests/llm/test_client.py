@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -92,6 +93,42 @@ def test_concurrency_is_bounded():
     with Client(Slow(lambda r: "x"), max_concurrency=3) as client:
         client.map([_req(i) for i in range(12)])
     assert state["peak"] == 3
+
+
+def _slow(reply) -> LoopbackChatServer:
+    """A loopback endpoint that takes 50 ms per answer, so identical requests overlap in flight."""
+
+    def answer(body: dict):
+        time.sleep(0.05)
+        return reply(body)
+
+    return LoopbackChatServer(answer)
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_identical_requests_in_flight_reach_the_endpoint_once(tmp_path, cached):
+    requests = [_req(i % 3) for i in range(12)]  # 3 distinct requests, each 4 times in one batch
+    with _slow(lambda b: (200, chat_completion(f"answer to {b['messages'][-1]['content']} seed {b.get('seed')}"))) as server:
+        provider = OpenAICompatibleProvider(server.base_url, api_key="k")
+        cache = ResponseCache(tmp_path / "c.sqlite") if cached else None
+        with Client(provider, cache=cache, max_concurrency=4) as client:
+            results = client.map(requests)
+            usage = client.usage["judge"]
+        assert len(server.bodies) == 3  # one endpoint request per distinct request
+    assert [r.text for r in results] == [f"answer to q{i % 3} seed {i % 3}" for i in range(12)]
+    assert (usage.calls, usage.cache_hits) == (3, 9)  # the 9 duplicates are served, not paid
+    assert sum(not r.cached for r in results) == 3
+
+
+def test_a_failed_request_in_flight_is_the_failure_of_its_duplicates_not_counted_twice():
+    with _slow(lambda b: (400, {"error": {"message": "bad"}})) as server:
+        provider = OpenAICompatibleProvider(server.base_url, api_key="k")
+        with Client(provider, max_concurrency=4) as client:
+            results = client.map([_req(1)] * 4)
+            usage = client.usage["judge"]
+        assert len(server.bodies) == 1
+    assert all(isinstance(r, CallFailure) and r.kind == "fatal" for r in results)
+    assert (usage.calls, usage.failures, usage.cache_hits) == (0, 1, 0)
 
 
 def test_fake_provider_raises_when_script_runs_out():
