@@ -13,9 +13,9 @@ strict JSON schema. Calibrated guidance, when given, is one more block, ``<GUIDA
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from evolve.llm import Message, response_format
 from evolve.otb._records import BoardCase, TurnQuestion
@@ -95,7 +95,10 @@ Reply with only the JSON object asked for.""",
 
 
 class _Reply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A judge reply, validated as sent: strict types (``"false"`` is not a boolean, ``"3"`` or
+    ``3.0`` not a score), no extra keys; anything else is a judge failure, never coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Alignment(_Reply):
@@ -118,16 +121,25 @@ class ClinicalEquivalence(_Reply):
     rationale: str = Field(min_length=1, max_length=1000)
 
 
-_DECISION = Field(ge=-1, le=5)
+def _integer(value: object) -> object:
+    """Refuse what a ``Literal`` of integers would let through because it compares equal
+    (``True`` for 1, ``3.0`` for 3)."""
+    if type(value) is not int:
+        raise ValueError(f"must be a JSON integer, not {value!r}")
+    return value
+
+
+Decision = Annotated[Literal[-1, 1, 2, 3, 4, 5], BeforeValidator(_integer)]
+"""A four-decision score: -1 out of scope, else 1-5 (0 is no value of this scale)."""
 
 
 class FourDecisions(_Reply):
     """Board judge reply: each decision -1 (out of scope) or 1-5."""
 
-    therapy: int = _DECISION
-    surgery: int = _DECISION
-    next_action: int = _DECISION
-    clinical_trial: int = _DECISION
+    therapy: Decision
+    surgery: Decision
+    next_action: Decision
+    clinical_trial: Decision
     rationale: str = Field(min_length=1, max_length=1200)
 
 
