@@ -25,6 +25,7 @@ from evolve.errors import (
 )
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
+from evolve.llm._schema import schema_violation, sent_schema
 from evolve.llm._structured import parse_json_object
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Usage
 
@@ -123,12 +124,14 @@ class Client:
             The response (``cached=True`` if from the cache or a shared answer) or a
             :class:`CallFailure` after all retries. Failures, cut answers (``finish_reason``
             other than ``stop``) and answers to a structured request that are not a JSON
-            object are never cached, so a resumed run asks again.
+            object fitting the schema sent (:func:`~evolve.llm._schema.schema_violation`) are
+            never cached - nor replayed when an older cache holds one - so a resumed run asks
+            again.
         """
         key = request.cache_key(self.endpoint_id)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and self._fits(request, hit):  # a reply stored before the schema was checked is asked again
                 self._count(request.tag, hit)
                 return hit
         first = self._in_flight.get(key)
@@ -155,6 +158,10 @@ class Client:
         self._count(request.tag, shared)
         return shared
 
+    def _fits(self, request: ChatRequest, response: ChatResponse) -> bool:
+        """:func:`_well_formed` for this client's provider (whether it sends length limits)."""
+        return _well_formed(request, response, schema_limits=getattr(self.provider, "schema_limits", True) is not False)
+
     async def _call(self, request: ChatRequest, key: str) -> Result:
         """The endpoint call behind :meth:`acomplete` (retries, usage, caching)."""
         response, attempts = await self._with_retries(lambda: self.provider.complete(request))
@@ -163,7 +170,7 @@ class Client:
         self._unreachable = 0
         with self._usage_lock:
             self.usage[request.tag].retries += attempts - 1
-        if self.cache is not None and response.finish_reason == "stop" and _well_formed(request, response):
+        if self.cache is not None and response.finish_reason == "stop" and self._fits(request, response):
             self.cache.put(key, response)
         self._count(request.tag, response)
         return response
@@ -409,16 +416,20 @@ def _release_portal(portal_cm: Any, portal: Any) -> None:
         pass
 
 
-def _well_formed(request: ChatRequest, response: ChatResponse) -> bool:
-    """Whether an answer is worth caching: any text for a free-text request, a JSON object for a
-    structured one (garbage or a truncated object is asked again on resume, not replayed)."""
+def _well_formed(request: ChatRequest, response: ChatResponse, *, schema_limits: bool = True) -> bool:
+    """Whether an answer is worth caching (or replaying from the cache): any text for a
+    free-text request; for a structured one, a JSON object that fits the ``json_schema`` of its
+    ``response_format`` as sent (``schema_limits`` False: without length limits, as the provider
+    sent it). Garbage, a truncated object, a score outside the scale or a wrong type is asked
+    again on resume, not replayed (the caller still gets it and records its own failure)."""
     if request.response_format is None:
         return True
     try:
-        parse_json_object(response.text)
+        value = parse_json_object(response.text)
     except ValueError:
         return False
-    return True
+    schema = sent_schema(request.response_format, schema_limits=schema_limits)
+    return schema is None or schema_violation(value, schema) is None
 
 
 def _ended_loop(exc: BaseException) -> bool:
