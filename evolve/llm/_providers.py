@@ -144,6 +144,7 @@ class OpenAICompatibleProvider:
             cached_tokens = getattr(usage.prompt_tokens_details, "cached_tokens", 0) or 0
         return ChatResponse(
             text=choice.message.content or "",
+            reasoning=_separated_reasoning(choice.message),
             finish_reason=choice.finish_reason or "stop",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -197,6 +198,16 @@ class OpenAICompatibleProvider:
                 raise EndpointError(f"{self.endpoint_id}: embedding is not a list of floats")
             vectors.append([float(x) for x in item.embedding])
         return vectors
+
+
+def _separated_reasoning(message: Any) -> str:
+    """The reasoning a server returned beside the content: ``reasoning`` (OpenRouter, newer vLLM)
+    or ``reasoning_content`` (DeepSeek, vLLM, llama-server); ``""`` when neither is a string."""
+    for name in ("reasoning", "reasoning_content"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 _STATUS_CAUSES = (

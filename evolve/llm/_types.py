@@ -63,6 +63,8 @@ class ChatResponse(BaseModel):
 
     Attributes:
         text: The assistant message content.
+        reasoning: Reasoning the provider returned apart from the content (OpenAI-compatible
+            ``reasoning_content`` or ``reasoning`` of the message); ``""`` when none was.
         finish_reason: ``stop`` for a complete answer; ``length`` means it was cut by
             ``max_tokens`` (for JSON outputs: broken - treated as a model failure).
         prompt_tokens: Input tokens billed/processed.
@@ -75,6 +77,7 @@ class ChatResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str
+    reasoning: str = ""
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -56,6 +56,8 @@ from evolve.otb._prompts import (
 from evolve.otb._ratings import OTB_RATING_COLUMNS, OTB_RUBRIC_ID, otb_rating_pack
 from evolve.otb._records import (
     NO_SLIDES,
+    QA_TYPES,
+    TARGET_ROLES,
     BoardCase,
     ManifestEntry,
     SourceAlias,
@@ -63,11 +65,13 @@ from evolve.otb._records import (
     load_board_cases,
     load_manifest,
     load_turn_questions,
+    messages_sha256,
     open_jsonl,
 )
 from evolve.otb._runner import (
     GenerationCounts,
     generate_otb,
+    load_otb_inputs,
     load_otb_items,
     load_stored_prompts,
     read_responses,
@@ -84,6 +88,8 @@ __all__ = [
     "OTB_RATING_COLUMNS",
     "OTB_RUBRIC_ID",
     "PROMPT_VERSION",
+    "QA_TYPES",
+    "TARGET_ROLES",
     "BoardCase",
     "ClinicalEquivalence",
     "ConclusionAlignment",
@@ -112,9 +118,11 @@ __all__ = [
     "load_judged_items",
     "load_manifest",
     "load_otb_config",
+    "load_otb_inputs",
     "load_otb_items",
     "load_stored_prompts",
     "load_turn_questions",
+    "messages_sha256",
     "open_jsonl",
     "otb_rating_pack",
     "read_responses",

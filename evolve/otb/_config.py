@@ -83,6 +83,10 @@ class OtbConfig(_Settings):
         models: Generating models; each answers every item.
         decoding: Default decoding of every model.
         model_decoding: Decoding of particular models (the paper used each model's own).
+        reasoning_models: Models of the run declared reasoning models (released response mode
+            ``reasoning_final``): an answer is read only after its boundary (reasoning the
+            provider returned apart, a "Final Answer" heading, ``</think>``); output without one
+            is unfinished reasoning, a format failure rather than judged.
         endpoint: Where calls go (the embedded model by default).
         judge: The judge.
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
@@ -103,6 +107,7 @@ class OtbConfig(_Settings):
     models: tuple[str, ...] = Field(min_length=1)
     decoding: Decoding = Decoding()
     model_decoding: dict[str, Decoding] = {}
+    reasoning_models: tuple[str, ...] = ()
     endpoint: EndpointSettings = EndpointSettings()
     judge: OtbJudgeSettings = OtbJudgeSettings()
     cache_path: Path | None = None
@@ -121,6 +126,9 @@ class OtbConfig(_Settings):
         unknown = sorted(set(self.model_decoding) - set(self.models))
         if unknown:
             raise ValueError(f"model_decoding names {unknown}, which this run does not generate with")
+        strangers = sorted(set(self.reasoning_models) - set(self.models))
+        if strangers:
+            raise ValueError(f"reasoning_models names {strangers}, which this run does not generate with")
         distinct_slugs(self.models)
         return self
 
@@ -141,6 +149,11 @@ class OtbConfig(_Settings):
     def manifest(self, task: Task) -> Path | None:
         """The released test manifest of a task, if given."""
         return self.board_manifest if task == "board" else self.turn_manifest
+
+    def response_mode(self, model: str) -> str:
+        """``reasoning_final`` for a declared reasoning model, else ``instruction_following``
+        (the released names)."""
+        return "reasoning_final" if model in self.reasoning_models else "instruction_following"
 
     def decoding_of(self, model: str) -> Decoding:
         """The model's own decoding, else the run's."""

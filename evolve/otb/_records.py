@@ -8,8 +8,11 @@ Two tasks share a case summary and the slide captions of a recorded tumor board:
   the board; the model answers as ``target_specialist_role``, compared with ``reference_answer``.
 
 Files are UTF-8 JSON Lines, possibly gzip-compressed: a reader given ``X.jsonl`` also finds
-``X.jsonl.gz``; blank lines are skipped. Every problem is reported at once with its file, line
-and field. The ``reference_*`` fields are kept on the record for judging only;
+``X.jsonl.gz``; blank lines are skipped. Records are read as strictly as the released schema:
+a value of the wrong JSON type is an error, never converted (``"3"`` is no integer); required text
+may not be blank (whitespace only); ``qa_type`` (and each of ``qa_type_candidates``) must be one
+of :data:`QA_TYPES` and ``target_specialist_role`` one of :data:`TARGET_ROLES`. Every problem
+is reported at once with its file, line, field and fix, and nothing runs. The ``reference_*`` fields are kept on the record for judging only;
 :meth:`BoardCase.generation_view` / :meth:`TurnQuestion.generation_view` are what a generating
 model may see.
 """
@@ -17,26 +20,87 @@ model may see.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from evolve.errors import DataError, Problems
 
 __all__ = [
-    "NO_SLIDES", "BoardCase", "ManifestEntry", "ManifestTurn", "SourceAlias", "TurnQuestion", "load_board_cases",
-    "load_manifest", "load_turn_questions", "open_jsonl",
+    "NO_SLIDES", "QA_TYPES", "TARGET_ROLES", "BoardCase", "ManifestEntry", "ManifestTurn", "SourceAlias", "TurnQuestion",
+    "load_board_cases", "load_manifest", "load_turn_questions", "messages_sha256", "open_jsonl",
 ]
 
 NO_SLIDES = "No slide descriptions are available."
 """What a model and the judge see in place of an empty ``slides`` string (released placeholder)."""
 
 
+QA_TYPES = ("clarification_question", "findings_interpretation", "agreement_or_support", "next_action_suggestion",
+            "uncertainty", "eligibility_assessment", "treatment_recommendation", "clinical_trial_suggestion",
+            "evidence_discussion")
+"""The released question types of a Specialist Turn record (``qa_type``)."""
+
+TARGET_ROLES = ("pathologist", "radiologist", "medical oncologist", "radiation oncologist", "surgeon",
+                "molecular pathologist", "genetic counselor", "clinical trial specialist", "nurse navigator", "other")
+"""The released roles a Specialist Turn question may target (lowercase; the moderator never is one)."""
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank_text", "is blank" if value == "" else "is blank (whitespace only)")
+    return value
+
+
+def _qa_type(value: str) -> str:
+    if value not in QA_TYPES:
+        raise PydanticCustomError("unknown_qa_type", f"{value!r} is not a released question type")
+    return value
+
+
+def _alias_qa_type(value: str) -> str:
+    return value and _qa_type(value)
+
+
+def _role(value: str) -> str:
+    if value not in TARGET_ROLES:
+        what = ": the moderator is never a target" if value.strip().lower() == "moderator" else " is not a released target role"
+        raise PydanticCustomError("unknown_role", f"{value!r}{what}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_not_blank)]
+QaType = Annotated[str, AfterValidator(_qa_type)]
+Role = Annotated[str, AfterValidator(_role)]
+
+_JSON_KIND = {"int": "an integer", "float": "a number", "string": "a string", "bool": "true or false", "list": "an array",
+              "dict": "an object", "model": "an object"}
+
+
+def _fix(err: ErrorDetails) -> str:
+    """How to repair one validation error of a record, in the user's terms."""
+    kind = err["type"]
+    if kind == "missing":
+        return "Add the field (the released record schema requires it)."
+    if kind == "blank_text":
+        return "Write the text; a required field may not be empty or whitespace."
+    if kind == "unknown_qa_type":
+        return f"Use one of {', '.join(QA_TYPES)}."
+    if kind == "unknown_role":
+        return f"Use one of {', '.join(TARGET_ROLES)} (lowercase)."
+    if kind.endswith("_type") and kind[:-5] in _JSON_KIND:
+        return (f"Write it as {_JSON_KIND[kind[:-5]]} in JSON, not {err.get('input')!r}: values are read as written, "
+                "never converted.")
+    return "Fix the value (the released record schema: the README's OpenTumorBoard section)."
+
+
 class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")  # released files may grow fields; keep them
+    # released files may grow fields (kept); the known ones are read as written, never converted
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
 
 
 class BoardCase(_Record):
@@ -54,15 +118,15 @@ class BoardCase(_Record):
     schema_version: int | None = None
     benchmark_version: str = ""
     task_name: Literal["tumor_board_simulation"] = "tumor_board_simulation"
-    simulation_id: str = Field(min_length=1)
+    simulation_id: Text
     video_uid: str = ""
     video_dir: str = ""
-    case_id: str = Field(min_length=1)
+    case_id: Text
     case_start_sec: float | None = None
     case_end_sec: float | None = None
-    case_summary: str = Field(min_length=1)
+    case_summary: Text
     slides: str = ""
-    reference_conclusion: str = Field(min_length=1)
+    reference_conclusion: Text
     source_task: str = ""
 
     @property
@@ -80,7 +144,7 @@ class SourceAlias(_Record):
 
     source_task: str = ""
     qa_index: int | None = None
-    qa_type: str = ""
+    qa_type: Annotated[str, AfterValidator(_alias_qa_type)] = ""
 
 
 class TurnQuestion(_Record):
@@ -89,8 +153,8 @@ class TurnQuestion(_Record):
     Attributes:
         qa_id: The record's key.
         case_id: The recorded case it belongs to.
-        qa_type: Question type (e.g. ``treatment_recommendation``).
-        target_specialist_role: The role asked (lowercase, e.g. ``radiation oncologist``).
+        qa_type: Question type, one of :data:`QA_TYPES`.
+        target_specialist_role: The role asked, one of :data:`TARGET_ROLES` (lowercase).
         case_summary, slides: As for :class:`BoardCase`.
         question: What the specialist was asked.
         reference_answer: What the specialist answered (judging only).
@@ -98,19 +162,19 @@ class TurnQuestion(_Record):
 
     schema_version: int | None = None
     benchmark_version: str = ""
-    qa_id: str = Field(min_length=1)
+    qa_id: Text
     video_uid: str = ""
     video_dir: str = ""
-    case_id: str = Field(min_length=1)
+    case_id: Text
     qa_index: int | None = None
-    qa_type: str = Field(min_length=1)
-    qa_type_candidates: list[str] = []
+    qa_type: QaType
+    qa_type_candidates: list[QaType] = []
     utterance_id: str | int | None = None
-    target_specialist_role: str = Field(min_length=1)
-    case_summary: str = Field(min_length=1)
+    target_specialist_role: Role
+    case_summary: Text
     slides: str = ""
-    question: str = Field(min_length=1)
-    reference_answer: str = Field(min_length=1)
+    question: Text
+    reference_answer: Text
     source_task: str = ""
     source_aliases: list[SourceAlias] = []
 
@@ -159,6 +223,14 @@ def _json_lines(found: Path, text: str, problems: Problems) -> Iterator[tuple[in
             problems.add(where, f"malformed JSON at column {exc.colno} ({exc.msg})", "Write one JSON object per line.")
 
 
+def _add_errors(problems: Problems, where: str, exc: ValidationError) -> None:
+    """Every error of one record, each with its field and fix."""
+    for err in exc.errors():
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))]
+        field = ".".join(str(p) for p in loc) or "record"
+        problems.add(f"{where} field {field!r}", err["msg"], _fix(err))
+
+
 def _load(path: Path | str, model: type[_Record], key: str) -> list:
     found, text = open_jsonl(path)
     problems = Problems(f"{found} is not a valid OpenTumorBoard {model.__name__} file", DataError)
@@ -168,9 +240,7 @@ def _load(path: Path | str, model: type[_Record], key: str) -> list:
         try:
             record = model.model_validate(raw)
         except ValidationError as exc:
-            for err in exc.errors():
-                field = ".".join(str(p) for p in err["loc"]) or "record"
-                problems.add(f"{where} field {field!r}", err["msg"], "Fix the value (the released record schema: the README's OpenTumorBoard section).")
+            _add_errors(problems, where, exc)
             continue
         item = getattr(record, key)
         if item in seen:
@@ -206,7 +276,7 @@ def load_turn_questions(path: Path | str) -> list[TurnQuestion]:
 class ManifestTurn(BaseModel):
     """One turn of a ShareGPT conversation (``{"from": "system"|"human", "value": ...}``)."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    model_config = ConfigDict(frozen=True, populate_by_name=True, strict=True)
 
     speaker: Literal["system", "human", "gpt"] = Field(alias="from")
     value: str
@@ -223,19 +293,46 @@ class ManifestEntry(_Record):
     prompt_version: str = ""
     metadata: dict = {}
     conversations: list[ManifestTurn] = Field(min_length=2)
-    messages_sha256: str | None = None
+    messages_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
 
     def stored_prompt(self) -> tuple[str, str]:
         """``(system, user)`` as stored."""
         return self.conversations[0].value, self.conversations[1].value
 
 
+def messages_sha256(system: str, user: str) -> str:
+    """The released ``messages_sha256`` of a stored prompt (``OTB_FORMAT.md`` §1, test manifests).
+
+    The two turns as chat messages, ``[{"role": "system", "content": system}, {"role": "user",
+    "content": user}]``, written as canonical JSON - keys sorted, no whitespace between tokens
+    (``","`` and ``":"``), non-ASCII characters as themselves (not ``\\u`` escapes) - encoded
+    as UTF-8; the lowercase hex SHA-256 of those bytes. The ShareGPT spelling of the turns
+    (``from``/``value``, ``human``) is not what is hashed.
+
+    Args:
+        system: The stored system turn, as stored (not stripped).
+        user: The stored human turn, as stored.
+
+    Returns:
+        64 lowercase hex digits.
+    """
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def load_manifest(path: Path | str) -> dict[str, ManifestEntry]:
     """A released test manifest, by id: the stored prompts of ``--prompts released``.
 
+    Each entry carrying ``messages_sha256`` is verified against its stored turns
+    (:func:`messages_sha256`): a prompt changed after release is refused, not sent. An entry
+    without the hash cannot be verified and is read as it is.
+
     Raises:
         DataError: Missing or unreadable file; a line that is not a ShareGPT entry whose first
-            two turns are ``system`` then ``human``; a repeated id - all with file and line.
+            two turns are ``system`` then ``human`` (every field error named); a repeated id; a
+            stored prompt whose hash differs from its ``messages_sha256`` - all together, each
+            with file, line and id.
     """
     found, text = open_jsonl(path)
     problems = Problems(f"{found} is not a valid OpenTumorBoard test manifest", DataError)
@@ -244,15 +341,18 @@ def load_manifest(path: Path | str) -> dict[str, ManifestEntry]:
         try:
             entry = ManifestEntry.model_validate(raw)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "entry"
-            problems.add(f"{where} field {field!r}", err["msg"], "Pass the released test_inputs/*.caption.jsonl file.")
+            _add_errors(problems, where, exc)
             continue
         if [t.speaker for t in entry.conversations[:2]] != ["system", "human"]:
             problems.add(where, "the conversation does not open with a system turn and a human turn",
                          "Pass the released test_inputs/*.caption.jsonl file.")
         elif entry.id in entries:
             problems.add(f"{where} field 'id'", f"{entry.id!r} repeats an earlier line", "Keep one entry per id.")
+        elif entry.messages_sha256 is not None and messages_sha256(*entry.stored_prompt()) != entry.messages_sha256.lower():
+            problems.add(f"{where} id {entry.id!r} field 'messages_sha256'",
+                         f"the stored system and human turns hash to {messages_sha256(*entry.stored_prompt())}, not to the "
+                         f"recorded {entry.messages_sha256}: the stored prompt was changed after release",
+                         "Use the released manifest as downloaded (nothing was sent).")
         else:
             entries[entry.id] = entry
     if not entries and not problems:

@@ -43,7 +43,8 @@ from evolve.runs import (
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
 
-__all__ = ["GenerationCounts", "generate_otb", "load_otb_items", "load_stored_prompts", "read_responses", "run_key"]
+__all__ = ["GenerationCounts", "generate_otb", "load_otb_inputs", "load_otb_items", "load_stored_prompts", "read_responses",
+           "run_key"]
 
 BATCH = 8
 """Items answered between two rewrites of ``responses.jsonl``."""
@@ -63,25 +64,40 @@ class GenerationCounts:
     errors: list[str] = field(default_factory=list)
 
 
-def load_stored_prompts(config: OtbConfig, items: dict) -> dict[Task, dict[str, tuple[str, str, str]]]:
+def load_stored_prompts(config: OtbConfig, items: dict | None) -> dict[Task, dict[str, tuple[str, str, str]]]:
     """With ``prompts="released"``: per task, item id -> (system, user, prompt_version) from the
-    released test manifest; empty otherwise.
+    released test manifest, every entry's ``messages_sha256`` verified (:func:`~evolve.otb.load_manifest`);
+    empty otherwise.
+
+    Args:
+        config: The run.
+        items: The records per task (:func:`load_otb_items`); None checks the manifests alone.
 
     Raises:
-        DataError: A manifest is invalid, or lacks an item of the run (all listed).
+        DataError: A manifest is invalid or holds a changed prompt, or lacks an item of the run -
+            every manifest's problems together, before any call.
     """
     if config.prompts != "released":
         return {}
     out: dict[Task, dict[str, tuple[str, str, str]]] = {}
-    for task, records in items.items():
+    errors: list[str] = []
+    for task, _ in config.tasks():
         path = config.manifest(task)
         assert path is not None  # OtbConfig requires it
-        entries = load_manifest(path)
+        try:
+            entries = load_manifest(path)
+        except DataError as exc:
+            errors.append(str(exc))
+            continue
+        records = (items or {}).get(task, [])
         missing = [r.item_id for r in records if r.item_id not in entries]
         if missing:
-            raise DataError(f"{path}: no stored prompt for {len(missing)} {task} item(s) of the run, e.g. "
-                            f"{missing[:5]}; pass the manifest of the same split as --{task}.")
-        out[task] = {r.item_id: (*entries[r.item_id].stored_prompt(), entries[r.item_id].prompt_version) for r in records}
+            errors.append(f"{path}: no stored prompt for {len(missing)} {task} item(s) of the run, e.g. "
+                          f"{missing[:5]}; pass the manifest of the same split as --{task}.")
+        out[task] = {r.item_id: (*entries[r.item_id].stored_prompt(), entries[r.item_id].prompt_version)
+                     for r in records if r.item_id in entries}
+    if errors:
+        raise DataError("\n".join(errors))
     return out
 
 
@@ -89,13 +105,42 @@ def load_otb_items(config: OtbConfig) -> dict[Task, list[BoardCase] | list[TurnQ
     """The records of each task of the run (the first ``max_items``, in file order).
 
     Raises:
-        DataError: As :func:`~evolve.otb.load_board_cases` / :func:`~evolve.otb.load_turn_questions`.
+        DataError: As :func:`~evolve.otb.load_board_cases` / :func:`~evolve.otb.load_turn_questions`;
+            the problems of both task files together.
     """
     items: dict[Task, list] = {}
+    errors: list[str] = []
     for task, path in config.tasks():
-        records = load_board_cases(path) if task == "board" else load_turn_questions(path)
+        try:
+            records = load_board_cases(path) if task == "board" else load_turn_questions(path)
+        except DataError as exc:
+            errors.append(str(exc))
+            continue
         items[task] = records[: config.max_items] if config.max_items else records
+    if errors:
+        raise DataError("\n".join(errors))
     return items
+
+
+def load_otb_inputs(config: OtbConfig) -> tuple[dict, dict]:
+    """Records (:func:`load_otb_items`) and stored prompts (:func:`load_stored_prompts`) of a run.
+
+    Raises:
+        DataError: One error listing the problems of every record file and manifest.
+    """
+    errors: list[str] = []
+    items: dict | None = None
+    try:
+        items = load_otb_items(config)
+    except DataError as exc:
+        errors.append(str(exc))
+    try:
+        prompts = load_stored_prompts(config, items)
+    except DataError as exc:
+        errors.append(str(exc))
+    if errors or items is None:
+        raise DataError("\n".join(errors))
+    return items, prompts
 
 
 def run_key(benchmark_version: str, item_id: str, model: str, prompt_version: str, profile: str) -> str:
@@ -139,7 +184,9 @@ def _profile(config: OtbConfig, model: str) -> str:
 
 def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQuestion, res: ChatResponse,
                   prompt_version: str = PROMPT_VERSION) -> dict:
-    extraction: Extraction = extract_board(res.text) if task == "board" else extract_turn(res.text)
+    mode = config.response_mode(model)
+    read = extract_board if task == "board" else extract_turn
+    extraction: Extraction = read(res.text, res.reasoning, reasoning_mode=mode == "reasoning_final")
     ids = ({"simulation_id": item.simulation_id} if isinstance(item, BoardCase)
            else {"qa_id": item.qa_id, "qa_type": item.qa_type, "target_specialist_role": item.target_specialist_role})
     if task == "board":
@@ -156,7 +203,7 @@ def _response_row(config: OtbConfig, task: Task, model: str, item: BoardCase | T
         "parameter_profile": config.decoding_of(model).model_dump(),
         "finish_reason": res.finish_reason,
         "usage": {"prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
-        "cached": res.cached, "raw_response": res.text, "raw_reasoning_content": "",
+        "response_mode": mode, "cached": res.cached, "raw_response": res.text, "raw_reasoning_content": res.reasoning or None,
         "extracted_final_response": extraction.text, "parsed_output": parsed, "parse_status": extraction.parse_status,
         "malformed": extraction.malformed, "warnings": warnings, "error": extraction.error,
     }
@@ -231,8 +278,7 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     progress = progress or NoProgress()
     config = with_cache_path(config)
     folder = OtbFolder(config.run_dir)
-    items = load_otb_items(config)  # bad input fails before anything is written
-    prompts = load_stored_prompts(config, items)
+    items, prompts = load_otb_inputs(config)  # bad input fails before anything is written or asked
     if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
         try:  # validated, so fields added since the run started compare at their defaults
             stored = read_otb_config(folder.path, own_rubric=False)

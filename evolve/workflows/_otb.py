@@ -12,8 +12,7 @@ from evolve.otb import (
     OtbJudgeResult,
     generate_otb,
     judge_otb,
-    load_otb_items,
-    load_stored_prompts,
+    load_otb_inputs,
 )
 from evolve.report import write_otb_report
 from evolve.runs import OtbFolder, ProgressHook, owned_client, with_cache_path
@@ -51,7 +50,7 @@ def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, clien
         As :func:`~evolve.otb.generate_otb` and :func:`~evolve.otb.judge_otb`.
     """
     config = with_cache_path(config)
-    load_stored_prompts(config, load_otb_items(config))  # bad input fails before a server starts
+    load_otb_inputs(config)  # bad input (every file's problems together) fails before a server starts
     result = OtbRunResult(run_dir=config.run_dir)
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=OtbFolder(config.run_dir).journal(),
                       client=client, journal_usage=True) as client:
