@@ -61,6 +61,9 @@ def otb_run(
                                "'paper' (the released limits: 32,768 / 8,192 output tokens, judge 1,200 / 1,024)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with OpenTumorBoard config fields."),
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable). Default: the endpoint's."),
+    reasoning_models: Optional[list[str]] = typer.Option(None, "--reasoning-model", help="A --model that reasons before "
+        "answering (repeatable): its output without an answer boundary (separated reasoning, a 'Final Answer' heading, "
+        "</think>) is a format failure, not judged."),
     max_items: Optional[int] = typer.Option(None, "--max-items", min=1, help="First N records of each task (quick: 2)."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
@@ -106,6 +109,7 @@ def otb_run(
                 "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
                 "board": board, "turn": turn, "max_items": max_items, "prompts": prompts,
                 "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
+                "reasoning_models": tuple(reasoning_models) if reasoning_models else None,
                 "endpoint": endpoint, "judge": {"model": judge_model}, "prompts_root": prompts_root})
         price = _price(price_in, price_out, config.endpoint)
         _interrupt_on_sigterm()

@@ -28,7 +28,7 @@ A Specialist Turn answer is read, in order, as: the whole text as JSON (an objec
 ``answer``; any other JSON value - an array, a string, a number - is a format failure); a JSON
 object inside prose (the object's ``answer`` is the answer, the prose around it is dropped; an
 object there without ``answer``, or several objects giving different answers, is a format
-failure); a truncated ``{"answer": "`` wrapper; text opening with ``{`` or ``[`` that is none of
+failure); a truncated ``{"answer": "`` wrapper (after prose too: the prose is dropped); text opening with ``{`` or ``[`` that is none of
 these is broken JSON, a format failure; anything else is the answer verbatim.
 
 An empty conclusion or answer - or any format failure above - is **malformed**: kept and
@@ -56,7 +56,7 @@ _CONCLUSION = re.compile(r"<\s*conclusion\s*>(.*?)(<\s*/\s*conclusion\s*>|\Z)", 
 _CONCLUSION_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*)?conclusion(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?", re.I | re.M)
 _DISCUSSION = re.compile(r"<\s*discussion\s*>(.*?)(?:<\s*/\s*discussion\s*>|<\s*conclusion\s*>|\Z)", re.S | re.I)
 _TURN = re.compile(r"^\s*<\s*turn\s+(\d+)\s*>\s*([^:\n]+?)\s*:\s*(.*)$", re.I | re.M)
-_ANSWER_WRAPPER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"(.*)\Z', re.S)
+_ANSWER_WRAPPER = re.compile(r'\{\s*"answer"\s*:\s*"(.*)\Z', re.S)
 
 NO_BOUNDARY = ("no answer boundary in a reasoning model's output (no separated reasoning, 'Final Answer' heading "
                "or </think>): unfinished reasoning is not judged")
@@ -222,8 +222,8 @@ def _read_turn(text: str, cleaned: bool, warnings: list[str]) -> tuple[str, Pars
         if isinstance(data, dict):
             return _from_object(data, cleaned, warnings)
         return "", "raw_fallback", f"the answer is {_JSON_KINDS.get(type(data), 'a JSON value')} in JSON, not an object"
-    wrapper = _ANSWER_WRAPPER.match(text)
-    truncated = wrapper is not None and not _decodes_at_start(text)  # cut before its object closed
+    wrapper = _ANSWER_WRAPPER.search(text)
+    truncated = wrapper is not None and not _decodes_at(text, wrapper.start())  # cut before its object closed
     objects = [] if truncated else _json_objects(text)
     if objects:  # JSON inside prose: the object is the answer, the prose around it is not
         answers = [o for o in objects if isinstance(o.get("answer"), str)]
@@ -232,7 +232,7 @@ def _read_turn(text: str, cleaned: bool, warnings: list[str]) -> tuple[str, Pars
         if len({o["answer"].strip() for o in answers}) > 1:
             return "", "raw_fallback", f"{len(answers)} JSON objects in the text give different answers"
         return _from_object(answers[-1], True, warnings)
-    if wrapper:  # a truncated {"answer": "... : keep what was written
+    if wrapper:  # a truncated {"answer": "... (prose before it dropped): keep what was written
         warnings.append('truncated {"answer": "...} wrapper')
         return _decode(wrapper.group(1)), "parsed_with_warnings", ""
     if text.startswith(("{", "[")):
@@ -240,10 +240,10 @@ def _read_turn(text: str, cleaned: bool, warnings: list[str]) -> tuple[str, Pars
     return text, "raw_fallback", ""
 
 
-def _decodes_at_start(text: str) -> bool:
-    """Whether a complete JSON value opens ``text`` (prose may follow it)."""
+def _decodes_at(text: str, at: int) -> bool:
+    """Whether a complete JSON value starts at ``text[at]`` (prose may follow it)."""
     try:
-        json.JSONDecoder().raw_decode(text.lstrip())
+        json.JSONDecoder().raw_decode(text, at)
     except ValueError:
         return False
     return True

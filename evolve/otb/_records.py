@@ -92,6 +92,8 @@ def _fix(err: ErrorDetails) -> str:
         return f"Use one of {', '.join(QA_TYPES)}."
     if kind == "unknown_role":
         return f"Use one of {', '.join(TARGET_ROLES)} (lowercase)."
+    if kind == "literal_error":
+        return f"Use {err.get('ctx', {}).get('expected', 'the released value')}."
     if kind.endswith("_type") and kind[:-5] in _JSON_KIND:
         return (f"Write it as {_JSON_KIND[kind[:-5]]} in JSON, not {err.get('input')!r}: values are read as written, "
                 "never converted.")

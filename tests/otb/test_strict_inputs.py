@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,7 @@ from tests.otb.test_run_judge import _config
     ('{"answer": "Restage first."}\nLet me know if you need more.', "parsed_after_cleanup", "Restage first."),
     ('Answer:\n```json\n{"answer": "Yes."}\n```\nThat is all.', "parsed_after_cleanup", "Yes."),
     ('Same twice: {"answer": "Yes."} and again {"answer": "Yes."}', "parsed_after_cleanup", "Yes."),
+    ('Sure: {"answer": "Yes, start chemo', "parsed_with_warnings", "Yes, start chemo"),  # a truncated wrapper after prose
     ("The dose {per protocol} stays.", "raw_fallback", "The dose {per protocol} stays."),  # braces, no JSON: prose
 ])
 def test_prose_around_a_json_answer_is_not_the_answer(raw, status, text):
@@ -215,3 +217,23 @@ def test_a_changed_stored_prompt_is_refused_before_any_call(tmp_path):
     assert "edited.caption.jsonl line 2 id 'qa-002' field 'messages_sha256'" in msg
     assert "edited.caption.jsonl line 3 id 'qa-003' field 'messages_sha256'" in msg and "line 1 " not in msg
     assert provider.calls == 0 and not config.run_dir.exists()
+
+
+def test_the_cli_declares_reasoning_models(tmp_path):
+    from typer.testing import CliRunner
+
+    from evolve.cli import app
+    from evolve.testing import LoopbackChatServer
+
+    example = Path(__file__).resolve().parents[2] / "ratings" / "otb-example" / "task2_example.jsonl"
+    args = ["otb", "run", "--turn", str(example), "--model", "thinker", "--reasoning-model", "thinker", "--no-judge",
+            "--run-id", "r", "--archives-dir", str(tmp_path / "archives")]
+    with LoopbackChatServer(lambda body: UNFINISHED) as server:
+        result = CliRunner().invoke(app, [*args, "--base-url", server.base_url], env={"EVOLVE_CACHE_DIR": str(tmp_path / "c")})
+        assert result.exit_code == 0, result.output
+        assert "turn thinker: 2 answered, 0 reused, 2 malformed" in result.stdout  # unfinished reasoning: not an answer
+        stranger = CliRunner().invoke(app, [*args, "--reasoning-model", "other", "--run-id", "r2", "--base-url", server.base_url])
+    assert stranger.exit_code == 2 and "reasoning_models names ['other']" in stranger.output
+    assert not (tmp_path / "archives" / "r2").exists()
+    config = json.loads((tmp_path / "archives" / "r" / "run_config.json").read_text())
+    assert config["reasoning_models"] == ["thinker"]
