@@ -171,9 +171,9 @@ def extract_board(raw: str, reasoning: str = "", *, reasoning_mode: bool = False
         if not found.group(2):
             warnings.append("<conclusion> not closed: read to the end (a truncated answer?)")
         status: ParseStatus = _status(cleaned, warnings)
-    else:  # the released fallback: a "Conclusion:" line, read to the end
-        lines = list(_CONCLUSION_LINE.finditer(text))
-        conclusion, status = (text[lines[-1].end():].strip() if lines else ""), "raw_fallback"
+    else:  # the released fallback: the first "Conclusion:" line, read to the end
+        line = _CONCLUSION_LINE.search(text)
+        conclusion, status = (text[line.end():].strip() if line else ""), "raw_fallback"
     if not conclusion:
         return Extraction("", status, tuple(warnings), "no conclusion found", discussion)
     n = sentence_count(conclusion)

@@ -61,6 +61,13 @@ def test_answers_after_the_boundary_in_released_order():
     assert extract_turn("## Final Answer\n").malformed  # an empty final answer
 
 
+def test_a_conclusion_line_is_read_to_the_end_in_its_released_spellings():
+    for label in ("Conclusion:", "**Conclusion:**", "**Conclusion**:", "## Conclusion:"):
+        e = extract_board(f"We discussed.\n{label} Chemotherapy first.\n\nRestage after three cycles.")
+        assert (e.text, e.parse_status) == ("Chemotherapy first.\n\nRestage after three cycles.", "raw_fallback"), label
+    assert extract_board("<discussion>\n<turn 1> Surgeon: x.\n</discussion>\n< conclusion >A. B.< /conclusion >").text == "A. B."
+
+
 UNFINISHED = "Let me weigh the options. The mass abuts the SMV, so resection would be"
 
 
