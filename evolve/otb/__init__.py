@@ -12,8 +12,11 @@ and one caption per slide:
   four decisions (therapy, surgery, next action, clinical trial) the board's conclusion took.
 
 This package reads the released records (:func:`load_board_cases`, :func:`load_turn_questions`;
-``.jsonl`` or ``.jsonl.gz``; references never reach a generating model), reads answers the way
-the released code does (:func:`extract_board`, :func:`extract_turn`: fallbacks and a
+``.jsonl`` or ``.jsonl.gz``; as strictly as the released schema - no type conversion, no blank
+required text, only the released question types and roles; references never reach a generating
+model) and the released test manifests (:func:`load_manifest`: each stored prompt verified
+against its :func:`messages_sha256`), reads answers the way the released code does
+(:func:`extract_board`, :func:`extract_turn`: the answer boundary, fallbacks and a
 ``parse_status``; an answer with nothing usable is *malformed*, kept and counted), and
 aggregates judged items as released (:func:`summarize`: malformed answers at the floor of the
 mean, judge failures excluded and counted, flag rates over scored items; :func:`rouge_l`).
