@@ -1,15 +1,24 @@
-"""OpenTumorBoard's aggregation of judged items, as released (``OTB_FORMAT.md`` §3-§4).
+"""OpenTumorBoard's aggregation of judged items, as released (``OTB_FORMAT.md`` §3-§4), with
+every count beside it.
 
 Per task and model:
 
 * ``items`` = every item; ``format_failures`` = malformed answers (no conclusion or answer):
   never sent to the judge, counted at the scale's floor (1) in the mean;
-* ``judge_failures`` = items the judge could not score: excluded from every figure, counted;
+* ``judge_failures`` = items the judge could not score (an endpoint failure, a cut reply, a
+  reply outside its schema): excluded from every figure, counted;
+* ``items = scored + format_failures + judge_failures``, checked when the summary is made;
 * ``mean`` = (sum of scores + 1 x format_failures) / (scored + format_failures);
-* flag rates (critical error, unsupported claim) over **scored** items only;
-* by question type (Specialist Turn): count, mean and rates over scored items, no floor;
-* four decisions (Board Simulation): per decision, the mean over in-scope values and how
-  many cases had it in scope (a decision the reference never took is out of scope, ``-1``).
+* flag rates (critical error, unsupported claim) over **scored** items only, with the counts
+  behind them (``critical_errors``, ``unsupported_claims``);
+* by question type (Specialist Turn): the same counts per type, and the mean and rates over
+  its scored items, no floor; ``count`` (the released name) is the number of scored items the
+  mean is over, and a type with no scored item has no mean (None);
+* four decisions (Board Simulation): from the four-decision call alone, per decision, the mean
+  over in-scope values and ``cases``, how many had it in scope (released); beside them
+  ``out_of_scope`` (the reference never took the decision: ``-1``), ``judge_failures`` (the
+  four-decision call failed) and ``format_failures``, with
+  ``items = cases + out_of_scope + judge_failures + format_failures``.
 
 ROUGE-L F1 uses the released tokenisation - lowercase, tokens are runs of ``[a-z0-9]``, no
 stemming - through Google's ``rouge-score`` package, whose tokenizer does exactly that. A board
@@ -23,6 +32,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from evolve.errors import RunError
 
 __all__ = ["DECISIONS", "JudgedItem", "rouge_l", "summarize"]
 
@@ -38,11 +49,14 @@ class JudgedItem(BaseModel):
         item_id, case_id, model: What was answered, and by whom.
         qa_type: Question type (turn).
         malformed: No conclusion/answer could be read (never judged).
-        judge_failed: The judge returned nothing usable.
+        judge_failed: The judge returned nothing usable for the main score (alignment or
+            equivalence).
         score: 1-5 (conclusion alignment for board, clinical equivalence for turn); None
             unless scored.
         critical_error, unsupported_claim: The equivalence flags (turn); None unless scored.
-        decisions: Board: the four decisions, ``-1`` out of scope, else 1-5.
+        decisions: Board: the four decisions, ``-1`` out of scope, else 1-5; empty unless the
+            four-decision call scored.
+        decisions_failed: Board: the four-decision call was made and failed.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -57,7 +71,13 @@ class JudgedItem(BaseModel):
     score: int | None = Field(default=None, ge=1, le=5)
     critical_error: bool | None = None
     unsupported_claim: bool | None = None
-    decisions: dict[str, int] = {}
+    decisions: dict[str, Literal[-1, 1, 2, 3, 4, 5]] = {}
+    decisions_failed: bool = False
+
+
+def _count_error(what: str, counts: dict) -> RunError:
+    return RunError(f"internal error: the OpenTumorBoard counts of {what} do not add up ({counts}); no summary was "
+                    "written. This is a bug in evolve - please report it with the run folder.")
 
 
 def _rate(flags: Sequence[bool | None]) -> float | None:
@@ -65,37 +85,80 @@ def _rate(flags: Sequence[bool | None]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(items: Sequence[JudgedItem]) -> dict:
-    """The released ``summary.json`` figures of one task and model (see the module docstring)."""
+def _flagged(flags: Sequence[bool | None]) -> int | None:
+    values = [bool(f) for f in flags if f is not None]
+    return sum(values) if values else None
+
+
+def _counts(items: Sequence[JudgedItem], what: str) -> tuple[list[JudgedItem], dict]:
+    """The scored items and ``{items, scored, format_failures, judge_failures}``, checked.
+
+    Raises:
+        RunError: The counts do not add up (a bug).
+    """
     scored = [i for i in items if not i.malformed and not i.judge_failed and i.score is not None]
-    malformed = sum(i.malformed for i in items)
-    judge_failures = sum(not i.malformed and (i.judge_failed or i.score is None) for i in items)
-    denominator = len(scored) + malformed
+    counts = {"items": len(items), "scored": len(scored), "format_failures": sum(i.malformed for i in items),
+              "judge_failures": sum(not i.malformed and (i.judge_failed or i.score is None) for i in items)}
+    if counts["items"] != counts["scored"] + counts["format_failures"] + counts["judge_failures"]:
+        raise _count_error(what, counts)
+    return scored, counts
+
+
+def summarize(items: Sequence[JudgedItem], *, four_decisions: bool | None = None) -> dict:
+    """The ``summary.json`` figures of one task and model (see the module docstring).
+
+    Args:
+        items: Every answered item of one task and model.
+        four_decisions: Whether the four decisions were judged (a ``four_decisions`` block);
+            None: when any item has a four-decision outcome.
+
+    Raises:
+        RunError: A count does not add up (a bug in evolve; the summary must not be written).
+    """
+    scored, counts = _counts(items, "all items")
+    denominator = len(scored) + counts["format_failures"]
     out: dict = {
-        "items": len(items), "scored": len(scored), "format_failures": malformed, "judge_failures": judge_failures,
-        "mean": (sum(i.score for i in scored if i.score is not None) + malformed) / denominator if denominator else None,
+        **counts,
+        "mean": (sum(i.score for i in scored if i.score is not None) + counts["format_failures"]) / denominator
+        if denominator else None,
         "critical_error_rate": _rate([i.critical_error for i in scored]),
         "unsupported_claim_rate": _rate([i.unsupported_claim for i in scored]),
+        "critical_errors": _flagged([i.critical_error for i in scored]),
+        "unsupported_claims": _flagged([i.unsupported_claim for i in scored]),
     }
     types = sorted({i.qa_type for i in items if i.qa_type})
     if types:
-        out["by_question_type"] = {t: _by_type([i for i in items if i.qa_type == t], [i for i in scored if i.qa_type == t])
-                                   for t in types}
-    if any(i.decisions for i in scored):
-        out["four_decisions"] = {d: _decision([i.decisions.get(d, -1) for i in scored]) for d in DECISIONS}
+        out["by_question_type"] = {t: _by_type(t, [i for i in items if i.qa_type == t]) for t in types}
+    if four_decisions is None:
+        four_decisions = any(i.decisions or i.decisions_failed for i in items)
+    if four_decisions:
+        out["four_decisions"] = {d: _decision(d, items) for d in DECISIONS}
     return out
 
 
-def _by_type(every: Sequence[JudgedItem], scored: Sequence[JudgedItem]) -> dict:
-    return {"count": len(every), "scored": len(scored),
+def _by_type(qa_type: str, items: Sequence[JudgedItem]) -> dict:
+    scored, counts = _counts(items, f"question type {qa_type!r}")
+    return {"count": len(scored), **counts,
             "mean": sum(i.score for i in scored if i.score is not None) / len(scored) if scored else None,
             "critical_error_rate": _rate([i.critical_error for i in scored]),
             "unsupported_claim_rate": _rate([i.unsupported_claim for i in scored])}
 
 
-def _decision(values: Sequence[int]) -> dict:
-    in_scope = [v for v in values if v >= 0]
-    return {"cases": len(in_scope), "mean": sum(in_scope) / len(in_scope) if in_scope else None}
+def _decision(decision: str, items: Sequence[JudgedItem]) -> dict:
+    """One decision over every item: in-scope mean and ``cases`` (released), and the counts.
+
+    Raises:
+        RunError: The counts do not add up (an item judged without its four-decision outcome).
+    """
+    judged = [i.decisions[decision] for i in items if not i.malformed and i.decisions and decision in i.decisions]
+    in_scope = [v for v in judged if v >= 1]
+    out = {"cases": len(in_scope), "mean": sum(in_scope) / len(in_scope) if in_scope else None,
+           "items": len(items), "scored": len(judged), "out_of_scope": len(judged) - len(in_scope),
+           "judge_failures": sum(not i.malformed and i.decisions_failed for i in items),
+           "format_failures": sum(i.malformed for i in items)}
+    if out["items"] != out["cases"] + out["out_of_scope"] + out["judge_failures"] + out["format_failures"]:
+        raise _count_error(f"decision {decision!r}", out)
+    return out
 
 
 def rouge_l(candidate: str, reference: str) -> float:

@@ -204,8 +204,11 @@ def _score_row(row: dict, rubric: Rubric, request: ChatRequest, res: Any, reply:
 
 
 def _judged_item(task: str, row: dict, scores: Sequence[dict]) -> JudgedItem:
+    """An answered item and its judge score lines: the main score (alignment or equivalence)
+    and, apart from it, the four-decision call's outcome (a failure of either is its own)."""
     main = next((s for s in scores if s["rubric"] != "four_decisions"), None)
-    decisions = next((s for s in scores if s["rubric"] == "four_decisions" and s["outcome"] == "scored"), None)
+    four = [s for s in scores if s["rubric"] == "four_decisions"]
+    decisions = next((s for s in four if s["outcome"] == "scored"), None)
     scored = main is not None and main["outcome"] == "scored"
     return JudgedItem(
         task=task, item_id=row["item_id"], case_id=row["case_id"], model=row["model"], qa_type=row.get("qa_type", ""),  # type: ignore[arg-type]
@@ -214,6 +217,7 @@ def _judged_item(task: str, row: dict, scores: Sequence[dict]) -> JudgedItem:
         critical_error=main.get("critical_error") if scored and main else None,
         unsupported_claim=main.get("unsupported_claim") if scored and main else None,
         decisions={d: decisions[d] for d in DECISIONS} if decisions else {},
+        decisions_failed=bool(four) and decisions is None and not row["malformed"],
     )
 
 
@@ -322,9 +326,10 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     for task in items:
         for model in config.models:
             judged = [i for i in every if i.task == task and i.model == model]
-            summary = {"task": task, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **summarize(judged)}
-            result.summaries[(task, model)] = summary
-            atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
+            figures = summarize(judged, four_decisions=task == "board" and config.judge.four_decisions)
+            result.summaries[(task, model)] = {"task": task, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **figures}
+    for (task, model), summary in result.summaries.items():  # written once every count has added up
+        atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
     journal.append(Event.JUDGE_FINISHED, rows=len(scores), failures=result.failures, cached=result.cached)
     return result
 

@@ -5,8 +5,9 @@ task's mean score with a 95% case-clustered bootstrap interval (malformed answer
 1, as released; judge failures left out), the flag rates (Specialist Turn: critical error and
 unsupported claim, over scored items, with intervals), ROUGE-L, a BERTScore-style F1 on the
 offline stand-in encoder it names (the paper's BERTScore model is not available here) and the
-mean output tokens. Then the four decisions per model (Board) and the mean by question type
-(Turn). No model call: everything comes from ``responses.jsonl``,
+mean output tokens. Then the four decisions per model (Board: in scope, out of scope, judge
+failures and malformed answers counted per decision) and the mean by question type (Turn:
+items, scored, malformed and judge failures per type; "no scored item" instead of a mean). No model call: everything comes from ``responses.jsonl``,
 ``judge_scores.jsonl``, ``metrics.csv`` and the journal.
 
 A run judged with a judge file (``otb judge --guidance RUN_OR_JUDGE_JSON``) names it (path,
@@ -102,9 +103,9 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
         for model in config.models:
             mine = [i for i in items if i.task == task and i.model == model]
             main.append(_row(task, model, mine, metrics, n_boot, seed))
-            s = summarize(mine)
+            s = summarize(mine, four_decisions=task == "board" and config.judge.four_decisions)
             for d, v in (s.get("four_decisions") or {}).items():
-                decisions.append({"model": model, "decision": d, "cases": v["cases"], "mean": v["mean"]})
+                decisions.append({"model": model, "decision": d, **v})
             for t, v in (s.get("by_question_type") or {}).items():
                 types.append({"model": model, "qa_type": t, **v})
     report = {
@@ -153,6 +154,12 @@ def _share(x: float | None) -> str:
     return "—" if x is None else f"{x:.0%}"
 
 
+def _decision_cell(cell: dict) -> str:
+    """``mean (n=in scope, k out of scope)``, or ``no case in scope`` when none was."""
+    mean = _num(cell["mean"]) if cell["cases"] else "no case in scope"
+    return f"{mean} (n={cell['cases']}, {cell['out_of_scope']} out of scope)"
+
+
 def _ci(row: dict, name: str, digits: int = 2, pct: bool = False) -> str:
     """``estimate [low, high]`` of the row's ``name`` (a percentage with one decimal when ``pct``)."""
     return format_interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"),
@@ -165,23 +172,24 @@ def render_otb_markdown(report: dict) -> str:
     out = ["# OpenTumorBoard report", "",
            (f"Run `{report['run_dir']}`; judge rubric `{report['judge_rubric_version']}`. Brackets: 95% intervals from a "
             f"case-clustered bootstrap ({report['bootstrap']['n_boot']} replicates). Malformed answers count 1 in the "
-            "mean (released rule); judge failures are left out and counted; flag rates are over scored items."), ""]
+            "mean (released rule); judge failures (an endpoint failure, a cut reply or a reply outside its schema) are "
+            "left out and counted; items = scored + malformed + judge failures; flag rates are over scored items."), ""]
     missing = sorted({r["bertscore_missing"] for r in t["main"] if r.get("bertscore_missing")})
     encoders = sorted({r["bertscore_model"] for r in t["main"] if r.get("bertscore_model")})
     board = [r for r in t["main"] if r["task"] == "board"]
     if board:
         out += ["## Board Simulation (Table A3 layout)", "",
-                "| model | items | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore* | output tokens |",
-                "|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+                "| model | items | scored | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore* | output tokens |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['model']} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in board]
         out.append("")
     turn = [r for r in t["main"] if r["task"] == "turn"]
     if turn:
         out += ["## Specialist Turn (Table A2 layout)", "",
-                "| model | items | clinical equivalence (1–5) | malformed | judge failures | critical error | unsupported claim | "
-                "ROUGE-L | BERTScore* | output tokens |", "|---|---|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r['model']} | {r['items']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+                "| model | items | scored | clinical equivalence (1–5) | malformed | judge failures | critical error | "
+                "unsupported claim | ROUGE-L | BERTScore* | output tokens |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['model']} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
         out.append("")
@@ -191,18 +199,28 @@ def render_otb_markdown(report: dict) -> str:
     out += [f"- \\*BERTScore missing for some rows: {m}." for m in missing] + ([""] if encoders or missing else [])
     if t["decisions"]:
         out += ["## Four decisions (Board Simulation)", "",
-                "Mean over cases whose reference took the decision (out of scope: -1, left out).", "",
-                "| model | " + " | ".join(DECISIONS) + " |", "|---|" + "---|" * len(DECISIONS)]
+                ("Mean over the cases whose reference took the decision (n); out of scope (-1: the reference never "
+                 "took it) is left out and counted; judge failures (the four-decision call gave nothing usable) and "
+                 "malformed answers are never scored, and counted. Items = n + out of scope + judge failures + "
+                 "malformed, per decision."), "",
+                "| model | items | " + " | ".join(DECISIONS) + " | judge failures | malformed |",
+                "|---|---|" + "---|" * len(DECISIONS) + "---|---|"]
         for model in dict.fromkeys(r["model"] for r in t["decisions"]):
             cells = {r["decision"]: r for r in t["decisions"] if r["model"] == model}
-            out.append(f"| {model} | " + " | ".join(f"{_num(cells[d]['mean'])} (n={cells[d]['cases']})" for d in DECISIONS) + " |")
+            first = cells[DECISIONS[0]]
+            out.append(f"| {model} | {first['items']} | " + " | ".join(_decision_cell(cells[d]) for d in DECISIONS)
+                       + f" | {first['judge_failures']} | {first['format_failures']} |")
         out.append("")
     if t["question_types"]:
-        out += ["## Specialist Turn by question type", "", "Scored items only (no floor), as released.", "",
-                "| model | question type | items | scored | mean | critical error | unsupported claim |", "|---|---|---|---|---|---|---|"]
+        out += ["## Specialist Turn by question type", "",
+                "Mean and rates over scored items only (no floor), as released; items = scored + malformed + judge failures.", "",
+                "| model | question type | items | scored | malformed | judge failures | mean | critical error | unsupported claim |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in t["question_types"]:
-            out.append(f"| {r['model']} | {r['qa_type']} | {r['count']} | {r['scored']} | {_num(r['mean'])} | "
-                       f"{_share(r['critical_error_rate'])} | {_share(r['unsupported_claim_rate'])} |")
+            mean = _num(r["mean"]) if r["scored"] else "no scored item"
+            out.append(f"| {r['model']} | {r['qa_type']} | {r['items']} | {r['scored']} | {r['format_failures']} | "
+                       f"{r['judge_failures']} | {mean} | {_share(r['critical_error_rate'])} | "
+                       f"{_share(r['unsupported_claim_rate'])} |")
         out.append("")
     anchored = report.get("anchored")
     if anchored:

@@ -12,14 +12,16 @@ _FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "compl
 def usage_report(journal: Journal) -> dict:
     """``{"by_tag": {tag: counts}, "total": counts}`` over every process of the run.
 
-    Counts are those of :class:`evolve.llm.Usage`: ``calls`` answered by the endpoint,
+    Counts are those of :class:`evolve.llm.Usage` - ``calls`` answered by the endpoint,
     ``cache_hits``, ``failures`` (after retries), ``retries`` (extra attempts, paid or not),
-    ``prompt_tokens``/``completion_tokens`` (cache hits included: the cost the run represents).
-    Tags name the step: ``judge``, ``mutation``, ``audit``, ``audit_embedding`` and the bench
-    stages.
+    ``prompt_tokens``/``completion_tokens`` (cache hits included: the cost the run represents) -
+    plus ``calls_made`` = ``calls + failures``: every call sent to the endpoint, failed ones
+    included (cache hits are not calls made). Tags name the step: ``judge``, ``mutation``,
+    ``audit``, ``audit_embedding``, the bench stages, ``otb_judge`` ...
     """
-    by_tag = run_usage(journal)
-    total = {name: sum(c.get(name, 0) for c in by_tag.values()) for name in _FIELDS}
+    by_tag = {tag: {**c, "calls_made": int(c.get("calls", 0)) + int(c.get("failures", 0))}
+              for tag, c in run_usage(journal).items()}
+    total = {name: sum(c.get(name, 0) for c in by_tag.values()) for name in ("calls_made", *_FIELDS)}
     return {"by_tag": dict(sorted(by_tag.items())), "total": total}
 
 
@@ -30,10 +32,14 @@ def render_usage(usage: dict | None) -> list[str]:
         return out + ["No usage in `journal.jsonl` (a run made before evolve journaled it, or killed before its "
                       "first usage record).", ""]
     out += ["Every model call of the run, over all its processes (a resumed run adds the calls of each resumption; "
-            "cache hits cost nothing new). Retries are extra attempts of calls that were retried.", "",
-            "| step | calls | cache hits | failures | retries | prompt tokens | completion tokens |",
-            "|---|---|---|---|---|---|---|"]
+            "cache hits cost nothing new). Calls = answered + failed (after their retries); retries are extra "
+            "attempts of calls that were retried.", "",
+            "| step | calls | answered | failed | cache hits | retries | prompt tokens | completion tokens |",
+            "|---|---|---|---|---|---|---|---|"]
     rows = [*usage["by_tag"].items(), ("**total**", usage["total"])]
     for tag, c in rows:
-        out.append(f"| {tag} | " + " | ".join(str(int(c.get(name, 0))) for name in _FIELDS) + " |")
+        made = int(c.get("calls", 0)) + int(c.get("failures", 0))  # reports written before calls_made existed
+        cells = [made] + [int(c.get(name, 0)) for name in ("calls", "failures", "cache_hits", "retries", "prompt_tokens",
+                                                             "completion_tokens")]
+        out.append(f"| {tag} | " + " | ".join(str(v) for v in cells) + " |")
     return out + [""]

@@ -54,7 +54,7 @@ def test_otb_run_judge_report_end_to_end_and_a_second_run_is_free(tmp_path, endp
     md = (run / "otb_report.md").read_text()
     assert "## Board Simulation (Table A3 layout)" in md and "computed with wordllama" in md
     assert "deberta-xlarge-mnli" in md  # nobody mistakes the stand-in for the paper's BERTScore
-    assert "| scripted | 4 | 4.00 [4.00, 4.00] | 0 | 0 | 0.0% [0.0, 0.0] | 100.0% [100.0, 100.0] |" in md
+    assert "| scripted | 4 | 4 | 4.00 [4.00, 4.00] | 0 | 0 | 0.0% [0.0, 0.0] | 100.0% [100.0, 100.0] |" in md
     assert (run / "board" / "scripted" / "responses.jsonl").is_file() and (run / "turn" / "scripted" / "summary.json").is_file()
     page = parse(run / "report.html")  # one figure per task, then the same tables
     assert len(decoded_images(page)) == 2 and page.tables == md.count("\n|---") + md.startswith("|---")

@@ -84,7 +84,7 @@ def test_generation_writes_the_released_layout_and_judging_aggregates_as_release
     assert {s["rubric_version"] for s in scores} == {"evolve-otb-judge-1"} and result.failures == 1
     board_summary = json.loads(folder.summary("board", "model-a").read_text())
     assert board_summary["format_failures"] == 1 and board_summary["mean"] == pytest.approx((4 + 1) / 2)
-    assert board_summary["four_decisions"]["therapy"] == {"cases": 1, "mean": 5.0}
+    assert (board_summary["four_decisions"]["therapy"]["cases"], board_summary["four_decisions"]["therapy"]["mean"]) == (1, 5.0)
     turn = json.loads(folder.summary("turn", "model-a").read_text())
     assert (turn["scored"], turn["judge_failures"], turn["format_failures"]) == (2, 1, 0)
     assert turn["mean"] == pytest.approx((5 + 2) / 2) and turn["critical_error_rate"] == pytest.approx(0.5)
