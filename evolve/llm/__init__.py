@@ -7,7 +7,8 @@ failures (HTTP 429/5xx, timeouts), a persistent SQLite :class:`ResponseCache` ke
 request (so a repeated run costs no calls and a resumed run pays only for unfinished ones) and
 per-tag token accounting. Failures come back as :class:`CallFailure` values, never as scores.
 Structured requests use :func:`response_format` (a strict JSON schema from a pydantic model)
-and :func:`parse_json_object`.
+and :func:`parse_json_object`; their replies are cached only when they fit the schema sent
+(``jsonschema``, JSON types read strictly), so a reply outside it is asked again on resume.
 """
 
 from evolve.llm._cache import ResponseCache

@@ -152,13 +152,12 @@ def _decision(decision: str, items: Sequence[JudgedItem]) -> dict:
     """
     judged = [i.decisions[decision] for i in items if not i.malformed and i.decisions and decision in i.decisions]
     in_scope = [v for v in judged if v >= 1]
-    out = {"cases": len(in_scope), "mean": sum(in_scope) / len(in_scope) if in_scope else None,
-           "items": len(items), "scored": len(judged), "out_of_scope": len(judged) - len(in_scope),
-           "judge_failures": sum(not i.malformed and i.decisions_failed for i in items),
-           "format_failures": sum(i.malformed for i in items)}
-    if out["items"] != out["cases"] + out["out_of_scope"] + out["judge_failures"] + out["format_failures"]:
-        raise _count_error(f"decision {decision!r}", out)
-    return out
+    counts = {"cases": len(in_scope), "items": len(items), "scored": len(judged), "out_of_scope": len(judged) - len(in_scope),
+              "judge_failures": sum(not i.malformed and i.decisions_failed for i in items),
+              "format_failures": sum(i.malformed for i in items)}
+    if counts["items"] != counts["cases"] + counts["out_of_scope"] + counts["judge_failures"] + counts["format_failures"]:
+        raise _count_error(f"decision {decision!r}", counts)
+    return {"cases": counts["cases"], "mean": sum(in_scope) / len(in_scope) if in_scope else None, **counts}
 
 
 def rouge_l(candidate: str, reference: str) -> float:

@@ -4,7 +4,8 @@ Per answered item, the judge sees the extracted conclusion (board) or answer (tu
 never the model's name or the raw output - and replies in a strict JSON schema at temperature 0,
 top_p 1, seed 0: *conclusion alignment* (and, by default, the *four decisions*) for a board
 answer, *clinical equivalence* with its two flags for a turn answer. A malformed answer is not
-sent; a reply that is cut or does not fit the schema is a *judge failure* (excluded, counted).
+sent; a reply that is cut or does not fit the schema (read as sent, never coerced) is a *judge
+failure* (excluded, counted, and never cached: judging again asks again).
 Every judge call is a line of ``judge_scores.jsonl`` with the rubric version; every
 (task, model) gets the released ``summary.json``; ``metrics.csv`` holds ROUGE-L per answer and a
 BERTScore-style F1 on an offline stand-in encoder, named beside it (:mod:`evolve.otb._similarity`).
@@ -323,13 +324,13 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     atomic_write(folder / folder.METRICS, pd.DataFrame(metrics, columns=METRIC_COLUMNS).to_csv(index=False))
     _keep_judge_file(folder, judge_file)
     every = _judged_items(answered, scores)
-    for task in items:
+    for name in items:
         for model in config.models:
-            judged = [i for i in every if i.task == task and i.model == model]
-            figures = summarize(judged, four_decisions=task == "board" and config.judge.four_decisions)
-            result.summaries[(task, model)] = {"task": task, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **figures}
-    for (task, model), summary in result.summaries.items():  # written once every count has added up
-        atomic_write(folder.summary(task, model), json.dumps(summary, indent=2) + "\n")
+            judged = [i for i in every if i.task == name and i.model == model]
+            figures = summarize(judged, four_decisions=name == "board" and config.judge.four_decisions)
+            result.summaries[(name, model)] = {"task": name, "model": model, "rubric_version": JUDGE_RUBRIC_VERSION, **figures}
+    for (task_name, model_name), summary in result.summaries.items():  # written once every count has added up
+        atomic_write(folder.summary(task_name, model_name), json.dumps(summary, indent=2) + "\n")
     journal.append(Event.JUDGE_FINISHED, rows=len(scores), failures=result.failures, cached=result.cached)
     return result
 
