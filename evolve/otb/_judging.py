@@ -170,17 +170,43 @@ def _judge_request(config: OtbConfig, rubric: Rubric, item: BoardCase | TurnQues
                        max_tokens=j.max_tokens_board if isinstance(item, BoardCase) else j.max_tokens_turn)
 
 
-def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure) -> tuple[dict | None, str]:
-    """The validated reply fields, or None and why the judge failed."""
+def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure, *, limits_sent: bool = True) -> tuple[dict | None, str]:
+    """The validated reply fields, or None and why the judge failed.
+
+    Args:
+        limits_sent: Whether the endpoint was told the rationale's length limit (the
+            endpoint's ``schema_limits``). When it was not, a longer rationale breaks nothing it
+            was asked for: it is clipped to the limit (as the calibration judge does), not a
+            judge failure. Every other field is validated as sent, never coerced.
+    """
     if isinstance(res, CallFailure):
         return None, f"endpoint: {res.error}"
     if res.finish_reason != "stop":
         return None, f"reply cut (finish_reason={res.finish_reason}); raise the judge's max_tokens"
-    model, _ = judge_schema(rubric)
+    model, fmt = judge_schema(rubric)
     try:
-        return model.model_validate(parse_json_object(res.text)).model_dump(), ""
+        data = parse_json_object(res.text)
+        if not limits_sent:
+            _clip_rationale(data, fmt["json_schema"]["schema"])
+        return model.model_validate(data).model_dump(), ""
     except (ValueError, ValidationError) as exc:
         return None, f"reply does not fit the {rubric} schema ({str(exc).splitlines()[0][:200]})"
+
+
+def _clip_rationale(data: dict, schema: dict) -> None:
+    """Clip the reply's ``rationale`` (top level, or inside its one nested object) to the
+    schema's ``maxLength``, in place."""
+    props = schema.get("properties", {})
+    if "rationale" not in props:  # conclusion_alignment: {"conclusion_alignment": {"score", "rationale"}}
+        (key, ref), = props.items()
+        inner = data.get(key)
+        nested = schema.get("$defs", {}).get(str(ref.get("$ref", "")).rsplit("/", 1)[-1], {})
+        if isinstance(inner, dict):
+            _clip_rationale(inner, nested)
+        return
+    limit = props["rationale"].get("maxLength")
+    if isinstance(data.get("rationale"), str) and isinstance(limit, int):
+        data["rationale"] = data["rationale"][:limit]
 
 
 def _score_row(row: dict, rubric: Rubric, request: ChatRequest, res: Any, reply: dict | None, error: str,
@@ -316,7 +342,7 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY))
     scores = []
     for (row, rubric, request), res in zip(plan, results):
-        reply, error = _read_reply(rubric, res)
+        reply, error = _read_reply(rubric, res, limits_sent=config.endpoint.schema_limits)
         scores.append(_score_row(row, rubric, request, res, reply, error, guidance))
     result.failures = sum(s["outcome"] == "judge_failure" for s in scores)
     result.cached = sum(s["cached"] for s in scores)
