@@ -204,5 +204,6 @@ def test_otb_generation_and_judging_report_calls_and_a_rerun_is_cached(tmp_path,
     assert hook.phases == [("otb", "generating", 5, "generation calls"), ("otb_judge", "judging", 5, "judge calls")]
     assert hook.steps == [("otb", 1, 70, 30, False)] * 5 + [("otb_judge", 1, 70, 30, False)] * 5
     # resumed: the answers are kept (one free step per task: 2 boards, 3 turns), the judge calls
-    # come from the cache
-    assert again.steps == [("otb", 2, 140, 60, True), ("otb", 3, 210, 90, True)] + [("otb_judge", 1, 70, 30, True)] * 5
+    # come from the cache - but the one reply outside its schema (a judge failure) was never cached: asked again
+    assert again.steps[:2] == [("otb", 2, 140, 60, True), ("otb", 3, 210, 90, True)]
+    assert sorted(again.steps[2:]) == [("otb_judge", 1, 70, 30, False)] + [("otb_judge", 1, 70, 30, True)] * 4
