@@ -4,11 +4,15 @@ For one case a model (1) assigns a panel of 1-5 clinical roles, one primary; (2)
 writes its own opinion, independently, from the same case input with the reference answer
 withheld - free-form or structured, from one model or from N worker models merged by a
 consolidator (``n+1``); the opinions are frozen; (3) a shared report is synthesised from the
-identifier-stripped case and the opinions, and review rounds follow: every role votes yes, or
+case and the opinions, and review rounds follow: every role votes yes, or
 no with a critique and a proposed revision; the moderator checks the objections against the
 case and revises or records no substantive change; the consilium stops on consensus, no
 substantive change, a report identical to an earlier state, or the round limit (5); (4) a
 finalizer writes the final opinion, keeping unresolved disagreement and uncertainty.
+
+Every stage sees the same identifier-stripped case (:func:`strip_identifiers`: no DOI, case
+number, citation, date, name or hospital; :func:`deidentify` also counts what it replaced), and
+model output a later stage reads goes through the same function.
 
 Every stage, vote, stop reason and call (with its tokens) is recorded in a :class:`CaseRun`;
 :meth:`CaseRun.to_record` gives the :class:`~evolve.data.ConsiliumRecord` physicians rate.
@@ -47,6 +51,7 @@ from evolve.consilium._config import (
     resolve_bench_config,
 )
 from evolve.consilium._context import CHARS_PER_TOKEN, ContextCheck, StageBound, check_context, stage_bounds
+from evolve.consilium._deidentify import IDENTIFIER_KINDS, Deidentified, deidentification_csv, deidentify
 from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
 from evolve.consilium._judging import (
     JUDGE_SCORE_COLUMNS,
@@ -142,6 +147,10 @@ __all__ = [
     "reply_format",
     "split_free_form",
     "strip_identifiers",
+    "IDENTIFIER_KINDS",
+    "Deidentified",
+    "deidentification_csv",
+    "deidentify",
     # prompt sizes against the context
     "CHARS_PER_TOKEN",
     "ContextCheck",

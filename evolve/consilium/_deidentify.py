@@ -1,103 +1,551 @@
-"""Removing what identifies a published case - and only that - before the consilium sees it.
+"""Removing what identifies a published case - and only that - before any generating model sees it.
 
-A case record (NEJM's case records, for instance) can be traced back to its publication, and
-so to its diagnosis, through its DOI, its manuscript id, its case-record number, its title line,
-the names of the physicians who present it and the hospital where it was seen. Those go. Its
-clinical content stays: ages, sexes, symptoms, findings, the services that speak ("Medicine",
-"Radiology") - even when a sentence of the text or of a model's opinion repeats words of the
-title, which for case records is itself a clinical summary.
+A case record (NEJM's case records, for instance) can be traced back to its publication, and so
+to its published diagnosis, through its DOI or web address, its manuscript id, its case-record
+number ("Case 12-2019", "Case No. 12", "Case 12 of 2019"), a journal citation ("N Engl J Med
+2019;380:1150-7"), its title line, the dates it carries, the names of the physicians who present
+it and of the hospitals where it was seen. :func:`strip_identifiers` takes those out and keeps
+the clinical content: ages, sexes, symptoms, findings, durations ("3 weeks before"), the services
+that speak ("Medicine", "Radiology"), this hospital or "the emergency department" - also when a
+sentence repeats words of the title, which for case records is itself a clinical summary.
+
+**Which stages see what.** Every generating stage (role assignment, its ``n+1`` workers and
+consolidator, every opinion, worker and consolidation, the synthesis, the votes, the moderator,
+the finalizer) sees the same case: the case *text* after :func:`strip_identifiers`, never the
+case id, the title or the reference answer (:func:`~evolve.consilium._prompts.case_block`). Text
+a model wrote earlier and a later stage reads (panel proposals, opinions, reports, reviews,
+moderator summaries) goes through the same function before it is shown, so an identifier a model
+recalls cannot travel on. What is *recorded* (the CaseRun, the ConsiliumRecord) keeps the
+model's words as written. SPEC §5.2 lists "DOI, title, case text" as the pre-consilium input;
+giving it the DOI would let a model recall the published answer and carry identifiers into the
+consilium (SPEC §5.3), so no stage gets it.
+
+**What replaces what.** Removed outright, together with what only introduced them ("see",
+"available at", "doi:", a parenthesis left empty, a clause left with nothing else): DOIs, web
+addresses, e-mail addresses, manuscript ids, the case id, journal citations and the case-record
+series name, case-record numbers, medical-record numbers, title lines. Replaced by a neutral
+phrase so the sentence still reads: a date by ``[date]`` (a range by one ``[date]``); a titled
+or degreed person by "a physician" (a speaker label ``Dr. Jane Smith (Medicine):`` by
+``Physician (Medicine):``), "Mr./Mrs./Ms. Doe" by ``[name]``, a later bare mention of a surname
+seen with a title by "a physician"; a hospital (by name or abbreviation: "Massachusetts General
+Hospital", "MGH", "Brigham and Women's") by "a hospital", a university or medical school by "a
+university", a named journal by "a journal". A bare year ("in 2015") is kept (as in HIPAA's
+safe harbour); so are relative times, ages and eponyms ("Graves' disease").
+
+**Why rules of our own, not a tool.** Two maintained PII tools were tried against these
+classes (December 2026): ``scrubadub`` 2.0.1 (its last release 2023) finds, out of the box,
+only web addresses, e-mail addresses and phone numbers - no dates, names, case numbers,
+citations or hospitals - and brings scikit-learn, NLTK and TextBlob with it. Presidio finds
+names and dates with a spaCy model, but no spaCy English model is published on PyPI by its
+authors (only third-party re-uploads; loading one from a hub at run time is not possible
+here), and an OntoNotes-trained model labels ages and durations ("67-year-old", "3 weeks") as
+DATE and eponyms as PERSON, so it would strip clinical content; neither knows DOIs, case-record
+numbers or journal citations. So the classes are written out here as a small, tested rule set
+(``tests/consilium/test_deidentify.py`` and the invented corpus in ``tests/consilium/data/``).
+
+**How it works.** Each rule replaces what it finds with a private-use placeholder (no later rule
+can match inside it, and nothing is half-replaced: names are matched on Unicode letters, so
+"José" or "Núñez-García" are taken whole), counted by kind (:data:`IDENTIFIER_KINDS`); a tidying pass then
+drops what only introduced a removed identifier and renders the placeholders.
+:func:`deidentify` returns the text and the counts; :func:`deidentification_csv` gives the
+per-case report (``deidentification.csv`` of a bench run folder: case, kind, count - never the
+identifier itself).
 """
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
 import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from evolve.data import Case
 
-__all__ = ["strip_identifiers"]
+__all__ = ["IDENTIFIER_KINDS", "Deidentified", "deidentification_csv", "deidentify", "strip_identifiers"]
 
-_DOI_CORE = r"10\.\d{4,9}/[^\s()<>\"']*[^\s()<>\"'.,;:]"
-_DOI_PREFIX = r"(?:(?:https?://)?(?:dx\.)?doi\.org/|doi\s*:?\s*)?"
-_DOI_IN_PARENS = re.compile(r"[ \t]*\(\s*" + _DOI_PREFIX + _DOI_CORE + r"\s*\)", re.IGNORECASE)
-_DOI = re.compile(r"(?<![\w/])" + _DOI_PREFIX + _DOI_CORE, re.IGNORECASE)
+IDENTIFIER_KINDS: tuple[str, ...] = (
+    "doi", "url", "email", "manuscript_id", "case_id", "citation", "journal", "case_number",
+    "record_number", "title", "date", "person", "institution", "phone",
+)
+"""The kinds of identifier counted, in report order."""
+
+
+@dataclass(frozen=True)
+class Deidentified:
+    """What :func:`deidentify` returns.
+
+    Attributes:
+        text: The text without identifiers.
+        counts: Identifiers replaced, by kind (every kind of :data:`IDENTIFIER_KINDS`, zeros included).
+    """
+
+    text: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+
+# -- placeholders ---------------------------------------------------------------------------------
+
+_OPEN, _CLOSE = "\ue000", "\ue001"
+
+
+@dataclass(frozen=True)
+class _Slot:
+    kind: str
+    phrase: str  # "" = removed
+
+
+_SLOTS: dict[str, _Slot] = {
+    "doi": _Slot("doi", ""), "url": _Slot("url", ""), "email": _Slot("email", "[email]"),
+    "manuscript_id": _Slot("manuscript_id", ""), "case_id": _Slot("case_id", ""),
+    "citation": _Slot("citation", ""), "series": _Slot("journal", ""), "journal": _Slot("journal", "a journal"),
+    "case_number": _Slot("case_number", ""), "record_number": _Slot("record_number", "[record number]"),
+    "this_case": _Slot("title", "this case"), "date": _Slot("date", "[date]"), "physician": _Slot("person", "a physician"),
+    "physicians": _Slot("person", "physicians"), "speaker": _Slot("person", "Physician"),
+    "name": _Slot("person", "[name]"), "hospital": _Slot("institution", "a hospital"),
+    "university": _Slot("institution", "a university"), "phone": _Slot("phone", "[phone]"),
+}
+_CODE = {name: chr(0xE010 + k) for k, name in enumerate(_SLOTS)}
+_SLOT_OF_CODE = {code: _SLOTS[name] for name, code in _CODE.items()}
+
+
+def _token(name: str) -> str:
+    return f"{_OPEN}{_CODE[name]}{_CLOSE}"
+
+
+_ANY_TOKEN = f"{_OPEN}[\ue010-\ue0ff]{_CLOSE}"
+_REMOVED = f"{_OPEN}[{''.join(_CODE[n] for n, s in _SLOTS.items() if not s.phrase)}]{_CLOSE}"
+
+# -- building blocks --------------------------------------------------------------------------------
+
+_UPPER = "".join(c for c in map(chr, range(0x41, 0x250)) if c.isupper() and c.isalpha())
+_U = f"[{_UPPER}]"
+_L = r"[^\W\d_]"  # any letter, accents included
+_NAME_PART = rf"{_U}(?:['’]{_U})?{_L}+(?:['’]{_L}+)*"
+_NAME = rf"{_NAME_PART}(?:-{_NAME_PART})*"  # O'Neil, Núñez-García, McDonald
+_INITIAL = rf"{_U}\."
+_PARTICLE = r"(?:van|von|der|den|de|del|della|dello|di|da|das|dos|du|la|le|ten|ter|bin|ibn|al|el|Van|Von|De|Del|Di|Da|Du|La|Le)"
+_PERSON = rf"(?:(?:{_NAME}|{_INITIAL})\s+){{0,3}}(?:{_PARTICLE}\s+){{0,3}}(?:(?:al|el)-)?{_NAME}"
+_DEGREE = (r"(?:M\.D\.|MD|Ph\.D\.|PhD|M\.B\.,?\s?B\.S\.|MBBS|MBChB|D\.Phil\.|DPhil|M\.P\.H\.|MPH|FRCP[A-Z]?"
+           r"|R\.N\.|N\.P\.|P\.A\.|D\.O\.|Pharm\.D\.|PharmD)")
+_DEGREE_COMMA = r"(?:RN|NP|PA|DO|DNP|MSN)"  # ambiguous letters ("PA and lateral"): only after a comma
+_DEGREES = rf"(?:(?:\s*,\s*|\s+){_DEGREE}|\s*,\s*{_DEGREE_COMMA}\b)+"
+_TITLE_DR = r"(?:Drs?\.?|Doctor|Prof\.?|Professor)"
+_TITLE_MR = r"(?:Mr|Mrs|Ms|Mx)\.?"
+
+# words that open a sentence and so look like part of a name at its start
+_STOPWORDS = frozenset("""
+a an the at in on of to from for by with and or but then when while after before during since until as
+she he they we it her his their our its this that these those there here both all each
+admitted transferred seen referred evaluated treated followed discharged presented returned
+monday tuesday wednesday thursday friday saturday sunday
+january february march april may june july august september october november december
+""".split())
+
+_EPONYM_NEXT = (r"(?:disease|syndrome|signs?|phenomenon|test|maneuver|manoeuvre|reflex|criteria|palsy|lymphoma|"
+                r"sarcoma|tumou?r|ulcers?|nodes?|triad|score|scale|classification|procedure|operation|law|"
+                r"stain|cells?|bod(?:y|ies)|nodules?|spots?|lines?|fracture|hernia|aneurysm|anomaly|ratio|index|"
+                r"thyroiditis|encephalopathy|encephalitis|contracture|esophagus|diverticulum|node)")
+
+# -- the rules ---------------------------------------------------------------------------------------
+
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"').,;:\]]", re.IGNORECASE)
+_DOI_CORE = r"10\.\d{4,9}/[^\s()<>\"']*[^\s()<>\"'.,;:]"
+_DOI = re.compile(r"(?<![\w/])(?:doi\s*:?\s*)?" + _DOI_CORE, re.IGNORECASE)
 _MANUSCRIPT_ID = re.compile(r"\bNEJM[a-z]{0,6}\d{6,}\b", re.IGNORECASE)
-_RECORD_NUMBER = re.compile(r"\bCase\s+\d{1,3}-(?:19|20)\d{2}\b[ \t]*:?[ \t]*", re.IGNORECASE)
 
-_NAME = r"[A-Z][a-zA-Z'\-]+"
-_FULL_NAME = rf"{_NAME}(?:\s+[A-Z]\.)*(?:\s+{_NAME}){{0,2}}"
-_DEGREES = r"(?:,?\s*(?:M\.?D\.?|Ph\.?D\.?|M\.?B\.?,?\s*B\.?S\.?|D\.?O\.?|R\.?N\.?|M\.?P\.?H\.?|N\.?P\.?|P\.?A\.?))+"
-_SERVICE = r"(\s*\([^()\n]{1,60}\))?"
-# "Dr. Jane Q. Smith (Medicine):" or "Jane Smith, M.D. (Pathology):" opening a line: a speaker
-_SPEAKER = re.compile(rf"(?m)^([ \t>*_]*)(?:Drs?\.?\s+{_FULL_NAME}|{_FULL_NAME}{_DEGREES}){_SERVICE}[ \t]*:")
-_DOCTOR = re.compile(rf"\bDrs?\.?\s+{_FULL_NAME}")
-_WITH_DEGREE = re.compile(rf"\b{_FULL_NAME}{_DEGREES}")
+_JOURNAL_NAMES = (
+    r"N(?:ew)?\.?\s?Engl(?:and)?\.?\s?J(?:ournal)?\.?\s?(?:of\s+)?Med(?:icine)?\.?|NEJM|Lancet|JAMA|BMJ|"
+    r"Ann\.?\s+Intern\.?\s+Med\.?|Annals\s+of\s+Internal\s+Medicine|Nat\.?\s+Med\.?|Am\.?\s+J\.?\s+Med\.?"
+)
+_CITATION_TAIL = (r"(?:\s*[,.;]?\s*\(?(?:19|20)\d{2}\)?)?(?:\s*[;,]\s*\d+\s*(?:\(\s*[\w-]+\s*\))?)?"
+                  r"(?:\s*[:,]\s*(?:[A-Za-z]?\d+|e\d+)(?:\s*[-–]\s*[A-Za-z]?\d+)?)?")
+_CITATION_CORE = r"(?:19|20)\d{2}\s*;\s*\d+\s*(?:\(\s*[\w-]+\s*\))?\s*:\s*[A-Za-z]?\d+(?:\s*[-–]\s*[A-Za-z]?\d+)?"
+_NAMED_CITATION = re.compile(rf"\b(?:{_JOURNAL_NAMES})(?=[\s.,;(]|$){_CITATION_TAIL}")
+_GENERIC_CITATION = re.compile(rf"(?:\b(?:{_U}[a-z]*\.?\s+){{0,6}})?{_CITATION_CORE}")
+_SERIES = re.compile(r"\b(?:the\s+)?Case\s+Records\s+of\s+the\s+Massachusetts\s+General\s+Hospital\b\.?", re.IGNORECASE)
+
+_NUMBER_WORD = r"(?:No\.?|Number|Nr\.?|#)"
+_CASE_NUMBER = re.compile(
+    rf"\b[Cc]ase(?:\s+(?:[Rr]ecords?|[Rr]eport))?\s*(?:{_NUMBER_WORD}\s*)?\d{{1,4}}"
+    r"(?:\s*[-–—/]\s*(?:19|20)?\d{2}\b|\s+of\s+(?:19|20)\d{2}\b)(?:[ \t]*:[ \t]*)?"
+    rf"|\b(?:Case|CASE)\s*{_NUMBER_WORD}\s*\d{{1,5}}\b(?:[ \t]*:[ \t]*)?"
+    r"|\b(?:No|Nr)\.\s*\d{1,5}(?:\s*[-–—/]\s*(?:19|20)?\d{2})?\b"
+    r"|\bCase\s+\d{1,4}\b(?!\s*(?:years?|days?|weeks?|months?|hours?|patients?|%))(?:[ \t]*:[ \t]*)?"
+)
+_RECORD_NUMBER = re.compile(
+    r"\b(?:MRN|medical[- ]record\s+(?:number|no\.?)|hospital\s+(?:number|no\.?)|patient\s+(?:ID|number|no\.?))"
+    r"\s*[:#]?\s*[A-Z]{0,3}\d[\d-]{3,}\b", re.IGNORECASE)
+
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+          r"(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?)")
+_WEEKDAY = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\.?,?\s+"
+_ORD = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?![\d.,]\d)"
+_DAYS = rf"{_ORD}(?:\s*(?:[-–—]|to|through|and)\s*{_ORD})?"
+_YEAR = r"(?:(?:19|20)\d{2}|['’]\d{2})"
+_DATES = [
+    re.compile(rf"\b(?:{_WEEKDAY})?{_MONTH}\s+{_DAYS}(?:,?\s+{_YEAR})?(?!\w)"),  # March 3rd, 2019; Mar 3-5
+    re.compile(rf"\b(?:{_WEEKDAY})?(?:the\s+)?{_DAYS}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?(?!\w)"),  # 3 Mar 2019
+    re.compile(rf"\b{_MONTH}(?:\s+of)?,?\s+{_YEAR}(?!\w)"),  # March 2019
+    re.compile(r"\b(?:19|20)\d{2}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])"
+               r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\d/])"),  # ISO
+    re.compile(r"(?<![\d/.])(?:[12]\d|3[01]|0?[1-9])([-/.])(?:[12]\d|3[01]|0?[1-9])\1(?:19|20)\d{2}(?![\d/])"),
+    re.compile(r"(?<![\d/.])(?:[12]\d|3[01]|0?[1-9])/(?:[12]\d|3[01]|0?[1-9])/\d{2}(?![\d/])"),  # 3/5/19
+    re.compile(r"(?<![\d/.:])(?:0?[1-9]|1[0-2])/(?:19\d{2}|20[0-3]\d)(?![\d/])"),  # 03/2019
+    re.compile(r"\b(?:19|20)\d{2}-(?:0[1-9]|1[0-2])(?![\d-])"),  # 2019-03
+]
+_DATE_RANGE = re.compile(rf"{re.escape(_token('date'))}\s*[-–—]\s*{re.escape(_token('date'))}")
+
+_SPEAKER = re.compile(
+    rf"(?m)^([ \t>*_]*)(?:{_TITLE_DR}\s+{_PERSON}(?:{_DEGREES})?|{_PERSON}{_DEGREES})(\s*\([^()\n]{{1,60}}\))?[ \t]*:"
+)
+_DOCTORS = re.compile(rf"\bDrs\.?\s+{_PERSON}(?:\s*,\s*{_PERSON})*,?\s+and\s+{_PERSON}")
+_DOCTOR = re.compile(rf"\b{_TITLE_DR}\s+({_PERSON})(?:{_DEGREES}(?:,(?=\s))?)?")
+_WITH_DEGREE = re.compile(rf"\b({_PERSON}){_DEGREES}(?:,(?=\s))?")  # "Jane Doe, M.D., said": both commas go
+_MISTER = re.compile(rf"\b{_TITLE_MR}\s+({_PERSON})")
+
+_HOSPITAL_NAMES = (
+    r"Massachusetts\s+General\s+Hospital|Mass(?:achusetts)?\s+General(?:\s+Brigham)?|"
+    r"Brigham\s+and\s+Women['’]s(?:\s+Faulkner)?(?:\s+Hospital)?|Beth\s+Israel\s+Deaconess(?:\s+Medical\s+Center)?|"
+    r"Dana[-–]Farber(?:\s+Cancer\s+Institute)?|Boston\s+Children['’]s(?:\s+Hospital)?|Mayo\s+Clinic|"
+    r"Cleveland\s+Clinic|(?:MD|M\.\s?D\.)\s+Anderson(?:\s+Cancer\s+Center)?|Memorial\s+Sloan[-–\s]Kettering"
+    r"(?:\s+Cancer\s+Center)?|Mount\s+Sinai(?:\s+Hospital)?|NYU\s+Langone(?:\s+Health)?|Kaiser\s+Permanente|"
+    r"Partners\s+HealthCare|Spaulding\s+Rehabilitation(?:\s+Hospital)?|Johns\s+Hopkins(?:\s+Hospital|\s+Medicine)?"
+)
+_HOSPITAL_ABBREVIATIONS = r"MGH|BWH|BIDMC|DFCI|MGB|MEEI|CHOP|MSKCC|MDACC|UPMC|JHH|OHSU|UTSW"
+_UNIVERSITY_NAMES = (r"Harvard(?:\s+Medical\s+School|\s+University)?|University\s+of\s+California,?\s+"
+                     r"(?:San\s+Francisco|Los\s+Angeles|San\s+Diego|Davis|Irvine)|UCSF|UCLA|HMS|NYU")
+_KNOWN_HOSPITAL = re.compile(rf"\b(?:{_HOSPITAL_NAMES}|{_HOSPITAL_ABBREVIATIONS})\b")
+_KNOWN_UNIVERSITY = re.compile(rf"\b(?:{_UNIVERSITY_NAMES})\b")
+_PLACE_WORD = rf"(?:{_NAME}|St\.|Saint)"
+_INSTITUTION_HEAD = (r"Hospitals?|Medical\s+Cent(?:er|re)|Health\s+(?:System|Cent(?:er|re))|Infirmary|Medical\s+School|"
+                     r"School\s+of\s+Medicine|College\s+of\s+Medicine|University|Cancer\s+(?:Center|Centre|Institute)")
 _INSTITUTION = re.compile(
-    rf"\b(?:the\s+)?(?:{_NAME}(?:\s+(?:and|of|&|for)\s+|\s+)){{1,5}}"
-    r"(?:Hospital|Medical Center|Medical Centre|Health System|Health Center|Infirmary|Medical School|"
-    r"School of Medicine|University)\b"
+    rf"\b(?:{_PLACE_WORD}(?:\s+(?:and|of|for|&)\s+|\s+)){{1,5}}(?:{_INSTITUTION_HEAD})\b"
     rf"(?:\s+(?:of|in|at)\s+{_NAME}(?:\s+{_NAME})?)?"
 )  # not "Clinic": "the Infectious Diseases Clinic" is a service, and clinical context
+_OF_INSTITUTION = re.compile(
+    rf"\b(?:(?:Hospital|University|Infirmary)\s+of\s+(?:the\s+)?)+(?:University\s+of\s+)?{_NAME}(?:\s+{_NAME}){{0,2}}"
+)
+_PHONE = re.compile(r"(?<![\w/.-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[.-]\d{4}(?![\w/])")
+
 _MIN_TITLE_WORDS = 3
 
 
-def strip_identifiers(text: str, case: Case) -> str:
-    """``text`` without what identifies ``case`` (SPEC §5.3: the consilium sees no identifiers).
+class _Marks:
+    """Replaces matches by placeholders and counts them by kind."""
 
-    Removes: DOI-like strings (with a ``doi:`` or ``https://doi.org/`` prefix; a parenthesised
-    one with its parentheses) and any web address; publisher manuscript ids (``NEJMcpc1503831``)
-    and the case id wherever it stands as a token; case-record numbers (``Case 12-2015``); a line
-    that is the title and nothing else (a heading, optionally ``Title:``). Replaces physicians'
-    names: a speaker label ``Dr. Jane Smith (Medicine):`` becomes ``Physician (Medicine):``, a
-    mention ``Dr. Smith`` or ``Jane Smith, M.D.`` becomes ``a physician``; named institutions
-    (``Massachusetts General Hospital``, ``Harvard Medical School``) become ``a hospital`` or
-    ``a university`` (a named clinic is left: "the Infectious Diseases Clinic" is a service).
-    Words of the title inside sentences are clinical content and are kept, as is everything
-    else; what the removals leave behind is tidied (spaces, stray punctuation), line breaks kept.
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def sub(self, pattern: re.Pattern[str], slot: str, text: str,
+            keep: Callable[[re.Match[str]], tuple[str, str, str] | None] | None = None) -> str:
+        """Replace every match of ``pattern`` by the placeholder of ``slot``.
+
+        ``keep`` may split a match into (kept prefix, identifier, kept suffix), or return None
+        to leave the match as it is.
+        """
+        def one(m: re.Match[str]) -> str:
+            head, tail = "", ""
+            if keep is not None:
+                split = keep(m)
+                if split is None:
+                    return m.group(0)
+                head, _, tail = split
+            self.counts[_SLOTS[slot].kind] += 1
+            return head + _token(slot) + tail
+        return pattern.sub(one, text)
+
+
+def deidentify(text: str, case: Case) -> Deidentified:
+    """``text`` without what identifies ``case``, and what was replaced (SPEC §5.3).
+
+    See the module docstring for the classes removed and replaced, and what is kept.
 
     Args:
-        text: Any text shown to the consilium (the case, opinions, reports, reviews).
-        case: The case whose identifiers are removed.
+        text: Any text a generating model will see (the case text, a prior model's output).
+        case: The case whose identifiers (its id, its title) are also removed.
 
     Returns:
-        The stripped text.
+        The stripped text and the count of identifiers replaced per kind.
     """
-    out = _DOI_IN_PARENS.sub("", text)
-    out = _DOI.sub("", out)
-    out = _URL.sub("", out)
-    out = _MANUSCRIPT_ID.sub("", out)
-    if case.case_id:
-        out = re.sub(r"(?<![\w./\-])" + re.escape(case.case_id) + r"(?![\w/\-])[ \t]*", "", out)
-    out = _RECORD_NUMBER.sub("", out)
-    out = _drop_title_lines(out, case.title)
-    out = _SPEAKER.sub(lambda m: f"{m.group(1)}Physician{m.group(2) or ''}:", out)
-    out = _DOCTOR.sub("a physician", out)
-    out = _WITH_DEGREE.sub("a physician", out)
-    out = _INSTITUTION.sub(_institution, out)
-    return _tidy(out)
+    marks = _Marks()
+    out = marks.sub(_EMAIL, "email", text)
+    out = marks.sub(_URL, "url", out)
+    out = marks.sub(_DOI, "doi", out)
+    out = marks.sub(_MANUSCRIPT_ID, "manuscript_id", out)
+    if _is_distinctive(case.case_id):
+        case_id = re.compile(r"(?<![\w./\-])" + re.escape(case.case_id) + r"(?![\w/\-])")
+        out = marks.sub(case_id, "case_id", out)
+    out = marks.sub(_SERIES, "series", out)
+    out = _NAMED_CITATION.sub(lambda m: _journal_or_citation(m, marks), out)
+    out = marks.sub(_GENERIC_CITATION, "citation", out)
+    out = marks.sub(_CASE_NUMBER, "case_number", out)
+    out = marks.sub(_RECORD_NUMBER, "record_number", out)
+    for pattern in _DATES:
+        out = marks.sub(pattern, "date", out)
+    out = _DATE_RANGE.sub(_token("date"), out)
+    out = _drop_title_lines(out, case.title, marks)
+    out = _people(out, marks, dict(_names_in_case(case.text)))
+    out = _institutions(out, marks)
+    out = marks.sub(_PHONE, "phone", out)
+    counts = {k: marks.counts.get(k, 0) for k in IDENTIFIER_KINDS}
+    if not any(counts.values()):
+        return Deidentified(text.strip(), counts)  # nothing found: not a character changed
+    return Deidentified(_render(_tidy_removed(out)), counts)
 
 
-def _drop_title_lines(text: str, title: str) -> str:
-    """Remove lines that are the title alone (as a heading, optionally ``Title:``-prefixed)."""
+def strip_identifiers(text: str, case: Case) -> str:
+    """``text`` without what identifies ``case`` (:func:`deidentify`'s text).
+
+    The one function every text a generating model sees goes through (module docstring).
+    """
+    return deidentify(text, case).text
+
+
+def deidentification_csv(cases: Iterable[Case]) -> str:
+    """The per-case report of a run: columns ``case_id, kind, count``, one row per case and kind
+    of :data:`IDENTIFIER_KINDS` (zeros included), counting what :func:`deidentify` replaced in each case's
+    text - never the identifier itself."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["case_id", "kind", "count"])
+    for case in cases:
+        counts = deidentify(case.text, case).counts
+        writer.writerows([case.case_id, kind, counts[kind]] for kind in IDENTIFIER_KINDS)
+    return buffer.getvalue()
+
+
+# -- rules that need more than a pattern ---------------------------------------------------------------
+
+
+def _is_distinctive(case_id: str) -> bool:
+    """An id worth removing wherever it stands: long enough and with a digit (not "c" or "fever")."""
+    return len(case_id) >= 3 and any(ch.isdigit() for ch in case_id)
+
+
+def _journal_or_citation(m: re.Match[str], marks: _Marks) -> str:
+    """A named journal with a year or volume is a citation (removed); alone it is "a journal"."""
+    slot = "citation" if re.search(r"\d", m.group(0)) else "journal"
+    marks.counts[_SLOTS[slot].kind] += 1
+    return _token(slot) + _sentence_stop(m)
+
+
+def _sentence_stop(m: re.Match[str]) -> str:
+    """"." when the match swallowed an abbreviation's full stop that also ends the sentence."""
+    return "." if m.group(0).endswith(".") and re.match(r"\s*(?:$|\n|[A-Z(])", m.string[m.end():]) else ""
+
+
+def _drop_title_lines(text: str, title: str, marks: _Marks) -> str:
+    """Remove lines that are the title alone (a heading, optionally ``Title:``-prefixed, or after
+    a removed case number)."""
     words = title.split()
     if len(words) < _MIN_TITLE_WORDS:
         return text  # a one- or two-word title ("Fever") is ordinary clinical wording
+    words = re.sub(r"^(?:Case\s+\d{1,4}\s*[-–—]\s*\d{2,4}\s*:\s*)", "", title).split() or words
     body = r"\s+".join(re.escape(w) for w in words)
-    return re.sub(rf"(?im)^[ \t#*_]*(?:title\s*:\s*)?{body}[ \t.*_]*(?:\n|$)", "", text)
+    line = re.compile(rf"(?im)^[ \t#*_]*(?:{_ANY_TOKEN}[ \t:.]*)*(?:title\s*:[ \t*_]*)?{body}[ \t.*_]*(?:\n|$)")
+    # the title in its own capitals opening a line, as a heading run into the text ("Title. A man ...")
+    heading = re.compile(rf"(?m)^([ \t#*_]*)(?:{_ANY_TOKEN}[ \t:.]*)*{body}[ \t*_]*(?:[.:]|(?=\n))[ \t]*")
+
+    def drop(m: re.Match[str]) -> str:
+        marks.counts["title"] += 1
+        return m.group(1) if m.re is heading else ""
+    out = heading.sub(drop, line.sub(drop, text))
+    if sum(w[:1].isupper() for w in words[1:]) >= 2:  # a title in title case: its verbatim capitals identify it
+        verbatim = re.compile(rf"(?<!\w){body}(?!\w)")
+        out = marks.sub(verbatim, "this_case", out)
+    return out
 
 
-def _institution(match: re.Match[str]) -> str:
-    name = match.group(0)
-    if re.search(r"Hospital|Medical Cent|Health|Infirmary", name):
-        return "a hospital"
-    return "a university"
+def _is_eponym(m: re.Match[str]) -> bool:
+    return re.match(rf"['’]?s?['’]?\s+{_EPONYM_NEXT}\b", m.string[m.end():]) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _names_in_case(text: str) -> tuple[tuple[str, str], ...]:
+    """The names (given names and surnames, with their placeholder) of the people a case text
+    introduces with a title or degree: a later text about the case (an opinion, a review) that
+    names them bare loses them too."""
+    found: dict[str, str] = {}
+    _people(text, _Marks(), found)
+    return tuple(found.items())
+
+
+def _people(text: str, marks: _Marks, names: dict[str, str] | None = None) -> str:
+    """Speaker labels, titled and degreed names, then later bare mentions of the names seen.
+
+    Args:
+        text: The text.
+        marks: Where the replacements are counted.
+        names: Names known beforehand (from the case text) -> placeholder; names found here are
+            added to it.
+    """
+    surnames: dict[str, str] = names if names is not None else {}
+    slot = "physician"
+
+    def remember(name: str) -> None:
+        words = name.replace(".", " ").split()
+        for word in words + [part for w in words if "-" in w for part in w.split("-")]:
+            if len(word) > 2 and word.lower() not in _STOPWORDS and word[0].isupper():
+                surnames.setdefault(word, slot)
+
+    def speaker(m: re.Match[str]) -> str:
+        person = m.group(0)[len(m.group(1)):m.start(2) - m.start() if m.group(2) else None]
+        names = re.findall(_NAME, re.sub(rf"{_DEGREES}|^\s*{_TITLE_DR}\s+", "", person.rstrip(": \t")))
+        if names:
+            remember(" ".join(names))
+        marks.counts["person"] += 1
+        return f"{m.group(1)}{_token('speaker')}{m.group(2) or ''}:"
+
+    out = _SPEAKER.sub(speaker, text)
+    out = marks.sub(_DOCTORS, "physicians", out, keep=lambda m: _names_seen(m, remember))
+    out = marks.sub(_DOCTOR, "physician", out, keep=lambda m: _person_split(m, remember))
+    out = marks.sub(_WITH_DEGREE, "physician", out, keep=lambda m: _person_split(m, remember, trim=True))
+    slot = "name"  # later bare mentions of "Mr. Doe" are "[name]"
+    out = marks.sub(_MISTER, "name", out, keep=lambda m: _person_split(m, remember))
+    for surname in sorted(surnames, key=len, reverse=True):
+        bare = re.compile(rf"(?<![\w'’-]){re.escape(surname)}(?![\w-])")
+        out = marks.sub(bare, surnames[surname], out, keep=lambda m: None if _is_eponym(m) else ("", m.group(0), ""))
+    return out
+
+
+def _names_seen(m: re.Match[str], remember: Callable[[str], None]) -> tuple[str, str, str]:
+    for name in re.split(r"\s*,\s*|\s+and\s+", re.sub(r"^Drs\.?\s+", "", m.group(0))):
+        if name:
+            remember(name)
+    return "", m.group(0), ""
+
+
+def _person_split(m: re.Match[str], remember: Callable[[str], None], *, trim: bool = False
+                  ) -> tuple[str, str, str] | None:
+    """Keep sentence words a name pattern swallowed at its start ("Then Jane O'Neil, M.D.",
+    "Echocardiography Rebecca Lindqvist, M.D.": an untitled name is at most two name words, with
+    initials and particles), and the full stop of a degree that also ends the sentence."""
+    whole, person = m.group(0), m.group(1)
+    head = ""
+    if trim:
+        words = person.split()
+        full = [k for k, w in enumerate(words) if not re.fullmatch(rf"{_INITIAL}|{_PARTICLE}", w)]
+        start = full[-2] if len(full) >= 2 else 0
+        while start < len(words) - 1 and words[start].lower() in _STOPWORDS:
+            start += 1
+        head = person[: len(person) - len(" ".join(words[start:]))]
+        whole, person = whole[len(head):], person[len(head):]
+        if not re.match(_U, whole):
+            return None
+    remember(person)
+    return head, whole, _sentence_stop(m)
+
+
+def _institutions(text: str, marks: _Marks) -> str:
+    """Named hospitals and universities (known names and abbreviations first, then the patterns)."""
+    out = marks.sub(_KNOWN_HOSPITAL, "hospital", text)
+    out = marks.sub(_KNOWN_UNIVERSITY, "university", out)
+    out = _OF_INSTITUTION.sub(lambda m: _generic_institution(m, marks), out)
+    out = _INSTITUTION.sub(lambda m: _generic_institution(m, marks), out)
+    # "Massachusetts General Hospital (MGH)": the abbreviation repeats the name
+    for slot in ("hospital", "university"):
+        t = re.escape(_token(slot))
+        out = re.sub(rf"{t}\s*\(\s*{_ANY_TOKEN}\s*\)", _token(slot), out)
+    return out
+
+
+def _kind_of(name: str) -> str:
+    return "hospital" if re.search(r"Hospital|Medical Cent|Health|Infirmary|Clinic|Cancer", name) else "university"
+
+
+def _generic_institution(m: re.Match[str], marks: _Marks) -> str:
+    split = _named_place(m)
+    if split is None:
+        return m.group(0)
+    head, name = split
+    marks.counts["institution"] += 1
+    return head + _token(_kind_of(name))
+
+
+def _named_place(m: re.Match[str]) -> tuple[str, str] | None:
+    """Keep leading sentence words ("Then", "She", "At") a place pattern swallowed; None when no
+    name word is left before the institution word ("On Hospital Day 2")."""
+    words = m.group(0).split(" ")
+    head = ""
+    while len(words) > 1 and words[0].lower() in _STOPWORDS:
+        head += words.pop(0) + " "
+    rest = " ".join(words)
+    if re.match(rf"(?:{_INSTITUTION_HEAD})\b", rest) and not re.match(r"(?:Hospital|University|Infirmary)\s+of\s", rest):
+        return None
+    return head, rest
+
+
+# -- tidying --------------------------------------------------------------------------------------------
+
+_FILLER = (r"(?:see|also|at|in|from|via|on|online|available|doi|ref|refs|reference|references|cf|e\.g|manuscript|"
+           r"case|record|published|and|or|the|no|pp|p|vol|for|more|full|text|article|details|images?|figures?|videos?|"
+           r"supplementary|appendix|material|information|here)")
+_LEAD_IN = r"(?:see|at|from|in|via|online|under|doi|published|reported|case|record|no\.?)"
+
+
+def _tidy_removed(text: str) -> str:
+    """Drop what only introduced a removed identifier, then the removed placeholders themselves."""
+    r = _REMOVED
+    out = re.sub(rf"{r}(?:\s*(?:,|;|and|or|&)\s*{r})+", lambda m: m.group(0)[:3], text)  # "X and Y" -> one
+    group = rf"[ \t]*[(\[]\s*(?:(?:{r}|\b{_FILLER}\b\.?|[,;:.])\s*)*{r}(?:\s*(?:{r}|\b{_FILLER}\b\.?|[,;:.]))*\s*[)\]]"
+    out = re.sub(group, "", out, flags=re.IGNORECASE)
+    # "in R and in a journal" -> "in a journal"; "X and R" -> "X"
+    out = re.sub(rf"(?:\b{_LEAD_IN}\b\s*:?\s*)*{r},?\s+(?:and|or)\s+(?!{r})", "", out, flags=re.IGNORECASE)
+    out = re.sub(rf"(?<=\w),?\s+(?:and|or)\s+(?:\b{_LEAD_IN}\b\s*:?\s*)*({r})", r"\1", out, flags=re.IGNORECASE)
+    out = re.sub(rf"(?:\b{_LEAD_IN}\b\s*:?\s*)+({r})(?:\s+(?:online|here|below)\b)?(?=\s*(?:[.;,)\n]|$))", r"\1", out,
+                 flags=re.IGNORECASE)
+    out = "\n".join(_drop_empty_clauses(line) for line in out.split("\n"))
+    out = re.sub(r, "", out)
+    return out
+
+
+def _drop_empty_clauses(line: str) -> str:
+    """Remove the clauses of a line left with nothing but removed identifiers and filler words."""
+    parts = re.split(r"(?<=[.;!?])(\s+)", line)
+    kept: list[str] = []
+    for part in parts:
+        if re.search(_REMOVED, part):
+            rest = re.sub(rf"{_REMOVED}|\b{_FILLER}\b\.?|[\s,;:.!?()\[\]*_#>\-–—]", "", part, flags=re.IGNORECASE)
+            if not rest:
+                continue
+        kept.append(part)
+    out = "".join(kept)
+    if line.strip() and not out.strip():
+        return ""
+    return out
+
+
+def _render(text: str) -> str:
+    """Placeholders to phrases ("a hospital", "[date]"), articles and capitals fixed, spaces tidied."""
+    def phrase(m: re.Match[str]) -> str:
+        the, code = m.group(1), m.group(2)
+        slot = _SLOT_OF_CODE[code]
+        words = slot.phrase
+        start = m.start() == 0 or re.search(r"(?:^|[.!?]\s+|\n[ \t>*_#]*)$", m.string[:m.start()]) is not None
+        if (the and the[0] == "T") or (start and not the):
+            words = words[:1].upper() + words[1:]
+        if slot.kind not in ("institution", "journal") and the:
+            words = the + words
+        return words
+
+    out = re.sub(rf"(\b[Tt]he\s+)?{_OPEN}([\ue010-\ue0ff]){_CLOSE}", phrase, text)
+    return _tidy(out)
 
 
 def _tidy(text: str) -> str:
     out = re.sub(r"[ \t]{2,}", " ", text)
-    out = re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", out)
-    out = re.sub(r"(?m)^[ \t]*[.,;:]+[ \t]*", "", out)
-    out = re.sub(r"[,;:]+\.", ".", out)
-    out = re.sub(r"\(\s*\)", "", out)
+    out = re.sub(r"[ \t]+([.,;:)\]])", r"\1", out)
+    out = re.sub(r"([(\[])[ \t]+", r"\1", out)
+    out = re.sub(r"\(\s*[,;:.]*\s*\)|\[\s*[,;:.]*\s*\]", "", out)
+    out = re.sub(r"(?m)^([ \t>*_#]*)[.,;:]+[ \t]*", r"\1", out)
+    out = re.sub(r"[,;:]+([.;])", r"\1", out)
+    out = re.sub(r"([.;,])\1+", r"\1", out)
+    out = re.sub(r"[ \t]{2,}", " ", out)
     out = re.sub(r"[ \t]+\n", "\n", out)
+    out = re.sub(r"\n{3,}", "\n\n", out)
     return out.strip()

@@ -86,8 +86,10 @@ __all__ = [
     "reply_format",
 ]
 
-PIPELINE_VERSION = "3"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers;
-# 3: n+1 is the paper's 3+1 throughout (workers propose panels, the consolidator merges them and runs the consilium)
+PIPELINE_VERSION = "4"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers;
+# 3: n+1 is the paper's 3+1 throughout (workers propose panels, the consolidator merges them and runs the consilium);
+# 4: every stage sees the identifier-stripped case (dates, citations, case-number variants, hospitals too), and
+# panel proposals and worker opinions are stripped before the consolidator reads them
 """Version of the pipeline's prompts and rules; bump it when any template of
 :func:`~evolve.consilium.prompt_catalog`, the block layout or a rule of this module changes."""
 
@@ -492,8 +494,9 @@ class ConsiliumPipeline:
         """Ask for the case's panel: 1-5 roles, one primary, a rationale each (SPEC §5.1).
 
         Without ``workers``: one structured call to ``model``
-        (:class:`~evolve.consilium.RoleAssignmentReply`) on :func:`evolve.data.generation_input`
-        (case id, title, text; never the reference answer). With ``workers`` (the ``n+1``
+        (:class:`~evolve.consilium.RoleAssignmentReply`) on the identifier-stripped case text
+        (:func:`~evolve.consilium.strip_identifiers`; no id, no title, never the reference
+        answer), as every stage sees it. With ``workers`` (the ``n+1``
         topology, the paper's 3+1): every worker proposes a panel (stage ``role_worker``), then
         ``consolidator`` (default ``model``) merges the proposals into the panel
         (``role_consolidation``); a worker that fails fails the assignment. A panel that breaks
@@ -550,7 +553,7 @@ class ConsiliumPipeline:
                 Message(role="system", content=render("role_consolidation.system")),
                 Message(role="user", content=render(
                     "role_consolidation.user", case=case_block(case), count=len(proposals),
-                    proposals=numbered_blocks("PANEL PROPOSAL", proposals),
+                    proposals=numbered_blocks("PANEL PROPOSAL", [strip_identifiers(p, case) for p in proposals]),
                 )),
             ),
             parse=_parse_roles,
@@ -714,7 +717,7 @@ class ConsiliumPipeline:
                 Message(role="system", content=render("consolidation.system", role=fence(role))),
                 Message(role="user", content=render(
                     f"consolidation.{condition}.user", case=case_block(case), role=fence(role), count=len(texts),
-                    opinions=numbered_blocks("WORKER OPINION", texts),
+                    opinions=numbered_blocks("WORKER OPINION", [strip_identifiers(t, case) for t in texts]),
                 )),
             ),
             parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
@@ -882,7 +885,7 @@ class _ConsiliumMaterial:
     """What every consilium stage may see: the identifier-stripped case and role opinions.
 
     Every text shown to the consilium (opinions, reports, reviews, summaries) goes through
-    :meth:`scrub`, so a DOI or title quoted by a pre-consilium opinion does not reach it.
+    :meth:`scrub`, so a DOI, date or name quoted by a pre-consilium opinion does not reach it.
     """
 
     def __init__(self, case: Case, opinions: Sequence[RoleOpinion]) -> None:

@@ -13,9 +13,11 @@ template, to the block layout or to a rule of the pipeline must bump
 
 Identifier stripping (SPEC §5.3: the consilium sees an identifier-stripped case):
 :func:`strip_identifiers` (``_deidentify.py``) removes what traces a case back to its
-publication - ids, DOIs, addresses, record numbers, the title heading, physicians' and
-institutions' names - and keeps its clinical content; :func:`consilium_case_block` is the case
-as every consilium stage sees it.
+publication - ids, DOIs, addresses, citations, case and record numbers, dates, the title
+heading, people's and institutions' names - and keeps its clinical content; :func:`case_block`
+is the case as *every* generating stage sees it (role assignment and opinions included: the
+stripped text, no id, no title), and prior model output is passed through the same function
+before a later stage reads it.
 """
 
 from __future__ import annotations
@@ -370,23 +372,17 @@ def block(label: str, text: str) -> str:
 
 
 def case_block(case: Case) -> str:
-    """The case as the role-assignment and pre-consilium stages see it (SPEC §5.2).
+    """The case as every generating stage sees it: role assignment, opinions and the consilium.
 
-    Built from :func:`evolve.data.generation_input` only: case id (DOI), title and text; the
-    reference answer is never part of it.
+    The case text of :func:`evolve.data.generation_input` through :func:`strip_identifiers`
+    (SPEC §5.3's identifier-stripped case, given to the pre-consilium stages too): no case id,
+    no title, no DOI, citation, case number, date or name, and never the reference answer.
     """
-    given = generation_input(case)
-    lines = [f"Case id: {given['case_id']}"]
-    if given["title"].strip():
-        lines.append(f"Title: {given['title'].strip()}")
-    lines += ["", given["text"]]
-    return block("CASE", "\n".join(lines))
-
-
-def consilium_case_block(case: Case) -> str:
-    """The identifier-stripped case every consilium stage sees (SPEC §5.3): text only, no id,
-    no title, no DOI-like string, no reference answer."""
     return block("CASE", strip_identifiers(generation_input(case)["text"], case))
+
+
+consilium_case_block = case_block
+"""The same block (the consilium's name for it, kept for callers)."""
 
 
 def numbered_blocks(label: str, texts: Iterable[str]) -> str:

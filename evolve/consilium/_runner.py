@@ -7,6 +7,7 @@ folder ``archives/<run_id>/`` holds::
 
     manifest.json                      BenchManifest: config + what the run saw (prompt hashes ...)
     cases.jsonl                        the run's cases (with reference answers; the judge reads them)
+    deidentification.csv               identifiers replaced per case and kind before any model saw the case
     journal.jsonl                      bench_started/resumed, roles_*, case_started/finished/failed ...
     roles/<stem>.<model>.json          the role assignment of one case and model (RoleFile)
     cases/<stem>.<model>.<condition>.<topology>.json      one CaseRun per pipeline run
@@ -46,6 +47,7 @@ from evolve.consilium._config import (
     manifest_json,
     model_slug,
 )
+from evolve.consilium._deidentify import deidentification_csv
 from evolve.consilium._models import (
     ARTIFACT_VERSION,
     CallRecord,
@@ -646,7 +648,9 @@ def run_bench(
         write_prompts_snapshot(BenchFolder(run_dir).prompts_root, [BENCH_RUBRIC_ID], root=config.prompts_root)
         atomic_write(run_dir / RUN_CASES_FILE, "".join(c.model_dump_json() + "\n" for c in cases))
         atomic_write(run_dir / MANIFEST_FILE, manifest_json(manifest))
-    journal = BenchFolder(run_dir).journal()
+    folder = BenchFolder(run_dir)
+    folder.write(folder.DEIDENTIFICATION, deidentification_csv(cases))  # the same on a resume (same pipeline)
+    journal = folder.journal()
     context = plan_context(config, cases)
     for warning in context.warnings:
         journal.append(Event.WARNING, message=f"context: {warning}")

@@ -288,6 +288,9 @@ class BenchFolder(RunFolder):
     REPORT_JSON = "bench_report.json"
     REPORT_HTML = "report.html"
     ROLES = "roles.csv"
+    DEIDENTIFICATION = "deidentification.csv"
+    """What de-identification replaced in each case's text before any model saw it: ``case_id,
+    kind, count`` per case and kind (never the identifier itself)."""
 
 
 class OtbFolder(RunFolder):

@@ -1,52 +1,280 @@
-"""De-identification keeps the clinical content of a case record and removes what traces it back
-to its publication (issue 13, item 6). The case text below is INVENTED in the style of a
-published case record; no real case, physician or patient."""
+"""De-identification keeps the clinical content of a case and removes what traces it back to its
+publication, in every text a generating model sees (issues 13 item 6 and 23 item 7).
+
+Every case text here and in ``data/deidentify_corpus.json`` is INVENTED in the style of a
+published case record: no real case, patient or physician.
+"""
 
 from __future__ import annotations
 
-from evolve.consilium import strip_identifiers
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from evolve.consilium import (
+    IDENTIFIER_KINDS,
+    ConsiliumPipeline,
+    PipelineSettings,
+    deidentification_csv,
+    deidentify,
+    run_bench,
+    strip_identifiers,
+)
 from evolve.data import Case
+from evolve.llm import ChatRequest, Client
+from evolve.runs import BenchFolder
+from evolve.testing import FakeProvider
+from tests.consilium.bench_support import make_client, make_config
 
-TITLE = "A 67-Year-Old Woman with Fever, Rash, and Acute Kidney Injury"
-CASE = Case(case_id="10.1056/NEJMcpc2099999", title=TITLE, text="t")
-RECORD = f"""Case 14-2031: {TITLE}
-Presentation of Case
-Dr. Maria L. Okafor (Medicine): A 67-year-old woman was evaluated at this hospital because of fever, rash, and acute kidney injury.
-The patient had been well until 3 weeks before this presentation, when a pruritic rash developed on her trunk.
-She was seen at Riverside Community Hospital in Portland, where allopurinol was stopped.
-Dr. Okafor: On examination, the temperature was 38.7°C and the creatinine level 3.1 mg/dl (reference range, 0.6 to 1.0).
-Jonathan Reyes, M.D. (Radiology): Computed tomography (CT) of the abdomen showed bilateral enlarged kidneys.
-She was referred to the Infectious Diseases Clinic; Dr. Chen reviewed the biopsy with colleagues at Harvard Medical School.
-Images are available at https://www.nejm.org/doi/full/10.1056/NEJMcpc2099999 (manuscript NEJMcpc2099999)."""
+CORPUS = json.loads((Path(__file__).parent / "data" / "deidentify_corpus.json").read_text(encoding="utf-8"))["cases"]
+IDS = [c["case_id"] for c in CORPUS]
 
 
-def test_identifiers_go():
-    out = strip_identifiers(RECORD, CASE)
-    for gone in ("Okafor", "Maria", "Reyes", "Jonathan", "Chen", "Riverside", "Portland", "Harvard", "14-2031",
-                 "NEJMcpc", "nejm.org", "https", "10.1056"):
-        assert gone not in out, gone
-    assert TITLE not in out  # the heading line
+def corpus_case(entry: dict) -> Case:
+    return Case(case_id=entry["case_id"], title=entry["title"], text="\n".join(entry["text"]),
+                reference_answer="INVENTED-REFERENCE-DIAGNOSIS")
 
 
-def test_clinical_content_stays():
-    out = strip_identifiers(RECORD, CASE)
-    for kept in ("Physician (Medicine): A 67-year-old woman was evaluated at this hospital because of fever, rash, "
-                 "and acute kidney injury.",  # the title's words inside a sentence are clinical content
-                 "a pruritic rash developed on her trunk", "She was seen at a hospital, where allopurinol was stopped.",
-                 "Physician: On examination, the temperature was 38.7°C and the creatinine level 3.1 mg/dl",
-                 "Physician (Radiology): Computed tomography (CT) of the abdomen showed bilateral enlarged kidneys.",
-                 "the Infectious Diseases Clinic", "a physician reviewed the biopsy with colleagues at a university.",
-                 "Presentation of Case"):
+# -- the invented corpus --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=IDS)
+def test_corpus_case_is_stripped_to_its_expected_text(entry):
+    case = corpus_case(entry)
+    out = deidentify(case.text, case)
+    assert out.text == "\n".join(entry["expected"])
+    assert {k: v for k, v in out.counts.items() if v} == entry["counts"]
+    assert set(out.counts) == set(IDENTIFIER_KINDS)
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=IDS)
+def test_no_planted_identifier_survives_and_the_clinical_text_is_unchanged(entry):
+    case = corpus_case(entry)
+    out = strip_identifiers(case.text, case)
+    for planted in entry["planted"]:
+        assert planted in case.text, f"corpus error: {planted!r} is not in the input"
+        assert planted not in out, planted
+    for kept in entry["kept"]:
+        assert kept in case.text or kept in "\n".join(entry["expected"])
         assert kept in out, kept
+    assert strip_identifiers(out, case) == out  # nothing left to strip: the output is a fixed point
 
 
-def test_a_model_restating_the_title_keeps_its_words():
-    """Before: the title was deleted wherever it appeared, so an opinion that restated the
-    presentation lost it before the consilium read it."""
-    opinion = "A 67-year-old woman with fever, rash, and acute kidney injury after allopurinol most likely has DRESS."
-    assert strip_identifiers(opinion, CASE) == opinion
+def test_the_corpus_plants_every_kind_of_identifier():
+    planted = sum(len(c["planted"]) for c in CORPUS)
+    kinds = {k for c in CORPUS for k in c["counts"]}
+    assert planted >= 100 and kinds == set(IDENTIFIER_KINDS)
 
 
-def test_bare_ids_and_dois_in_addresses_go():
-    text = "See NEJMcpc2099999 and https://doi.org/10.1056/NEJMcpc2099999; also www.example.org/case?id=7."
-    assert strip_identifiers(text, CASE) == "See and; also."
+# -- one class at a time --------------------------------------------------------------------------------
+
+PLAIN = Case(case_id="invented-0001", title="", text="t")
+
+
+@pytest.mark.parametrize("date", [
+    "2019-03-05", "2019/03/05", "2019-03-05T14:30", "03/05/2019", "3/5/2019", "05.03.2019", "5-3-2019", "3/5/19",
+    "March 3, 2019", "March 3rd, 2019", "Mar. 3, 2019", "Sept 3, 2019", "3 Mar 2019", "3 March 2019",
+    "3rd of March 2019", "the 3rd of March", "March 3", "March 2019", "Tuesday, March 5, 2019", "March 3–5, 2019",
+    "3–5 March 2019", "March 30–April 2, 2019", "03/2019", "2019-03", "May 6 '19",
+])
+def test_every_common_date_format_becomes_one_placeholder(date):
+    out = deidentify(f"She was seen on {date} with fever of 39.1°C.", PLAIN)
+    assert out.text == "She was seen on [date] with fever of 39.1°C."
+    assert out.counts["date"] >= 1
+
+
+@pytest.mark.parametrize("text", [
+    "She had malaria in 2015.", "Fever for 3 weeks and 2 days.", "Muscle strength was 4/5.",
+    "Blood pressure 120/80 mm Hg.", "The titer was 1:2048 (1/2048).", "A 67-year-old woman.", "At 10:30 a.m.",
+    "Creatinine 1.2 mg/dl on hospital day 3.", "Grade 3 of 4.", "In March she felt well.", "She may return.",
+    "In case 2 of the differential, sepsis.", "Graves' disease and Hodgkin's lymphoma.", "Chest radiography (PA and lateral).",
+    "The NIH Stroke Scale score was 4.", "On Hospital Day 2 the fever resolved.", "Hospital Anxiety and Depression Scale.",
+    "She was seen in the Infectious Diseases Clinic of this hospital.", "Ratio 10.5/20; creatinine 1.2 mg/dl.",
+])
+def test_clinical_text_that_looks_like_an_identifier_is_kept(text):
+    assert strip_identifiers(text, PLAIN) == text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Case 12-2019: A man had fever.", "A man had fever."),
+    ("Case 12–2019: A man had fever.", "A man had fever."),  # en dash
+    ("Case 12—2019. A man had fever.", "A man had fever."),  # em dash
+    ("Case No. 12: a man had fever.", "a man had fever."),
+    ("CASE #12: a man had fever.", "a man had fever."),
+    ("This was discussed (Case 12 of 2019).", "This was discussed."),
+    ("A man had fever (case record 12/2019; No. 12-19).", "A man had fever."),
+    ("MRN: 88123456. A man had fever.", "[record number]. A man had fever."),
+])
+def test_case_number_variants_go(text, expected):
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Fever (see https://www.example.org/case/12) and rash.", "Fever and rash."),
+    ("Fever (N Engl J Med 2019;380:1150-7) and rash.", "Fever and rash."),
+    ("A similar case was reported (N. Engl. J. Med. 2019; 380: 1150–1157).", "A similar case was reported."),
+    ("As described in Lancet 2020;395:1033-4, steroids helped.", "As described, steroids helped."),
+    ("Described in JAMA. 2021;325(7):e21123 and in the New England Journal of Medicine.", "Described in a journal."),
+    ("Fever (doi:10.1056/NEJMcpc1900001; https://doi.org/10.1056/NEJMcpc1900001) and rash.", "Fever and rash."),
+    ("Images are available at www.example.org/images.", "Images are available."),
+])
+def test_citations_dois_and_urls_leave_no_debris(text, expected):
+    """Before (issue 23): "(see )" and "N Engl J Med 2019;" were left behind."""
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Dr. José Núñez-García examined her.", "A physician examined her."),  # before: "a physiciané Núñez-García ..."
+    ("Prof. van der Berg reviewed the slides.", "A physician reviewed the slides."),
+    ("Jane O'Neil, M.D., reviewed the slides.", "A physician reviewed the slides."),
+    ("The slides were reviewed by Jane O'Neil, M.D.", "The slides were reviewed by a physician."),
+    ("Then Jane O'Neil, M.D. He agreed.", "Then a physician. He agreed."),
+    ("Drs. Søren Holm and Aoife Ní Bhriain agreed.", "Physicians agreed."),
+    ("Professor Émile Lefèvre-Dubois agreed.", "A physician agreed."),
+    ("Kwame Mensah-Bonsu, MBBS, and Dr. Chen agreed.", "A physician and a physician agreed."),
+    ("Mr. Haruto Nakamura-Lee, her brother, had Graves' disease.", "[name], her brother, had Graves' disease."),
+    ("Dr. Graves saw her. Graves noted Graves' disease.", "A physician saw her. A physician noted Graves' disease."),
+    ("Dr. Tomás Ibáñez-Ruiz (Medicine): A man had fever.", "Physician (Medicine): A man had fever."),
+])
+def test_names_with_titles_accents_and_particles_go_whole(text, expected):
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("He was seen at Massachusetts General Hospital (MGH).", "He was seen at a hospital."),
+    ("He was seen at the MGH.", "He was seen at a hospital."),
+    ("The MGH team agreed.", "A hospital team agreed."),
+    ("He moved to Brigham and Women's last year.", "He moved to a hospital last year."),
+    ("Then Riverside Community Hospital in Portland sent him.", "Then a hospital sent him."),
+    ("Slides went to the Hospital of the University of Pennsylvania.", "Slides went to a hospital."),
+    ("She studied at Harvard Medical School.", "She studied at a university."),
+])
+def test_hospital_names_and_abbreviations_go(text, expected):
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+def test_title_heading_goes_but_its_words_in_a_sentence_stay():
+    case = Case(case_id="10.1056/NEJMcpc2099999", title="Case 14-2031: A 67-Year-Old Woman with Fever and Rash", text="t")
+    text = ("Case 14-2031: A 67-Year-Old Woman with Fever and Rash\nA 67-year-old woman with fever and rash was seen.\n"
+            "The panel discussed A 67-Year-Old Woman with Fever and Rash at length.")
+    assert strip_identifiers(text, case) == (
+        "A 67-year-old woman with fever and rash was seen.\nThe panel discussed this case at length.")
+
+
+def test_counts_name_kinds_never_identifiers():
+    case = Case(case_id="10.1056/NEJMcpc2099999", title="", text="t")
+    out = deidentify("Dr. Okafor saw her on March 3, 2019 at MGH (doi:10.1056/NEJMcpc2099999).", case)
+    assert {k: v for k, v in out.counts.items() if v} == {"person": 1, "date": 1, "institution": 1, "doi": 1}
+    assert out.text == "A physician saw her on [date] at a hospital."
+
+
+# -- what the pipeline sends ------------------------------------------------------------------------------
+
+ROLES = [{"name": "Cardiology", "primary": True, "rationale": "Heart."},
+         {"name": "Internal Medicine", "primary": False, "rationale": "Whole patient."}]
+
+
+class EchoingEndpoint:
+    """A consilium endpoint whose every answer quotes ``leak`` (identifiers a model could recall:
+    the original case text with all of them); none may travel on to a later stage's request."""
+
+    def __init__(self, leak: str) -> None:
+        self.leak = leak
+
+    def __call__(self, request: ChatRequest) -> str:
+        wrapped = (request.response_format or {}).get("json_schema", {}).get("name") == "free_text"
+        answer = self._answer(request, structured=request.response_format is not None and not wrapped)
+        return json.dumps({"text": answer}) if wrapped else answer
+
+    def _answer(self, request: ChatRequest, *, structured: bool) -> str:
+        tag, leak = request.tag, self.leak
+        if tag in ("role_assignment", "role_worker", "role_consolidation"):
+            return json.dumps({"roles": ROLES, "panel_rationale": f"Panel for {leak}."})
+        if tag in ("opinion", "opinion_worker", "opinion_consolidation"):
+            if structured:
+                return json.dumps({k: f"{k}: {leak}." for k in (
+                    "subjective_objective", "syndromes_mechanisms", "differential_diagnosis", "tactics", "final_opinion")})
+            return f"Reasoning about {leak}.\n\nFINAL OPINION:\nOpinion on {leak}."
+        if tag in ("synthesis",):
+            return f"REPORT on {leak}."
+        if tag == "vote":
+            if "round 1." in request.messages[-1].content:
+                return json.dumps({"vote": "no", "critique": f"Critique: {leak}.", "proposed_revision": f"Say {leak}."})
+            return json.dumps({"vote": "yes", "critique": "", "proposed_revision": ""})
+        if tag == "moderator":
+            return json.dumps({"decision": "revise", "summary": f"Accepted {leak}.", "revised_report": f"REVISED {leak}."})
+        if tag == "finalizer":
+            if structured:
+                return json.dumps({k: f"{leak}." for k in (
+                    "summary", "resolved_disagreements", "unresolved_disagreements", "final_differential",
+                    "diagnostic_plan", "management_plan", "safety_warnings", "final_second_opinion")} | {"confidence": "low"})
+            return f"FINAL {leak}."
+        raise AssertionError(f"unexpected tag {tag!r}")
+
+
+def _request_text(request: ChatRequest) -> str:
+    return "\n".join(m.content for m in request.messages if m.role != "assistant")
+
+
+@pytest.mark.parametrize("condition", ["free-form", "structured"])
+@pytest.mark.parametrize("topology", ["single", "n+1"])
+def test_no_request_the_pipeline_sends_holds_a_planted_identifier(condition, topology):
+    """Before (issue 23): role assignment and the opinions received the DOI, the case number and
+    the names unchanged, and the consolidator read identifiers the workers quoted."""
+    extra = {"workers": ["w1", "w2"]} if topology == "n+1" else {}
+    for entry in CORPUS:
+        case = corpus_case(entry)
+        provider = FakeProvider(EchoingEndpoint(case.text))  # every answer restates the original case
+        with Client(provider, max_concurrency=4, backoff_initial=0.01) as client:
+            run = ConsiliumPipeline(client, PipelineSettings()).run_case(
+                case, model="m", condition=condition, topology=topology, **extra)
+        assert run.stop_reason == "consensus", run.error
+        assert {r.tag for r in provider.requests} >= {"synthesis", "vote", "moderator", "finalizer"}
+        for request in provider.requests:
+            text = _request_text(request)
+            assert case.case_id not in text and "INVENTED-REFERENCE" not in text
+            for planted in entry["planted"]:
+                assert planted not in text, (entry["case_id"], request.tag, planted)
+            for kept in entry["kept"]:
+                assert kept in text, (entry["case_id"], request.tag, kept)  # the clinical text arrives whole
+
+
+def test_a_bench_run_writes_the_per_case_report_and_sends_no_identifier(tmp_path):
+    entries = CORPUS[:3]  # the quick preset takes 3 cases
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text("".join(json.dumps({
+        "doi": e["case_id"] if e["case_id"].startswith("10.") else f"10.9999/{e['case_id']}", "title": e["title"],
+        "case_text": "\n".join(e["text"]), "answer": "INVENTED-REFERENCE-DIAGNOSIS"}, ensure_ascii=False) + "\n"
+        for e in entries), encoding="utf-8")
+    config = make_config(tmp_path, cases_file, conditions=("free-form",))
+    client, provider = make_client(tmp_path, EchoingEndpoint("Dr. Ibáñez-Ruiz at MGH on March 3rd, 2029 (Case 12-2029)"))
+    try:
+        result = run_bench(config, client=client)
+    finally:
+        client.close()
+    assert result.n_ok == len(entries)
+    for request in provider.requests:
+        text = _request_text(request)
+        assert not any(p in text for e in entries for p in e["planted"])
+        assert "Ibáñez" not in text and "MGH" not in text and "March 3rd" not in text and "12-2029" not in text
+
+    folder = BenchFolder(result.run_dir)
+    report = (folder / folder.DEIDENTIFICATION).read_text(encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(report)))
+    assert [r["kind"] for r in rows[: len(IDENTIFIER_KINDS)]] == list(IDENTIFIER_KINDS)
+    assert len(rows) == len(entries) * len(IDENTIFIER_KINDS)
+    for entry in entries:
+        mine = {r["kind"]: int(r["count"]) for r in rows if r["case_id"].endswith(entry["case_id"].split("/")[-1])}
+        assert {k: v for k, v in mine.items() if v} == entry["counts"]
+    assert {r["kind"] for r in rows} == set(IDENTIFIER_KINDS) and all(r["count"].isdigit() for r in rows)
+    assert set(rows[0]) == {"case_id", "kind", "count"}  # kinds and counts, never an identifier found in the text
+
+
+def test_report_csv_has_a_row_per_case_and_kind():
+    cases = [corpus_case(e) for e in CORPUS[:2]]
+    rows = list(csv.reader(io.StringIO(deidentification_csv(cases))))
+    assert rows[0] == ["case_id", "kind", "count"] and len(rows) == 1 + 2 * len(IDENTIFIER_KINDS)
+    assert all(r[2].isdigit() for r in rows[1:])

@@ -382,15 +382,14 @@ def test_reference_answer_never_reaches_a_generating_model(run_with, condition, 
             assert "SENTINEL-REFERENCE" not in message.content and "Still disease" not in message.content
 
 
-def test_consilium_sees_no_identifier(run_with):
+def test_no_stage_sees_an_identifier(run_with):
+    """Before (issue 23): role assignment and the opinions received the DOI and the title."""
     run, provider = run_with(Script(vote=lambda role, v: _yes(role, v) if v >= 1 else _no(role, v)))
-    before = tags(provider, "role_assignment") + tags(provider, "opinion")
-    assert all(DOI in r.messages[-1].content and TITLE in r.messages[-1].content for r in before)
-    consilium = [r for r in provider.requests if r.tag in ("synthesis", "vote", "moderator", "finalizer")]
-    assert {r.tag for r in consilium} == {"synthesis", "vote", "moderator", "finalizer"}
-    for request in consilium:
+    assert {r.tag for r in provider.requests} == {"role_assignment", "opinion", "synthesis", "vote", "moderator", "finalizer"}
+    for request in provider.requests:
         text = "\n".join(m.content for m in request.messages)
-        assert DOI not in text and "NEJMcpc" not in text and TITLE not in text
+        assert DOI not in text and "NEJMcpc" not in text and TITLE not in text and "7-2024" not in text
+        assert "A 52-Year-Old Woman with Fever and Rash" not in text  # the title heading run into the text
         assert "Ferritin was 8000 ng/ml" in text and "salmon rash" in text
     assert DOI in run.opinions[0].text  # the recorded opinion itself is kept as written
 
@@ -555,7 +554,7 @@ def test_manifest_lists_prompts_settings_and_schemas():
     with client:
         manifest = pipe.manifest()
     json.dumps(manifest)
-    assert manifest["pipeline_version"] == PIPELINE_VERSION == "3" and manifest["settings"]["seed"] == 42
+    assert manifest["pipeline_version"] == PIPELINE_VERSION == "4" and manifest["settings"]["seed"] == 42
     assert "vote.user" in manifest["prompts"] and "role_consolidation.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
         "role_assignment", "structured_opinion", "vote", "moderator", "structured_final"}
 
