@@ -26,7 +26,8 @@ The benchmark runner (``evolve bench``): :func:`run_bench` generates every case 
 condition x topology of a :class:`BenchConfig` (:func:`resolve_bench_config`: preset ``quick``
 or ``paper`` < file < environment < options) into ``archives/<run_id>/`` - ``manifest.json``
 (:class:`BenchManifest`: models, endpoint, decoding, limits, every prompt with its SHA-256, the
-case file's SHA-256), ``roles/``, ``cases/`` (one CaseRun each), ``records/<model>/`` (the
+case file's SHA-256), ``deidentification.csv`` (identifiers replaced per case and kind),
+``roles/``, ``cases/`` (one CaseRun each), ``records/<model>/`` (the
 ConsiliumRecords physicians rate) and ``pack/<model>/`` (a rating pack of them) - and resumes
 by replay over the response cache. :func:`judge_bench` scores the final report, the panel and -
 in the structured condition, as the paper did - the primary role's reasoning and opinion with
