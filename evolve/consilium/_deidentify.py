@@ -32,15 +32,15 @@ Hospital", "MGH", "Brigham and Women's") by "a hospital", a university or medica
 university", a named journal by "a journal". A bare year ("in 2015") is kept (as in HIPAA's
 safe harbour); so are relative times, ages and eponyms ("Graves' disease").
 
-**Why rules of our own, not a tool.** Two maintained PII tools were tried against these
-classes (December 2026): ``scrubadub`` 2.0.1 (its last release 2023) finds, out of the box,
-only web addresses, e-mail addresses and phone numbers - no dates, names, case numbers,
-citations or hospitals - and brings scikit-learn, NLTK and TextBlob with it. Presidio finds
-names and dates with a spaCy model, but no spaCy English model is published on PyPI by its
-authors (only third-party re-uploads; loading one from a hub at run time is not possible
-here), and an OntoNotes-trained model labels ages and durations ("67-year-old", "3 weeks") as
-DATE and eponyms as PERSON, so it would strip clinical content; neither knows DOIs, case-record
-numbers or journal citations. So the classes are written out here as a small, tested rule set
+**Why rules of our own, not a tool.** Two PII tools were considered (December 2026).
+``scrubadub`` 2.0.1 (its last release 2023) was installed and run on an invented record: out
+of the box it found only the web address, the e-mail address and the phone number - no date,
+name, case number, citation or hospital - and it brings scikit-learn, NLTK and TextBlob with it.
+Presidio finds names and dates through a spaCy model, but no spaCy English model is published
+on PyPI by spaCy's authors (only third-party re-uploads), and loading one from a hub at run
+time is not possible here, so it was not run; moreover the DATE label of OntoNotes-trained
+models covers ages and durations ("67-year-old", "3 weeks") by that corpus's guidelines, which
+would strip clinical content. Neither knows DOIs, case-record numbers or journal citations. So the classes are written out here as a small, tested rule set
 (``tests/consilium/test_deidentify.py`` and the invented corpus in ``tests/consilium/data/``).
 
 **How it works.** Each rule replaces what it finds with a private-use placeholder (no later rule
