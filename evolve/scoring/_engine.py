@@ -92,11 +92,11 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
         rule = judge.criteria[crit.criterion_id].statement
         if rule == "either":
             continue
-        wrong = [t.target_id for t in targets.pack.targets
+        wrong = [t for t in targets.pack.targets
                  if t.component in crit.components and bool(t.statement) != (rule == "required")]
         if not wrong:
             continue
-        first = ", ".join(wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+        first = ", ".join(f"{t.target_id} {_excerpt(t.text)}" for t in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
         if rule == "required":
             raise PackError(f"{targets.source}: {len(wrong)} target(s) have no statement ({first}), but criterion "
                             f"{crit.criterion_id!r} was calibrated on targets that each had one (the judge prompt shows it). "
@@ -104,6 +104,13 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
         raise PackError(f"{targets.source}: {len(wrong)} target(s) have a statement ({first}), but criterion "
                         f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
                         "Leave the statement column unmapped.")
+
+
+def _excerpt(text: str, width: int = 40) -> str:
+    """A target's text as a message shows it: quoted, cut at ``width`` characters (a table's
+    derived target ids appear nowhere in the table; the text does)."""
+    text = " ".join(text.split())
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def score_targets(
