@@ -88,6 +88,7 @@ from evolve.data._table import (
     parse_where,
     read_table,
 )
+from evolve.data._util import shorten
 from evolve.data._workbooks import (
     NOT_EVALUABLE_MARKS,
     STRUCTURAL_EXCLUSIONS_FILE,
@@ -174,6 +175,7 @@ __all__ = [
     "record_file_stem",
     "role_slug",
     "savage_swapped_case_ids",
+    "shorten",
     "summarize_pack",
     "validate_pack",
     "write_pack",

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, JudgeGuidance
-from evolve.data import Target
+from evolve.data import Target, shorten
 from evolve.errors import ConfigError, PackError
 from evolve.judge import Judge, JudgeSettings, derive_seed
 from evolve.llm import Client
@@ -96,7 +96,8 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
                  if t.component in crit.components and bool(t.statement) != (rule == "required")]
         if not wrong:
             continue
-        first = ", ".join(f"{t.target_id} {_excerpt(t.text)}" for t in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+        # the text beside the id: a table's derived ids appear nowhere in the table
+        first = ", ".join(f"{t.target_id} {shorten(t.text, 40)!r}" for t in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
         if rule == "required":
             raise PackError(f"{targets.source}: {len(wrong)} target(s) have no statement ({first}), but criterion "
                             f"{crit.criterion_id!r} was calibrated on targets that each had one (the judge prompt shows it). "
@@ -104,13 +105,6 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
         raise PackError(f"{targets.source}: {len(wrong)} target(s) have a statement ({first}), but criterion "
                         f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
                         "Leave the statement column unmapped.")
-
-
-def _excerpt(text: str, width: int = 40) -> str:
-    """A target's text as a message shows it: quoted, cut at ``width`` characters (a table's
-    derived target ids appear nowhere in the table; the text does)."""
-    text = " ".join(text.split())
-    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def score_targets(
