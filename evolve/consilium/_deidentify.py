@@ -23,8 +23,10 @@ consilium (SPEC §5.3), so no stage gets it.
 **What replaces what.** Removed outright, together with what only introduced them ("see",
 "available at", "doi:", a parenthesis left empty, a clause left with nothing else): DOIs, web
 addresses, e-mail addresses, manuscript ids, the case id, journal citations and the case-record
-series name, case-record numbers, medical-record numbers, title lines. Replaced by a neutral
-phrase so the sentence still reads: a date by ``[date]`` (a range by one ``[date]``); a titled
+series name, case-record numbers heading a line or standing in a parenthesis or list,
+medical-record numbers, title lines. Replaced by a neutral phrase so the sentence still reads: a
+case-record number a sentence runs through by "this case" ("described in Case 12-2019, she" ->
+"described in this case, she"), a date by ``[date]`` (a range by one ``[date]``); a titled
 or degreed person by "a physician" (a speaker label ``Dr. Jane Smith (Medicine):`` by
 ``Physician (Medicine):``), "Mr./Mrs./Ms. Doe" by ``[name]``, a later bare mention of a surname
 seen with a title by "a physician"; a hospital (by name or abbreviation: "Massachusetts General
@@ -101,7 +103,8 @@ _SLOTS: dict[str, _Slot] = {
     "doi": _Slot("doi", ""), "url": _Slot("url", ""), "email": _Slot("email", "[email]"),
     "manuscript_id": _Slot("manuscript_id", ""), "case_id": _Slot("case_id", ""),
     "citation": _Slot("citation", ""), "series": _Slot("journal", ""), "journal": _Slot("journal", "a journal"),
-    "case_number": _Slot("case_number", ""), "record_number": _Slot("record_number", "[record number]"),
+    "case_number": _Slot("case_number", ""), "case_mention": _Slot("case_number", "this case"),
+    "record_number": _Slot("record_number", "[record number]"),
     "this_case": _Slot("title", "this case"), "date": _Slot("date", "[date]"), "physician": _Slot("person", "a physician"),
     "physicians": _Slot("person", "physicians"), "speaker": _Slot("person", "Physician"),
     "name": _Slot("person", "[name]"), "hospital": _Slot("institution", "a hospital"),
@@ -283,7 +286,7 @@ def deidentify(text: str, case: Case) -> Deidentified:
     out = marks.sub(_SERIES, "series", out)
     out = _NAMED_CITATION.sub(lambda m: _journal_or_citation(m, marks), out)
     out = marks.sub(_GENERIC_CITATION, "citation", out)
-    out = marks.sub(_CASE_NUMBER, "case_number", out)
+    out = _case_numbers(out, marks)
     out = marks.sub(_RECORD_NUMBER, "record_number", out)
     for pattern in _DATES:
         out = marks.sub(pattern, "date", out)
@@ -320,6 +323,17 @@ def deidentification_csv(cases: Iterable[Case]) -> str:
 
 
 # -- rules that need more than a pattern ---------------------------------------------------------------
+
+
+def _case_numbers(text: str, marks: _Marks) -> str:
+    """Case-record numbers: removed where they head a line or stand in a parenthesis or list, read
+    as "this case" where a sentence runs through them ("described in Case 12-2019, ...")."""
+    def one(m: re.Match[str]) -> str:
+        before = m.string[:m.start()].rsplit("\n", 1)[-1].rstrip()
+        in_sentence = bool(before) and before[-1].isalpha() and not m.group(0).rstrip().endswith(":")
+        marks.counts["case_number"] += 1
+        return _token("case_mention" if in_sentence else "case_number")
+    return _CASE_NUMBER.sub(one, text)
 
 
 def _is_distinctive(case_id: str) -> bool:
@@ -485,7 +499,7 @@ def _named_place(m: re.Match[str]) -> tuple[str, str] | None:
 _FILLER = (r"(?:see|also|at|in|from|via|on|online|available|doi|ref|refs|reference|references|cf|e\.g|manuscript|"
            r"case|record|published|and|or|the|no|pp|p|vol|for|more|full|text|article|details|images?|figures?|videos?|"
            r"supplementary|appendix|material|information|here)")
-_LEAD_IN = r"(?:see|at|from|in|via|online|under|doi|published|reported|case|record|no\.?)"
+_LEAD_IN = r"(?:see|at|from|in|of|via|online|under|doi|published|reported|case|record|no\.?)"
 
 
 def _tidy_removed(text: str) -> str:
@@ -529,7 +543,7 @@ def _render(text: str) -> str:
         start = m.start() == 0 or re.search(r"(?:^|[.!?]\s+|\n[ \t>*_#]*)$", m.string[:m.start()]) is not None
         if (the and the[0] == "T") or (start and not the):
             words = words[:1].upper() + words[1:]
-        if slot.kind not in ("institution", "journal") and the:
+        if slot.kind not in ("institution", "journal") and the and not slot.phrase.startswith("this "):
             words = the + words
         return words
 

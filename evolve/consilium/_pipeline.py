@@ -24,6 +24,7 @@ Rules common to every stage (SPEC §5.5-5.6):
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -86,10 +87,12 @@ __all__ = [
     "reply_format",
 ]
 
-PIPELINE_VERSION = "4"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers;
+PIPELINE_VERSION = "5"  # 2: de-identification keeps clinical content, removes names, URLs, record numbers;
 # 3: n+1 is the paper's 3+1 throughout (workers propose panels, the consolidator merges them and runs the consilium);
 # 4: every stage sees the identifier-stripped case (dates, citations, case-number variants, hospitals too), and
-# panel proposals and worker opinions are stripped before the consolidator reads them
+# panel proposals and worker opinions are stripped before the consolidator reads them;
+# 5: role names and rationales and re-asked answers are stripped too, a case number inside a sentence reads "this
+# case", and the vote and moderator schemas no longer ask for text the prompts tell a "yes" or "no change" to leave empty
 """Version of the pipeline's prompts and rules; bump it when any template of
 :func:`~evolve.consilium.prompt_catalog`, the block layout or a rule of this module changes."""
 
@@ -287,8 +290,10 @@ class _Failed:
 
 @dataclass
 class _Trace:
-    """The calls of one case, in order (local to one ``run_case``/``assign_roles`` call)."""
+    """The calls of one case, in order (local to one ``run_case``/``assign_roles`` call), and the
+    case whose identifiers come out of any model text sent back (a re-ask quotes the answer)."""
 
+    case: Case
     calls: list[CallRecord] = field(default_factory=list)
 
 
@@ -354,14 +359,12 @@ class ConsiliumPipeline:
             "moderator": reply_format(ModeratorReply, "moderator_decision", schema_limits=limits),
             "structured_final": reply_format(StructuredFinalReply, "structured_final", schema_limits=limits),
         }
-        if limits:
-            # A "no" vote needs a critique and a revision, a "revise" decision a report: the
-            # schema asks for text in those fields whatever the verdict, so a constrained
-            # decoder cannot return them empty (an empty text beside "yes" is still accepted).
-            for name, fields in (("vote", ("critique", "proposed_revision")), ("moderator", ("revised_report",))):
-                props = self._formats[name]["json_schema"]["schema"]["properties"]
-                for field_name in fields:
-                    props[field_name]["minLength"] = 1
+        # A "no" vote needs a critique and a revision and a "revise" decision a report, but a
+        # "yes" vote and "no_substantive_change" leave them empty, as the prompts say: a schema
+        # cannot tie one field to another's value in the subset constrained decoders accept, so
+        # the readers (_parse_vote, _parse_moderator) hold that rule and re-ask, and the schemas
+        # sent accept every reply the readers accept - else an accepted reply would fail the
+        # response cache's schema check and be paid for again on resume.
         if s.max_field_chars is not None and limits:
             wide = {"revised_report": s.max_text_chars} if s.max_text_chars else {}
             for fmt in self._formats.values():
@@ -449,8 +452,8 @@ class ConsiliumPipeline:
                     continue
                 trace.calls.append(CallRecord(**record, error=problem))
                 if attempt <= self.settings.max_reasks:
-                    follow_up = (
-                        Message(role="assistant", content=answer.text),
+                    follow_up = (  # the answer quoted back is stripped like any model text shown to a model
+                        Message(role="assistant", content=_scrubbed_answer(answer.text, trace.case)),
                         Message(role="user", content=render("reask.user", problem=problem)),
                     )
                     retry[i] = (messages + follow_up, attempt + 1)
@@ -514,7 +517,7 @@ class ConsiliumPipeline:
             The assignment with every call; ``error`` is set (and ``roles`` empty) when no
             valid panel came back.
         """
-        trace = _Trace()
+        trace = _Trace(case)
         if workers:
             proposals = self._ask_all([self._role_ask(case, w, stage="role_worker") for w in workers], trace)
             failed = [o.error for o in proposals if isinstance(o, _Failed)]
@@ -543,7 +546,7 @@ class ConsiliumPipeline:
                 Message(role="system", content=render("role_assignment.system")),
                 Message(role="user", content=render("role_assignment.user", case=case_block(case))),
             ),
-            parse=_parse_roles,
+            parse=functools.partial(_parse_roles, case=case),
         )
 
     def _role_consolidation_ask(self, case: Case, model: str, proposals: Sequence[str]) -> _Ask[RoleAssignmentReply]:
@@ -556,7 +559,7 @@ class ConsiliumPipeline:
                     proposals=numbered_blocks("PANEL PROPOSAL", [strip_identifiers(p, case) for p in proposals]),
                 )),
             ),
-            parse=_parse_roles,
+            parse=functools.partial(_parse_roles, case=case),
         )
 
     # -- the whole case ------------------------------------------------------------------------
@@ -632,7 +635,7 @@ class ConsiliumPipeline:
         consolidator = (consolidator or model) if topology == "n+1" else ""
         if roles is None:
             roles = self.assign_roles(case, model=model, workers=workers, consolidator=consolidator or None)
-        trace = _Trace(calls=list(roles.calls))
+        trace = _Trace(case, calls=list(roles.calls))
         base: dict[str, Any] = dict(
             case_id=case.case_id, model=model, condition=condition, topology=topology,
             workers=workers, consolidator=consolidator, roles=roles.roles, panel_rationale=roles.panel_rationale,
@@ -898,6 +901,29 @@ class _ConsiliumMaterial:
         return strip_identifiers(text, self._case)
 
 
+def _scrubbed_answer(text: str, case: Case) -> str:
+    """A model's answer as a re-ask quotes it back: without ``case``'s identifiers. A JSON answer
+    is stripped string by string (its escapes read first: ``"Ib\\u00e1\\u00f1ez"`` is a name), then
+    written again (quoted as sent when nothing was found); any other answer as text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return strip_identifiers(text, case)
+
+    def scrub(v: Any) -> Any:
+        if isinstance(v, str):
+            stripped = strip_identifiers(v, case)
+            return v if stripped == v.strip() else stripped
+        if isinstance(v, list):
+            return [scrub(x) for x in v]
+        if isinstance(v, dict):
+            return {k: scrub(x) for k, x in v.items()}
+        return v
+
+    scrubbed = scrub(value)
+    return text if scrubbed == value else json.dumps(scrubbed, ensure_ascii=False)
+
+
 # -- answer readers (raise _Invalid with the rule to send back) --------------------------------
 
 
@@ -914,8 +940,18 @@ def _panel_text(reply: RoleAssignmentReply) -> str:
     return "\n".join([*lines, f"Why this panel: {reply.panel_rationale}"])
 
 
-def _parse_roles(text: str) -> _Parsed[RoleAssignmentReply]:
+def _parse_roles(text: str, case: Case) -> _Parsed[RoleAssignmentReply]:
+    """The panel, its names and rationales stripped of ``case``'s identifiers (a model may name a
+    role after a physician or hospital of the case record, and role names reach every later
+    prompt), then checked: a name left empty or duplicated by stripping is re-asked."""
     reply: RoleAssignmentReply = _json_reply(RoleAssignmentReply, text, _clip_rationales)  # type: ignore[assignment]
+    roles = [
+        r.model_copy(update={"name": strip_identifiers(r.name, case), "rationale": strip_identifiers(r.rationale, case)})
+        for r in reply.roles
+    ]
+    if any(not r.name for r in roles):
+        raise _Invalid("a role name is empty once identifiers are removed; name each role by its specialty")
+    reply = reply.model_copy(update={"roles": roles, "panel_rationale": strip_identifiers(reply.panel_rationale, case)})
     problem = panel_problem(reply.roles)
     if problem:
         raise _Invalid(problem)

@@ -83,8 +83,7 @@ def _answer(request: ChatRequest) -> str:
     if tag == "vote":
         if "Nephrology" in _system(request) and "first draft" in user:
             return json.dumps({"vote": "no", "critique": "Renal plan missing.", "proposed_revision": "Add a renal plan."})
-        # text in both fields, as the vote schema asks (minLength 1; an empty reply would never be cached)
-        return json.dumps({"vote": "yes", "critique": "No objection.", "proposed_revision": "None."})
+        return json.dumps({"vote": "yes", "critique": "", "proposed_revision": ""})  # as the vote prompt asks
     if tag == "moderator":
         return json.dumps({"decision": "revise", "summary": "Added the renal plan.",
                            "revised_report": "Shared report, revised: cholesterol emboli likely; renal plan added."})

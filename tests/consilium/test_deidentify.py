@@ -113,6 +113,21 @@ def test_case_number_variants_go(text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("The patient, described in Case 12-2019, had fever.", "The patient, described in this case, had fever."),
+    ("Discussed in Case No. 34 last year; fever persisted.", "Discussed in this case last year; fever persisted."),
+    ("The Case 12-2019 discussion was long.", "This case discussion was long."),
+    ("We present Case 5-2021 of the Case Records of the Massachusetts General Hospital, a woman with fever.",
+     "We present this case, a woman with fever."),
+])
+def test_a_case_number_inside_a_sentence_reads_as_this_case(text, expected):
+    """Before: the number was cut out of the sentence ("described, had fever", "We present of, a
+    woman"); a sentence running through it now keeps reading, without the number."""
+    out = deidentify(text, PLAIN)
+    assert out.text == expected
+    assert out.counts["case_number"] == 1
+
+
+@pytest.mark.parametrize("text, expected", [
     ("Fever (see https://www.example.org/case/12) and rash.", "Fever and rash."),
     ("Fever (N Engl J Med 2019;380:1150-7) and rash.", "Fever and rash."),
     ("A similar case was reported (N. Engl. J. Med. 2019; 380: 1150–1157).", "A similar case was reported."),
@@ -179,10 +194,13 @@ ROLES = [{"name": "Cardiology", "primary": True, "rationale": "Heart."},
 
 class EchoingEndpoint:
     """A consilium endpoint whose every answer quotes ``leak`` (identifiers a model could recall:
-    the original case text with all of them); none may travel on to a later stage's request."""
+    the original case text with all of them); none may travel on to a later stage's request.
 
-    def __init__(self, leak: str) -> None:
-        self.leak = leak
+    Its role names carry ``name_leak`` (a planted identifier), and its first panel is invalid (two
+    primaries), so the re-ask quotes an answer full of identifiers back to the model."""
+
+    def __init__(self, leak: str, name_leak: str = "") -> None:
+        self.leak, self.name_leak = leak, name_leak
 
     def __call__(self, request: ChatRequest) -> str:
         wrapped = (request.response_format or {}).get("json_schema", {}).get("name") == "free_text"
@@ -192,7 +210,10 @@ class EchoingEndpoint:
     def _answer(self, request: ChatRequest, *, structured: bool) -> str:
         tag, leak = request.tag, self.leak
         if tag in ("role_assignment", "role_worker", "role_consolidation"):
-            return json.dumps({"roles": ROLES, "panel_rationale": f"Panel for {leak}."})
+            roles = [dict(r, name=f"{r['name']} ({self.name_leak})"[:80]) for r in ROLES]
+            if not any(m.role == "assistant" for m in request.messages):  # first answer: invalid, re-asked
+                roles = [dict(r, primary=True, rationale=f"{r['rationale']} {leak}") for r in roles]
+            return json.dumps({"roles": roles, "panel_rationale": f"Panel for {leak}."})
         if tag in ("opinion", "opinion_worker", "opinion_consolidation"):
             if structured:
                 return json.dumps({k: f"{k}: {leak}." for k in (
@@ -216,26 +237,31 @@ class EchoingEndpoint:
 
 
 def _request_text(request: ChatRequest) -> str:
-    return "\n".join(m.content for m in request.messages if m.role != "assistant")
+    return "\n".join(m.content for m in request.messages)  # a re-ask's quoted answer included
 
 
 @pytest.mark.parametrize("condition", ["free-form", "structured"])
 @pytest.mark.parametrize("topology", ["single", "n+1"])
 def test_no_request_the_pipeline_sends_holds_a_planted_identifier(condition, topology):
     """Before (issue 23): role assignment and the opinions received the DOI, the case number and
-    the names unchanged, and the consolidator read identifiers the workers quoted."""
+    the names unchanged, and the consolidator read identifiers the workers quoted; then role names
+    a model wrote and the answer a re-ask quotes went out as written."""
     extra = {"workers": ["w1", "w2"]} if topology == "n+1" else {}
     for entry in CORPUS:
         case = corpus_case(entry)
-        provider = FakeProvider(EchoingEndpoint(case.text))  # every answer restates the original case
+        # every answer restates the original case; role names carry a planted identifier
+        name_leak = next((p for p in entry["planted"] if p not in strip_identifiers(p, case)), "MGH")  # one that reads as such alone
+        provider = FakeProvider(EchoingEndpoint(case.text, name_leak=name_leak))
         with Client(provider, max_concurrency=4, backoff_initial=0.01) as client:
             run = ConsiliumPipeline(client, PipelineSettings()).run_case(
                 case, model="m", condition=condition, topology=topology, **extra)
         assert run.stop_reason == "consensus", run.error
         assert {r.tag for r in provider.requests} >= {"synthesis", "vote", "moderator", "finalizer"}
+        assert any(m.role == "assistant" for r in provider.requests for m in r.messages)  # a re-ask was sent
+        assert all(r.name.startswith(("Cardiology", "Internal Medicine")) for r in run.roles)
         for request in provider.requests:
             text = _request_text(request)
-            assert case.case_id not in text and "INVENTED-REFERENCE" not in text
+            assert case.case_id not in text and "INVENTED-REFERENCE" not in text and name_leak not in text
             for planted in entry["planted"]:
                 assert planted not in text, (entry["case_id"], request.tag, planted)
             for kept in entry["kept"]:

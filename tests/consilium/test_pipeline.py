@@ -45,9 +45,8 @@ ModeratorFn = Callable[[int], dict]
 
 
 def _yes(role: str, version: int) -> dict:
-    # the vote schema asks for text in both fields (minLength 1) whatever the verdict: a reply that
-    # follows it fills them (an empty one is accepted beside "yes" but, outside the schema, never cached)
-    return {"vote": "yes", "critique": "No objection.", "proposed_revision": "None."}
+    # as the vote prompt asks: empty strings beside "yes" (the schema sent accepts them, so they are cached)
+    return {"vote": "yes", "critique": "", "proposed_revision": ""}
 
 
 def _no(role: str, version: int) -> dict:
@@ -538,6 +537,32 @@ def test_a_repeated_run_is_served_from_the_cache(tmp_path):
     assert second.tokens == first.tokens > 0
 
 
+@pytest.mark.parametrize("schema_limits", [True, False])
+def test_every_reply_the_readers_accept_fits_the_schema_sent_and_is_not_paid_again(tmp_path, schema_limits):
+    """Before (issue 23): the vote schema asked for text in "critique" and "proposed_revision"
+    (and the moderator's in "revised_report") while the prompts tell a "yes" vote and a "no
+    substantive change" to leave them empty; the readers accepted such replies, the response
+    cache refused them as outside the schema, and a resumed run paid for every one again."""
+    from evolve.llm._schema import schema_violation, sent_schema
+
+    no_change = {"decision": "no_substantive_change", "summary": "Wording only.", "revised_report": ""}
+    script = Script(moderator=lambda v: no_change)  # every vote an empty "yes"
+    script_first_no = Script(vote=_no, moderator=lambda v: no_change)
+    with Client(FakeProvider(lambda r: "{}")) as client:
+        pipe = ConsiliumPipeline(client, PipelineSettings(schema_limits=schema_limits))
+    for name, reply in (("vote", _yes("r", 0)), ("moderator", no_change)):
+        assert schema_violation(reply, sent_schema(pipe._formats[name], schema_limits=schema_limits)) is None, name
+    for s in (script, script_first_no):  # a consensus of empty "yes" votes; a "no" round ended by "no change"
+        cache = ResponseCache(tmp_path / f"cache-{id(s)}.sqlite")
+        pipe, provider, client = make(s, cache=cache, schema_limits=schema_limits)
+        with client:
+            first = pipe.run_case(CASE, model="m", condition="structured")
+            paid = provider.calls
+            again = pipe.run_case(CASE, model="m", condition="structured")
+        assert first.stop_reason in ("consensus", "no_substantive_change") and first.error == ""
+        assert provider.calls == paid and all(c.cached for c in again.calls)
+
+
 def test_roles_reused_across_conditions(tmp_path):
     pipe, provider, client = make(Script())
     with client:
@@ -554,7 +579,7 @@ def test_manifest_lists_prompts_settings_and_schemas():
     with client:
         manifest = pipe.manifest()
     json.dumps(manifest)
-    assert manifest["pipeline_version"] == PIPELINE_VERSION == "4" and manifest["settings"]["seed"] == 42
+    assert manifest["pipeline_version"] == PIPELINE_VERSION == "5" and manifest["settings"]["seed"] == 42
     assert "vote.user" in manifest["prompts"] and "role_consolidation.user" in manifest["prompts"] and set(manifest["response_formats"]) == {
         "role_assignment", "structured_opinion", "vote", "moderator", "structured_final"}
 

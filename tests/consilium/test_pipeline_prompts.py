@@ -26,7 +26,8 @@ from evolve.data import Case, PanelRole
 
 CATALOG_DIGESTS = {"1": "164626a64301e235", "2": "164626a64301e235",  # 2: de-identification rules, same prompts
                   "3": "18a5137f98ef1964",  # 3: role_consolidation (the 3+1 role assignment)
-                  "4": "18a5137f98ef1964"}  # 4: every stage sees the stripped case (same templates)
+                  "4": "18a5137f98ef1964",  # 4: every stage sees the stripped case (same templates)
+                  "5": "18a5137f98ef1964"}  # 5: role names and re-asks stripped, schemas agree with readers
 """SHA-256 (16 hex) of the prompt catalog for each PIPELINE_VERSION: a prompt change must bump
 the version (and add its digest here), so a run manifest never pairs old numbers with new prompts."""
 
