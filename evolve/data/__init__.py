@@ -88,7 +88,7 @@ from evolve.data._table import (
     parse_where,
     read_table,
 )
-from evolve.data._util import shorten
+from evolve.data._util import TEXT_PROBLEM_FIX, shorten, text_problem
 from evolve.data._workbooks import (
     NOT_EVALUABLE_MARKS,
     STRUCTURAL_EXCLUSIONS_FILE,
@@ -131,6 +131,7 @@ __all__ = [
     "TABLE_FIELDS",
     "TABLE_SUFFIXES",
     "TARGETS_FILE",
+    "TEXT_PROBLEM_FIX",
     "WORKBOOK_HEADERS",
     "WORKBOOK_IMPORTER",
     "WORKBOOK_RUBRIC_ID",
@@ -177,6 +178,7 @@ __all__ = [
     "savage_swapped_case_ids",
     "shorten",
     "summarize_pack",
+    "text_problem",
     "validate_pack",
     "write_pack",
     "write_pack_schemas",
