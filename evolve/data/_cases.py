@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
-from evolve.data._util import cell_text, is_missing
+from evolve.data._util import TEXT_PROBLEM_FIX, cell_text, is_missing, text_problem
 from evolve.errors import DataError, Problems
 
 __all__ = [
@@ -159,6 +159,41 @@ def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]
     return columns, [(f"row {i + first}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))]
 
 
+def _value_kind(value: Any) -> str:
+    """How a non-text cell reads to a user: ``a number (12345)``, ``true/false``, ``a list`` ..."""
+    if isinstance(value, bool):
+        return f"a true/false value ({str(value).lower()})"
+    if isinstance(value, (int, float)) or type(value).__module__ == "numpy":
+        return f"a number ({value})"
+    return f"a {type(value).__name__}"
+
+
+def _row_values_are_text(where: str, row: dict[str, Any], mapping: CaseColumns, issues: Problems) -> bool:
+    """Check that every mapped cell of a row is text (or empty) and free of control characters.
+
+    A JSON number or a parquet numeric column is refused, not turned into text: a case text
+    ``12345`` is nearly always a mapping mistake, and a consilium run on it is paid for nothing.
+    CSV cells are always text. Returns ``False`` (with a problem recorded) when a cell is refused.
+    """
+    ok = True
+    for name, column in mapping.required().items():
+        value = row.get(column)
+        if is_missing(value):
+            continue
+        at = f"{where}, column {column!r}"
+        if not isinstance(value, str):
+            issues.add(
+                at, f"field {name!r} holds {_value_kind(value)}, not text",
+                f"Store it as text (in quotes in JSONL, a string column in parquet), or map {name!r} to "
+                f"the right column with --column {name}=<column>.",
+            )
+            ok = False
+        elif (problem := text_problem(value)) is not None:
+            issues.add(at, f"field {name!r} {problem}", TEXT_PROBLEM_FIX)
+            ok = False
+    return ok
+
+
 def case_file(path: Path | str) -> Path:
     """The case file a path names: a folder (a rating pack, a bench run) means its
     ``cases.jsonl``; anything else is returned as given."""
@@ -191,7 +226,9 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     Raises:
         DataError: The file is missing or of an unknown type; a mapped column is absent
             (the message lists the file's columns and the ``--column`` fix); a row has an
-            empty id or text; an id does not match the case-id pattern
+            empty id or text; a mapped cell is not text (a JSON number, ``true``, a list - it
+            is never converted) or holds a control or bidirectional-override character
+            (:func:`~evolve.data.text_problem`); an id does not match the case-id pattern
             ``^[A-Za-z0-9][A-Za-z0-9._:/-]*$``; two rows share an id (both rows are named).
             All row problems are collected into one error.
     """
@@ -239,6 +276,8 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     first_seen: dict[str, str] = {}
     for loc, row in rows:
         where = f"{path.name}, {loc}"
+        if not _row_values_are_text(where, row, mapping, issues):
+            continue
         case_id = cell_text(row.get(mapping.id_column))
         text = row.get(mapping.text)
         ok = True

@@ -36,3 +36,94 @@ def test_count_of_all_forbidden_characters_is_given() -> None:
 def test_non_strings_are_left_to_the_type_check() -> None:
     assert text_problem(12345) is None and text_problem(None) is None
     assert "Remove the character" in TEXT_PROBLEM_FIX
+
+
+# --------------------------------------------------------------------------------------------
+# Case files: values must be text, without control characters
+# --------------------------------------------------------------------------------------------
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from evolve.data import Case, Target, load_cases  # noqa: E402
+from evolve.errors import DataError  # noqa: E402
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+GOOD = {"doi": "10.0000/v-1", "title": "SYNTHETIC", "case_text": "Invented case.", "answer": "Invented answer."}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [("case_text", 12345, "a number (12345)"), ("answer", True, "a true/false value (true)"),
+     ("title", 2.5, "a number (2.5)"), ("doi", 12, "a number (12)"), ("case_text", ["a"], "a list")],
+)
+def test_case_file_json_value_that_is_not_a_string_is_refused(tmp_path, field, value, shown) -> None:
+    path = _jsonl(tmp_path / "cases.jsonl", [GOOD, {**GOOD, "doi": "10.0000/v-2", field: value}])
+    with pytest.raises(DataError) as err:
+        load_cases(path)
+    assert f"cases.jsonl, line 2, column '{field}'" in str(err.value)
+    assert f"holds {shown}, not text" in str(err.value)
+    assert "--column" in str(err.value)
+
+
+def test_case_file_parquet_numeric_text_column_is_refused(tmp_path) -> None:
+    path = tmp_path / "cases.parquet"
+    pd.DataFrame([{**GOOD, "case_text": 12345}]).to_parquet(path, index=False)
+    with pytest.raises(DataError, match=r"row 1, column 'case_text': field 'text' holds a number \(12345\)"):
+        load_cases(path)
+
+
+def test_case_file_csv_digits_stay_text(tmp_path) -> None:
+    path = tmp_path / "cases.csv"
+    pd.DataFrame([{**GOOD, "case_text": "12345"}]).to_csv(path, index=False)
+    assert load_cases(path)[0].text == "12345"  # a CSV cell is text by nature
+
+
+@pytest.mark.parametrize(("field", "char", "code"), [("case_text", "\x00", "U+0000 NULL"),
+                                                   ("answer", "\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+                                                   ("title", "\u2067", "U+2067 RIGHT-TO-LEFT ISOLATE")])
+def test_case_file_control_character_is_refused_with_its_position(tmp_path, field, char, code) -> None:
+    path = _jsonl(tmp_path / "cases.jsonl", [{**GOOD, field: "abc" + char + "def"}])
+    with pytest.raises(DataError) as err:
+        load_cases(path)
+    message = str(err.value)
+    assert f"cases.jsonl, line 1, column '{field}'" in message
+    assert f"holds {code} at character 4" in message and "Remove the character" in message
+    assert char not in message
+
+
+@pytest.mark.parametrize("record", [
+    lambda: Case(case_id="c1", text="bad\x00text"),
+    lambda: Case(case_id="c1", text="ok", reference_answer="\u202eanswer"),
+    lambda: Target(target_id="t1", case_id="c1", component="answer", text="ok", statement="x\x1b[2J"),
+    lambda: Target(target_id="t1", case_id="c1", component="answer", role="\u2066role", text="ok"),
+])
+def test_pack_records_refuse_control_characters(record) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="remove the character"):
+        record()
+
+
+def test_pack_cases_jsonl_with_bidi_override_is_refused_by_load_pack(tmp_path) -> None:
+    from evolve.data import load_pack
+    from evolve.errors import PackError
+    from tests.data.conftest import REPO_ROOT
+
+    pack = tmp_path / "pack"
+    import shutil
+
+    shutil.copytree(REPO_ROOT / "ratings" / "example", pack)
+    lines = (pack / "targets.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["text"] = "Take \u202e2 tablets"
+    (pack / "targets.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(PackError, match=r"targets.jsonl, line 1, field 'text': the text holds U\+202E"):
+        load_pack(pack)
