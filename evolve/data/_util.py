@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
+from evolve.errors import TEXT_PROBLEM_FIX as TEXT_PROBLEM_FIX  # the text check lives in evolve.errors (floor 0)
 from evolve.errors import PackError
+from evolve.errors import char_name as char_name  # so that rubric loading (floor 2) can use it too
+from evolve.errors import text_problem as text_problem
 from evolve.rubric import load_rubric
 
 TITLE_WIDTH = 80
@@ -28,59 +29,6 @@ def shorten(text: str, width: int = TITLE_WIDTH) -> str:
     if " " in cut[width // 2 :]:
         cut = cut[: cut.rfind(" ")]
     return cut.rstrip(" ,;:.") + "..."
-
-
-_FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""Characters user text may not hold: C0 controls but tab, line feed and carriage return; DEL;
-C1 controls; the bidirectional embeddings/overrides (U+202A-U+202E) and isolates
-(U+2066-U+2069), which make a text display in a different order than a model reads it."""
-
-_CONTROL_NAMES = {
-    0x00: "NULL", 0x07: "BELL", 0x08: "BACKSPACE", 0x0B: "LINE TABULATION", 0x0C: "FORM FEED",
-    0x1B: "ESCAPE", 0x7F: "DELETE",
-}
-
-TEXT_PROBLEM_FIX = (
-    "Remove the character (or replace it with a space) in the source file and import again; "
-    "evolve refuses control and bidirectional-override characters because they reach prompts invisibly."
-)
-"""The fix to print after a :func:`text_problem` message."""
-
-
-def char_name(char: str) -> str:
-    """``U+XXXX NAME`` for one character (``U+0000 NULL``, ``U+202E RIGHT-TO-LEFT OVERRIDE``);
-    controls without a Unicode name are called ``CONTROL CHARACTER`` unless they are common."""
-    code = ord(char)
-    name = _CONTROL_NAMES.get(code) or unicodedata.name(char, "CONTROL CHARACTER")
-    return f"U+{code:04X} {name}"
-
-
-def text_problem(value: object) -> str | None:
-    """Why a piece of user text (a case text, a comment, a rubric file) may not reach a prompt,
-    or ``None`` when it may.
-
-    Refused: C0 control characters other than tab, line feed and carriage return (NUL, ESC ...),
-    DEL, C1 controls (U+0080-U+009F) and the bidirectional embedding/override/isolate characters
-    U+202A-U+202E and U+2066-U+2069 - invisible characters that can hide or reorder text a model
-    reads. Non-strings are not checked (``None`` is returned); type checks are the caller's.
-
-    Args:
-        value: The text.
-
-    Returns:
-        ``None``, or a message naming the first such character and its 1-based position, e.g.
-        ``"holds U+202E RIGHT-TO-LEFT OVERRIDE at character 12 (3 such characters in all)"``.
-        The raw character is never echoed. Callers add file, line and field, and
-        :data:`TEXT_PROBLEM_FIX`.
-    """
-    if not isinstance(value, str):
-        return None
-    match = _FORBIDDEN_CHARS.search(value)
-    if match is None:
-        return None
-    message = f"holds {char_name(match.group())} at character {match.start() + 1}"
-    count = len(_FORBIDDEN_CHARS.findall(value))
-    return message + (f" ({count} such characters in all)" if count > 1 else "")
 
 
 def sha256_file(path: Path) -> str:

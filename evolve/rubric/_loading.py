@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evolve.errors import RubricError
+from evolve.errors import TEXT_PROBLEM_FIX, RubricError, text_problem
 from evolve.rubric._models import Rubric
 
 MAX_GUIDANCE_CHARS = 800
@@ -129,6 +129,20 @@ def _rubric_dir(root: Path | str | None, rubric_id: str) -> Path:
     return rubric_source(rubric_id, root=root)
 
 
+def _check_text(path: Path, where: str, value: object) -> None:
+    """Raise :class:`RubricError` when a string anywhere in ``value`` (a text, or the strings of a
+    JSON document, walked depth-first) holds a control or bidirectional-override character."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(path, f"{where}.{key}" if where else str(key), item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_text(path, f"{where}.{i}", item)
+    elif (problem := text_problem(value)) is not None:
+        at = f"field '{where}'" if where else "the text"
+        raise RubricError(f"{path}: {at} {problem}. {TEXT_PROBLEM_FIX}")
+
+
 def load_rubric(rubric_id: str, *, root: Path | str | None = None, version: str | None = None) -> Rubric:
     """Load and validate ``<root>/<rubric_id>/rubric.json``.
 
@@ -139,14 +153,16 @@ def load_rubric(rubric_id: str, *, root: Path | str | None = None, version: str 
         version: If given, the rubric file's version must equal it.
 
     Raises:
-        RubricError: Rubric not found (every root searched is named), invalid JSON, schema
-            violation or version mismatch.
+        RubricError: Rubric not found (every root searched is named), invalid JSON, a string
+            holding a control or bidirectional-override character, schema violation or version
+            mismatch.
     """
     path = _rubric_dir(root, rubric_id) / "rubric.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RubricError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg}); fix the syntax.") from exc
+    _check_text(path, "", raw)
     try:
         rubric = Rubric.model_validate(raw)
     except ValidationError as exc:
@@ -171,12 +187,15 @@ def load_protocol(rubric_id: str, *, root: Path | str | None = None) -> str:
         root: Prompts root looked in before the shipped rubrics (see :func:`rubric_source`).
 
     Raises:
-        RubricError: Rubric not found, or the file is missing or empty.
+        RubricError: Rubric not found, or the file is missing or empty, or holds a control or
+            bidirectional-override character (:func:`evolve.errors.text_problem`).
     """
     path = _rubric_dir(root, rubric_id) / "protocol.md"
     if not path.is_file() or not path.read_text(encoding="utf-8").strip():
         raise RubricError(f"{path}: missing or empty judge protocol; write the protocol text there.")
-    return path.read_text(encoding="utf-8").strip()
+    text = path.read_text(encoding="utf-8").strip()
+    _check_text(path, "", text)
+    return text
 
 
 def load_initial_guidance(rubric_id: str, criterion_id: str, *, root: Path | str | None = None) -> list[tuple[str, str]]:
@@ -190,8 +209,8 @@ def load_initial_guidance(rubric_id: str, criterion_id: str, *, root: Path | str
         root: Prompts root looked in before the shipped rubrics (see :func:`rubric_source`).
 
     Raises:
-        RubricError: Rubric not found, no candidate files, or a candidate longer than 800
-            characters.
+        RubricError: Rubric not found, no candidate files, a candidate longer than 800
+            characters, or one holding a control or bidirectional-override character.
     """
     folder = _rubric_dir(root, rubric_id) / "guidance" / criterion_id
     files = sorted(folder.glob("*.md")) if folder.is_dir() else []
@@ -207,5 +226,6 @@ def load_initial_guidance(rubric_id: str, criterion_id: str, *, root: Path | str
             raise RubricError(
                 f"{f}: guidance has {len(text)} characters; it must be 1..{MAX_GUIDANCE_CHARS}. Shorten it."
             )
+        _check_text(f, "", text)
         out.append((f.stem, text))
     return out
