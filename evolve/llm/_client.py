@@ -92,6 +92,8 @@ class Client:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.max_unreachable = max_unreachable
+        # the provider's own secrets, kept out of every failure text (see evolve.llm._secrets)
+        self._scrub: Callable[[str], str] = getattr(provider, "scrub", None) or _unchanged
         self._unreachable = 0  # connection attempts in a row that failed
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._usage_lock = threading.Lock()
@@ -199,13 +201,13 @@ class Client:
                             self._count_unreachable(exc)  # raises once too many attempts in a row failed
                             raise
         except EndpointConnectionError as exc:
-            return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
+            return CallFailure(error=self._scrub(str(exc)), kind="transient", attempts=attempts), attempts
         except TransientEndpointError as exc:
-            return CallFailure(error=str(exc), kind="transient", attempts=attempts), attempts
+            return CallFailure(error=self._scrub(str(exc)), kind="transient", attempts=attempts), attempts
         except UnsupportedFeatureError as exc:
-            return CallFailure(error=str(exc), kind="unsupported", attempts=attempts), attempts
+            return CallFailure(error=self._scrub(str(exc)), kind="unsupported", attempts=attempts), attempts
         except EndpointError as exc:
-            return CallFailure(error=str(exc), kind="fatal", attempts=attempts), attempts
+            return CallFailure(error=self._scrub(str(exc)), kind="fatal", attempts=attempts), attempts
         return result, attempts
 
     def _count_unreachable(self, exc: EndpointConnectionError) -> None:
@@ -215,11 +217,11 @@ class Client:
             self._unreachable += 1
             n = self._unreachable
         if n >= self.max_unreachable:
-            raise EndpointUnreachableError(
+            raise EndpointUnreachableError(self._scrub(
                 f"{n} connection attempts in a row could not reach the endpoint {self.endpoint_id} (last error: {exc}). "
                 "Check that the server is running and that the base URL, port and network are right; the "
                 "run stops here and can be resumed."
-            ) from exc
+            )) from exc
 
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
@@ -397,6 +399,11 @@ class Client:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(cancel=exc_type is not None)
+
+
+def _unchanged(text: str) -> str:
+    """The scrubber of a provider without secrets."""
+    return text
 
 
 def _release_portal(portal_cm: Any, portal: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -16,6 +16,7 @@ from evolve.errors import (
     TransientEndpointError,
     UnsupportedFeatureError,
 )
+from evolve.llm._secrets import Scrubber
 from evolve.llm._types import ChatRequest, ChatResponse
 
 
@@ -71,12 +72,17 @@ class OpenAICompatibleProvider:
 
     :meth:`embed` also uses ``/v1/embeddings`` when the endpoint serves it.
 
+    Every text this provider hands back - error messages, reply text, reasoning - passes
+    through :attr:`scrub` first, so a key an endpoint echoes (a 400 quoting the
+    ``Authorization`` header, say) reaches no file, journal or terminal.
+
     Args:
         base_url: Endpoint base URL ending in ``/v1``.
         api_key: Key sent as a bearer token; never written to any file. Local servers accept any.
         timeout: Per-request timeout, seconds.
-        endpoint_id: Identity in cache keys; defaults to the base URL. The embedded server
-            passes a port-independent id so its cache survives restarts on another port.
+        endpoint_id: Identity in cache keys; defaults to the base URL (with a password or a
+            credential in its query redacted). The embedded server passes a port-independent
+            id so its cache survives restarts on another port.
         schema_limits: Send ``maxLength``/``minLength`` in JSON schemas. Constrained decoders
             (llama.cpp, vLLM) need them to bound generation; some hosted strict modes reject
             these keywords, so set False there.
@@ -84,6 +90,13 @@ class OpenAICompatibleProvider:
             a second): returns the exception that should stop the run when the server behind
             the endpoint is gone for good (the embedded server's death, say), else ``None``
             and the failure is retried as usual.
+        headers: Extra headers sent with every request (an ``api-key`` header, a proxy's
+            token); their values are secrets too.
+
+    Attributes:
+        scrub: A :class:`~evolve.llm._secrets.Scrubber` of this provider's secrets (the key,
+            the header values, credentials in the URL; values under
+            :data:`~evolve.llm._secrets.MIN_SECRET_CHARS` characters are not secrets).
     """
 
     def __init__(
@@ -94,16 +107,19 @@ class OpenAICompatibleProvider:
         endpoint_id: str | None = None,
         schema_limits: bool = True,
         liveness: Callable[[], BaseException | None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         import openai
 
-        self.endpoint_id = endpoint_id or base_url.rstrip("/")
+        self.scrub = Scrubber.for_endpoint(api_key=api_key, headers=headers, base_url=base_url)
+        self.endpoint_id = endpoint_id or self.scrub(base_url.rstrip("/"))
         self.schema_limits = schema_limits
         self._liveness = liveness
         self._timeout = timeout
         self._openai = openai
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0,
+            default_headers=dict(headers) if headers else None,
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -126,14 +142,9 @@ class OpenAICompatibleProvider:
             result = await self._client.chat.completions.create(**kwargs)
         except openai.APIConnectionError as exc:  # includes timeouts
             raise await self._unreached(exc) from exc
-        except (openai.RateLimitError, openai.InternalServerError) as exc:
-            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
-            if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
-                raise TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
-            raise EndpointError(
-                f"{self.endpoint_id}: HTTP {exc.status_code}: {explain_status(exc.status_code, str(exc))}"
-            ) from exc
+            # not chained: the SDK's error quotes the endpoint's answer unscrubbed
+            raise self._status_error(exc, explain_status(exc.status_code, self.scrub(str(exc)))) from None
         latency = time.perf_counter() - start
         if not result.choices:
             raise TransientEndpointError(f"{self.endpoint_id}: response had no choices")
@@ -143,8 +154,8 @@ class OpenAICompatibleProvider:
         if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
             cached_tokens = getattr(usage.prompt_tokens_details, "cached_tokens", 0) or 0
         return ChatResponse(
-            text=choice.message.content or "",
-            reasoning=_separated_reasoning(choice.message),
+            text=self.scrub(choice.message.content or ""),
+            reasoning=self.scrub(_separated_reasoning(choice.message)),
             finish_reason=choice.finish_reason or "stop",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -166,7 +177,14 @@ class OpenAICompatibleProvider:
                 f"{self.endpoint_id}: timed out after {self._timeout:g} s without an answer; "
                 "a slow model or a long prompt needs a longer endpoint.timeout_s"
             )
-        return EndpointConnectionError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}")
+        return EndpointConnectionError(self.scrub(f"{self.endpoint_id}: {type(exc).__name__}: {exc}"))
+
+    def _status_error(self, exc: Any, explained: str) -> EndpointError:
+        """The error for an HTTP error status, its text scrubbed: :class:`TransientEndpointError`
+        (retried) for 408/409/425/429 and 5xx, else :class:`EndpointError` saying ``explained``."""
+        if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
+            return TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {self.scrub(str(exc))}")
+        return EndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {explained}")
 
     async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` with ``POST /v1/embeddings`` (one vector per text, in order).
@@ -179,16 +197,13 @@ class OpenAICompatibleProvider:
             result = await self._client.embeddings.create(model=model, input=list(texts), encoding_format="float")
         except openai.APIConnectionError as exc:  # includes timeouts
             raise await self._unreached(exc) from exc
-        except openai.RateLimitError as exc:
-            raise TransientEndpointError(f"{self.endpoint_id}: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code in (404, 405, 501):
                 raise UnsupportedFeatureError(
-                    f"{self.endpoint_id}: HTTP {exc.status_code}: the endpoint does not serve /v1/embeddings ({exc})"
-                ) from exc
-            if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
-                raise TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
-            raise EndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {exc}") from exc
+                    f"{self.endpoint_id}: HTTP {exc.status_code}: the endpoint does not serve /v1/embeddings "
+                    f"({self.scrub(str(exc))})"
+                ) from None
+            raise self._status_error(exc, self.scrub(str(exc))) from None
         data = sorted(result.data or [], key=lambda d: d.index)
         if len(data) != len(texts):
             raise EndpointError(f"{self.endpoint_id}: asked for {len(texts)} embeddings, got {len(data)}")
@@ -256,11 +271,14 @@ def strip_length_limits(value: Any) -> Any:
 
 
 def _openai_factory(
-    base_url: str | None = None, api_key: str | None = None, timeout: float = 600.0, schema_limits: bool = True
+    base_url: str | None = None, api_key: str | None = None, timeout: float = 600.0, schema_limits: bool = True,
+    headers: Mapping[str, str] | None = None,
 ) -> Provider:
     if not base_url:
         raise ConfigError("provider 'openai_compatible' needs a base_url (e.g. http://127.0.0.1:8080/v1).")
-    return OpenAICompatibleProvider(base_url=base_url, api_key=api_key, timeout=timeout, schema_limits=schema_limits)
+    return OpenAICompatibleProvider(
+        base_url=base_url, api_key=api_key, timeout=timeout, schema_limits=schema_limits, headers=headers
+    )
 
 
 register_provider("openai_compatible", _openai_factory)
