@@ -39,7 +39,7 @@ from evolve.rubric import (
     run_prompts_root,
     snapshot_changes,
 )
-from evolve.runs import CalibrationFolder, EndpointSettings, Event, owned_client
+from evolve.runs import CalibrationFolder, EndpointSettings, Event, locks_run, owned_client
 
 AUDIT_JSON = CalibrationFolder.AUDIT_JSON
 AUDIT_MD = CalibrationFolder.AUDIT_MD
@@ -163,6 +163,7 @@ def drift_flag(
     return flag, tuple(drift + review)
 
 
+@locks_run(lambda run_dir, *, write=True, **_: run_dir if write else None)  # one process writes a run folder
 def audit_run(
     run_dir: Path | str,
     *,

@@ -49,6 +49,7 @@ from evolve.runs import (
     atomic_write,
     check_resumable,
     check_same_settings,
+    locks_run,
     on_call,
     owned_client,
     with_cache_path,
@@ -701,6 +702,7 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
                         ignore=("archives_dir", "run_id", "parallel_criteria", "cache_path", *own_copy))
 
 
+@locks_run(lambda config, **_: config.run_dir)  # one process writes a run folder
 def calibrate(
     config: CalibrationConfig,
     *,

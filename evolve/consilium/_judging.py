@@ -46,7 +46,18 @@ from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import Judge
 from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric, run_prompts_root
-from evolve.runs import BenchFolder, CalibrationFolder, Event, NoProgress, ProgressHook, atomic_write, holds_interrupt, on_call, owned_client
+from evolve.runs import (
+    BenchFolder,
+    CalibrationFolder,
+    Event,
+    NoProgress,
+    ProgressHook,
+    atomic_write,
+    holds_interrupt,
+    locks_run,
+    on_call,
+    owned_client,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
@@ -297,6 +308,7 @@ def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str, str]], free_f
     return chosen
 
 
+@locks_run(lambda run_dir, **_: run_dir)  # one process writes a run folder
 def judge_bench(
     run_dir: Path | str,
     *,

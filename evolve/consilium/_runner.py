@@ -81,6 +81,7 @@ from evolve.runs import (
     check_same_settings,
     context_window,
     holds_interrupt,
+    locks_run,
     owned_client,
     report_step,
     with_cache_path,
@@ -594,6 +595,7 @@ def _write_packs(config: BenchConfig, cases: list[Case], runs: list[CaseRunSumma
     return out
 
 
+@locks_run(lambda config, **_: config.run_dir)  # one process writes a run folder
 def run_bench(
     config: BenchConfig,
     *,

@@ -68,6 +68,11 @@ class Client:
             that the usage of several processes (a run and its resumptions) can be summed.
         on_usage: Called with :meth:`usage_snapshot` at most every ``usage_interval_s`` seconds
             while calls finish (a run journals it, so a killed process leaves its usage behind).
+        on_call_event: Called as ``on_call_event(kind, tag)``: ``"sent"`` when a request has its
+            concurrency slot and is about to go to the endpoint (once per call, retries not
+            counted again), ``"done"`` once a sent call is counted in :attr:`usage` (answered or
+            failed), ``"hit"`` once a cache hit (or a shared answer) is counted. A run journals
+            them, so that a killed process leaves every paid call behind.
     """
 
     usage_interval_s: float = 30.0
@@ -99,6 +104,7 @@ class Client:
         self._usage_lock = threading.Lock()
         self.session = secrets.token_hex(6)
         self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
+        self.on_call_event: Callable[[str, str], None] | None = None
         self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
@@ -166,7 +172,7 @@ class Client:
 
     async def _call(self, request: ChatRequest, key: str) -> Result:
         """The endpoint call behind :meth:`acomplete` (retries, usage, caching)."""
-        response, attempts = await self._with_retries(lambda: self.provider.complete(request))
+        response, attempts = await self._with_retries(lambda: self.provider.complete(request), tag=request.tag)
         if isinstance(response, CallFailure):
             return self._fail(request.tag, response, attempts)
         self._unreachable = 0
@@ -177,8 +183,9 @@ class Client:
         self._count(request.tag, response)
         return response
 
-    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> tuple[T | CallFailure, int]:
-        """Await ``call()`` under the concurrency bound, retrying transient endpoint errors.
+    async def _with_retries(self, call: Callable[[], Awaitable[T]], *, tag: str) -> tuple[T | CallFailure, int]:
+        """Await ``call()`` under the concurrency bound, retrying transient endpoint errors
+        (``tag``: the request's, for :attr:`on_call_event`).
 
         Returns:
             ``(result, attempts)``; the result is a :class:`CallFailure` (``transient`` after
@@ -187,6 +194,7 @@ class Client:
         attempts = 0
         try:
             async with self._limiter:
+                self._event("sent", tag)
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransientEndpointError),
                     stop=stop_after_attempt(self.max_retries + 1),
@@ -226,14 +234,20 @@ class Client:
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
             self.usage[tag].add(response)
+        self._event("hit" if response.cached else "done", tag)
         self._report_usage()
 
     def _fail(self, tag: str, failure: CallFailure, attempts: int) -> CallFailure:
         with self._usage_lock:
             self.usage[tag].failures += 1
             self.usage[tag].retries += max(attempts - 1, 0)
+        self._event("done", tag)
         self._report_usage()
         return failure
+
+    def _event(self, kind: str, tag: str) -> None:
+        if self.on_call_event is not None:
+            self.on_call_event(kind, tag)
 
     def usage_snapshot(self) -> dict[str, dict[str, int]]:
         """A copy of :attr:`usage`: ``{tag: {"calls", "cache_hits", ...}}``."""
@@ -273,6 +287,7 @@ class Client:
                     vectors[i] = json.loads(hit.text)
                     with self._usage_lock:
                         self.usage[tag].cache_hits += 1
+                    self._event("hit", tag)
         todo = [i for i, v in enumerate(vectors) if v is None]
         if not todo:
             return vectors  # type: ignore[return-value]
@@ -280,11 +295,12 @@ class Client:
         if self.cache is not None and (known := self.cache.get(absent)) is not None:
             with self._usage_lock:
                 self.usage[tag].cache_hits += 1
+            self._event("hit", tag)
             return CallFailure(error=known.text, kind="unsupported")  # remembered: not asked again
         embed = getattr(self.provider, "embed", None)
         if embed is None:
             return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)
-        fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model))
+        fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model), tag=tag)
         if isinstance(fresh, CallFailure):
             if fresh.kind == "unsupported" and self.cache is not None:
                 self.cache.put(absent, ChatResponse(text=fresh.error))
@@ -296,6 +312,7 @@ class Client:
         with self._usage_lock:
             self.usage[tag].calls += 1
             self.usage[tag].retries += attempts - 1
+        self._event("done", tag)
         for i, vector in zip(todo, fresh):
             vectors[i] = [float(x) for x in vector]
             if self.cache is not None:

@@ -32,7 +32,17 @@ from evolve.otb._records import BoardCase, TurnQuestion
 from evolve.otb._runner import load_otb_items, read_responses
 from evolve.otb._similarity import ENCODER, token_f1
 from evolve.rubric import run_prompts_root
-from evolve.runs import CalibrationFolder, Event, NoProgress, OtbFolder, ProgressHook, atomic_write, on_call, owned_client
+from evolve.runs import (
+    CalibrationFolder,
+    Event,
+    NoProgress,
+    OtbFolder,
+    ProgressHook,
+    atomic_write,
+    locks_run,
+    on_call,
+    owned_client,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.consilium import JudgeFileRecord
@@ -265,6 +275,7 @@ def _metric_row(task: str, row: dict, reference: str) -> dict:
             "bertscore": bert, "bertscore_model": model, "bertscore_missing": missing}
 
 
+@locks_run(lambda run_dir, **_: run_dir)  # one process writes a run folder
 def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: dict[str, str] | None = None,
               calibration_run: Path | str | None = None, progress: ProgressHook | None = None,
               prompts_root: Path | str | None = None) -> OtbJudgeResult:

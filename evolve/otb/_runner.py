@@ -35,6 +35,7 @@ from evolve.runs import (
     atomic_write,
     check_resumable,
     check_same_settings,
+    locks_run,
     on_call,
     owned_client,
     with_cache_path,
@@ -256,6 +257,7 @@ def _comparable(config: OtbConfig) -> dict:
     return data
 
 
+@locks_run(lambda config, **_: config.run_dir)  # one process writes a run folder
 def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: bool = False,
                  progress: ProgressHook | None = None) -> dict[tuple[str, str], GenerationCounts]:
     """Answer every item of every task with every model into the run folder.

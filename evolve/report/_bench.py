@@ -958,19 +958,20 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
     run_dir = Path(run_dir)
     report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
     folder = BenchFolder(run_dir)
-    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    markdown = render_bench_markdown(report)
-    folder.write(folder.REPORT_MD, markdown)
-    if html:
-        folder.write(folder.REPORT_HTML, bench_html(report, markdown))
-    columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
-               "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,
-               "distribution": DISTRIBUTION_COLUMNS, "complexity": COMPLEXITY_COLUMNS, "format": FORMAT_COLUMNS}
-    for name, cols in columns.items():
-        folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
-    folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))
-    anchored = report.get("anchored") or {}
-    folder.write("anchored.csv", pd.DataFrame(anchored.get("systems", []), columns=ANCHORED_COLUMNS).to_csv(index=False))
-    folder.write("anchored_differences.csv",
-                 pd.DataFrame(anchored.get("differences", []), columns=DIFFERENCE_COLUMNS).to_csv(index=False))
+    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        markdown = render_bench_markdown(report)
+        folder.write(folder.REPORT_MD, markdown)
+        if html:
+            folder.write(folder.REPORT_HTML, bench_html(report, markdown))
+        columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
+                   "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,
+                   "distribution": DISTRIBUTION_COLUMNS, "complexity": COMPLEXITY_COLUMNS, "format": FORMAT_COLUMNS}
+        for name, cols in columns.items():
+            folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
+        folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))
+        anchored = report.get("anchored") or {}
+        folder.write("anchored.csv", pd.DataFrame(anchored.get("systems", []), columns=ANCHORED_COLUMNS).to_csv(index=False))
+        folder.write("anchored_differences.csv",
+                     pd.DataFrame(anchored.get("differences", []), columns=DIFFERENCE_COLUMNS).to_csv(index=False))
     return report

@@ -244,10 +244,11 @@ def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, 
     """
     folder = OtbFolder(run_dir)
     report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
-    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
-    markdown = render_otb_markdown(report)
-    folder.write(folder.REPORT_MD, markdown)
-    if html:
-        folder.write(folder.REPORT_HTML, otb_html(report, markdown))
-    folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
+    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+        markdown = render_otb_markdown(report)
+        folder.write(folder.REPORT_MD, markdown)
+        if html:
+            folder.write(folder.REPORT_HTML, otb_html(report, markdown))
+        folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
     return report

@@ -942,15 +942,16 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bo
     run_dir = Path(run_dir)
     report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
     folder = CalibrationFolder(run_dir)
-    folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
-    markdown = render_markdown(report)
-    folder.write(folder.REPORT_MD, markdown)
-    if html:
-        folder.write(folder.REPORT_HTML, calibration_html(report, markdown))
-    table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
-    macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
-    macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
-    folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
-    folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))
-    write_judge_file(folder / folder.JUDGE, build_judge_file(run_dir, report, prompts_root=prompts_root))
+    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+        markdown = render_markdown(report)
+        folder.write(folder.REPORT_MD, markdown)
+        if html:
+            folder.write(folder.REPORT_HTML, calibration_html(report, markdown))
+        table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
+        macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
+        macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
+        folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
+        folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))
+        write_judge_file(folder / folder.JUDGE, build_judge_file(run_dir, report, prompts_root=prompts_root))
     return report

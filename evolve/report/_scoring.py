@@ -300,10 +300,11 @@ def write_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
     folder = ScoringFolder(run_dir)
     report = build_scoring_report(folder.path, n_boot=n_boot, seed=seed)
     md = scoring_markdown(report)
-    folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
-    folder.write(folder.REPORT_MD, md)
-    if html:
-        folder.write(folder.REPORT_HTML, scoring_html(report, md))
+    with folder.exclusive():  # one process writes a run folder
+        folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
+        folder.write(folder.REPORT_MD, md)
+        if html:
+            folder.write(folder.REPORT_HTML, scoring_html(report, md))
     return report
 
 

@@ -6,7 +6,7 @@ from evolve.runs import Journal, run_usage
 
 __all__ = ["render_usage", "usage_report"]
 
-_FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens")
+_FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens", "in_flight")
 
 
 def usage_report(journal: Journal) -> dict:
@@ -16,8 +16,10 @@ def usage_report(journal: Journal) -> dict:
     ``cache_hits``, ``failures`` (after retries), ``retries`` (extra attempts, paid or not),
     ``prompt_tokens``/``completion_tokens`` (cache hits included: the cost the run represents) -
     plus ``calls_made`` = ``calls + failures``: every call sent to the endpoint, failed ones
-    included (cache hits are not calls made). Tags name the step: ``judge``, ``mutation``,
-    ``audit``, ``audit_embedding``, the bench stages, ``otb_judge`` ...
+    included (cache hits are not calls made) - and ``in_flight``: requests sent by a process
+    that ended (killed, interrupted) before their answer was counted; they may have been paid
+    and are not in ``calls_made``. Tags name the step: ``judge``, ``mutation``, ``audit``,
+    ``audit_embedding``, the bench stages, ``otb_judge`` ...
     """
     by_tag = {tag: {**c, "calls_made": int(c.get("calls", 0)) + int(c.get("failures", 0))}
               for tag, c in run_usage(journal).items()}
@@ -42,4 +44,8 @@ def render_usage(usage: dict | None) -> list[str]:
         cells = [made] + [int(c.get(name, 0)) for name in ("calls", "failures", "cache_hits", "retries", "prompt_tokens",
                                                              "completion_tokens")]
         out.append(f"| {tag} | " + " | ".join(str(v) for v in cells) + " |")
+    if (in_flight := int(usage["total"].get("in_flight", 0))) > 0:
+        out += ["", f"{in_flight} more call{'s were' if in_flight != 1 else ' was'} in flight when a process of the run "
+                "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
+                f"{'them' if in_flight != 1 else 'it'} again)."]
     return out + [""]

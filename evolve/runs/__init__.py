@@ -18,7 +18,10 @@ server:
 * :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`, :class:`ScoringFolder`,
   :class:`ComparisonFolder` - where each file of a run (or of a cross-run report under
   ``reports/``) lives, never a file name written out elsewhere; :func:`atomic_write` - every
-  file a run writes appears whole or not at all.
+  file a run writes appears whole or not at all;
+* :meth:`RunFolder.exclusive` (:func:`run_lock`) - one writing process per run folder: an
+  operating-system lock the kernel releases when its holder dies, so ``kill -9`` never leaves a
+  stale lock; a second writer gets :class:`~evolve.errors.RunLockedError` naming the holder.
 
 The floors of the package, each importing only its own floor or the ones below it (checked by
 ``tests/architecture/test_floors.py``, which walks every import)::
@@ -57,6 +60,7 @@ from evolve.runs._folder import (
 )
 from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
+from evolve.runs._lock import lock_holder, locks_run, run_lock
 from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
@@ -84,6 +88,8 @@ __all__ = [
     "default_cache_path",
     "holds_interrupt",
     "model_slug",
+    "lock_holder",
+    "locks_run",
     "replace_folder",
     "on_call",
     "open_client",
@@ -92,4 +98,5 @@ __all__ = [
     "report_step",
     "run_usage",
     "with_cache_path",
+    "run_lock",
 ]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evolve.errors import ConfigError, RunError
 from evolve.runs._files import atomic_write
 from evolve.runs._journal import Journal
+from evolve.runs._lock import LOCK_FILE, lock_holder, run_lock
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -83,6 +86,32 @@ class RunFolder:
     def journal(self) -> Journal:
         """The run's :class:`Journal` (creates the folder)."""
         return Journal(self.journal_path)
+
+    LOCK = LOCK_FILE
+    """The hidden lock file of a process writing the run (see :meth:`exclusive`)."""
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[RunFolder]:
+        """Hold the run folder's exclusive lock for the block: the one process that writes it.
+
+        Every writer of a run (a run and its resumes, an audit, a report rebuilt into the folder)
+        takes it; a reader of a finished run does not need it. An operating-system lock
+        (``flock``) on :attr:`LOCK`, refused at once when another process holds it and released
+        by the kernel when the holder dies (``kill -9`` leaves no stale lock). Re-entrant within
+        a process. Creates the folder; removes it again on release when the block wrote nothing.
+
+        Yields:
+            This folder.
+
+        Raises:
+            RunLockedError: Another process holds it; names it (pid, host, start time) and the fix.
+        """
+        with run_lock(self.path):
+            yield self
+
+    def holder(self) -> dict | None:
+        """Who is writing the run now (``pid``, ``host``, ``started``, ``command``), or None."""
+        return lock_holder(self.path)
 
     @property
     def prompts_root(self) -> Path:

@@ -11,9 +11,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_usage"]
+__all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_usage"]
 
 JOURNAL_VERSION = 1
+
+CALL_COUNTS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens")
+"""The order of the numbers of a ``calls`` event (one list per tag): the fields of
+:class:`evolve.llm.Usage`."""
 
 
 class Event(str, Enum):
@@ -61,6 +65,15 @@ class Event(str, Enum):
     # any run
     EMBEDDED_SERVER_STARTED = "embedded_server_started"
     USAGE = "usage"
+    """A client's running totals per tag (``usage``: ``{tag: {count: n}}``), every 30 s and when
+    it is released (that last one is complete)."""
+    SENT = "sent"
+    """A request about to go to the endpoint (``session``, ``tag``), written before it leaves:
+    a process killed before its answer is recorded leaves it counted as in flight."""
+    CALLS = "calls"
+    """What a client counted since its previous ``calls`` event (``session``, ``counts``:
+    ``{tag: [n per CALL_COUNTS]}``), written with each finished paid call (answered or failed)
+    and, for cache hits alone, at most once a second."""
     WARNING = "warning"
 
 
@@ -105,12 +118,22 @@ class Journal:
         if event in REPLAYED_EVENTS and _identity(event.value, fields) in self._earlier():
             self.replayed += 1
             return
+        self._write(event, fields, sync=True)
+
+    def note(self, event: Event, **fields: Any) -> None:
+        """Append one small, frequent event (a call sent or counted) without fsync: one
+        ``write`` to the page cache, which outlives a killed process (not a power cut), at a
+        fraction of an fsync's cost. Never skipped as a replay."""
+        self._write(Event(event), fields, sync=False)
+
+    def _write(self, event: Event, fields: dict[str, Any], *, sync: bool) -> None:
         record = {"v": JOURNAL_VERSION, "t": round(time.time(), 3), "event": event.value, **fields}
-        line = json.dumps(record, ensure_ascii=False, default=str)
+        line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":") if not sync else None)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+            fh.write(line + "\n")  # one write of a whole line: appends of other processes never interleave
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Yield the recorded events in order (a torn last line from a crash is skipped)."""
@@ -126,14 +149,15 @@ class Journal:
     def _earlier(self) -> set[str]:
         """Identities of the replayable events written before the last resume (read once)."""
         if self._before_resume is None:
-            events = list(self.events())
-            resumes = [i for i, e in enumerate(events) if e.get("event") in {r.value for r in RESUME_EVENTS}]
-            earlier = events[: resumes[-1]] if resumes else []
-            replayable = {r.value for r in REPLAYED_EVENTS}
-            self._before_resume = {
-                _identity(e["event"], {k: v for k, v in e.items() if k not in ("v", "t", "event")})
-                for e in earlier if e.get("event") in replayable
-            }
+            resumes, replayable = {r.value for r in RESUME_EVENTS}, {r.value for r in REPLAYED_EVENTS}
+            seen: list[tuple[int, str]] = []  # (position, identity) of each replayable event: no other is kept
+            last_resume = 0
+            for i, e in enumerate(self.events()):
+                if e.get("event") in resumes:
+                    last_resume = i
+                elif e.get("event") in replayable:
+                    seen.append((i, _identity(e["event"], {k: v for k, v in e.items() if k not in ("v", "t", "event")})))
+            self._before_resume = {identity for i, identity in seen if i < last_resume}
         return self._before_resume
 
 
@@ -144,24 +168,64 @@ def _identity(event: str, fields: dict[str, Any]) -> str:
 def run_usage(journal: Journal) -> dict[str, dict[str, int]]:
     """Calls and tokens of a whole run, per tag, summed over every process that worked on it.
 
-    Each client journals ``usage`` events carrying its ``session`` and its running totals
-    (periodically and when it is released); the last event of each session counts. A process
-    killed outright loses only what it did after its last ``usage`` event. Events written
-    before sessions existed count one each.
+    A process (one client ``session``) leaves three kinds of records: ``calls`` events, what it
+    counted since the previous one, written with every finished paid call (so a ``kill -9``
+    loses none); ``usage`` snapshots of its running totals (every 30 s and, complete, when it
+    is released; the only record of journals written before ``calls`` events existed); and
+    ``sent`` events, one per request before it goes out. Per session and count, the larger of
+    the summed ``calls`` events and the last snapshot counts (each is a lower bound of the
+    truth; the final snapshot is the truth), so nothing is counted twice. Snapshots without a
+    session (the oldest journals) count one each.
 
     Returns:
         ``{tag: {"calls", "cache_hits", "failures", "retries", "prompt_tokens",
-        "completion_tokens"}}``; empty when the journal has no usage.
+        "completion_tokens"}}``, plus ``"in_flight"`` when requests were sent and never counted
+        as answered or failed (the process was killed or interrupted while they were out: they
+        may have been paid); empty when the journal has no usage.
     """
     last: dict[str, dict] = {}
+    summed: dict[str, dict[str, dict[str, int]]] = {}
+    sent: dict[str, dict[str, int]] = {}
     for i, e in enumerate(journal.events()):
-        if e.get("event") == Event.USAGE.value and isinstance(e.get("usage"), dict):
-            last[str(e.get("session") or f"#{i}")] = e["usage"]
+        kind, session = e.get("event"), str(e.get("session") or f"#{i}")
+        if kind == Event.USAGE.value and isinstance(e.get("usage"), dict):
+            last[session] = e["usage"]
+        elif kind == Event.CALLS.value and isinstance(e.get("counts"), dict):
+            _add_counts(summed.setdefault(session, {}), e["counts"])
+        elif kind == Event.SENT.value:
+            tags = sent.setdefault(session, {})
+            tags[str(e.get("tag"))] = tags.get(str(e.get("tag")), 0) + 1
     total: dict[str, dict[str, int]] = {}
-    for usage in last.values():
+    for session in {*last, *summed, *sent}:
+        usage = _larger(last.get(session, {}), summed.get(session, {}))
+        for tag, n in sent.get(session, {}).items():
+            done = usage.get(tag, {})
+            if (out := n - int(done.get("calls", 0)) - int(done.get("failures", 0))) > 0:
+                usage.setdefault(tag, {})["in_flight"] = out
         for tag, counts in usage.items():
             into = total.setdefault(tag, {})
             for name, value in counts.items():
                 if isinstance(value, int | float):
                     into[name] = into.get(name, 0) + int(value)
     return total
+
+
+def _add_counts(into: dict[str, dict[str, int]], counts: dict) -> None:
+    """Add one ``calls`` event's ``{tag: [n per CALL_COUNTS]}`` into ``into``."""
+    for tag, numbers in counts.items():
+        if isinstance(numbers, list):
+            fields = into.setdefault(tag, {})
+            for name, n in zip(CALL_COUNTS, numbers):
+                if isinstance(n, int) and n:
+                    fields[name] = fields.get(name, 0) + n
+
+
+def _larger(snapshot: dict, summed: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Per tag and count, the larger of a session's last snapshot and its summed ``calls`` events."""
+    out: dict[str, dict[str, int]] = {}
+    for tag in {*snapshot, *summed}:
+        a = snapshot.get(tag) if isinstance(snapshot.get(tag), dict) else {}
+        b = summed.get(tag, {})
+        out[tag] = {name: max(int(a.get(name, 0) or 0), b.get(name, 0)) for name in {*a, *b}
+                    if isinstance(a.get(name, 0), int | float)}
+    return out

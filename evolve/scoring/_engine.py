@@ -17,7 +17,16 @@ from evolve.errors import ConfigError, PackError
 from evolve.judge import Judge, JudgeSettings, derive_seed
 from evolve.llm import Client
 from evolve.rubric import Criterion
-from evolve.runs import Event, NoProgress, ProgressHook, ScoringFolder, check_resumable, check_same_settings, on_call
+from evolve.runs import (
+    Event,
+    NoProgress,
+    ProgressHook,
+    ScoringFolder,
+    check_resumable,
+    check_same_settings,
+    locks_run,
+    on_call,
+)
 from evolve.scoring._targets import ScoringTargets
 
 __all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_statements", "score_targets"]
@@ -107,6 +116,7 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
                         "Leave the statement column unmapped.")
 
 
+@locks_run(lambda *_, run_dir, **__: run_dir)  # one process writes a run folder
 def score_targets(
     judge: JudgeFile,
     targets: ScoringTargets,

@@ -322,18 +322,19 @@ def calibrate(
     })
     resolved = resolve_config(preset=preset, config_file=None if isinstance(config, Mapping) or config is None else Path(config),
                               overrides=overrides)
-    if (run_dir / CalibrationFolder.CONFIG).exists():
-        raise RunError(f"{run_dir} already holds a run; choose another run_id (continue that one with "
-                       f"`evolve calibrate --resume {run_dir}`).")
     made = not run_dir.exists()
-    try:
-        _write_inputs(run_dir, pack, bundle, splits, split_dir, resolved.prompts_root, split_seed)
-        result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None, progress=progress,
-                                 on_warning=_warn)  # a budget too small, placeholder rubric texts
-    except BaseException:
-        if made and not (run_dir / CalibrationFolder.CONFIG).exists():
-            shutil.rmtree(run_dir, ignore_errors=True)  # the run never began: leave nothing behind
-        raise
+    with CalibrationFolder(run_dir).exclusive():  # before anything is written: one process per run folder
+        if (run_dir / CalibrationFolder.CONFIG).exists():
+            raise RunError(f"{run_dir} already holds a run; choose another run_id (continue that one with "
+                           f"`evolve calibrate --resume {run_dir}`).")
+        try:
+            _write_inputs(run_dir, pack, bundle, splits, split_dir, resolved.prompts_root, split_seed)
+            result = run_calibration(resolved, client=endpoint if isinstance(endpoint, Client) else None,
+                                     progress=progress, on_warning=_warn)  # a budget too small, placeholder rubric texts
+        except BaseException:
+            if made and not (run_dir / CalibrationFolder.CONFIG).exists():
+                shutil.rmtree(run_dir, ignore_errors=True)  # the run never began: leave nothing behind
+            raise
     return CalibrationSummary.from_report(result.run_dir, result.report)
 
 

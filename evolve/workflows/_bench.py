@@ -52,7 +52,16 @@ def run_and_judge(
 
     Raises:
         As :func:`~evolve.consilium.run_bench` and :func:`~evolve.consilium.judge_bench`.
+        RunLockedError: Another process is writing the run folder.
     """
+    with BenchFolder(config.run_dir).exclusive():  # one process writes a run, for all its steps
+        return _bench_steps(config, judge, calibration_run, report, client, resume, progress, backend, on_warning)
+
+
+def _bench_steps(config: BenchConfig, judge: bool, calibration_run: Path | None, report: bool, client: Client | None,
+                 resume: bool, progress: ProgressHook | None, backend: PipelineBackend | None,
+                 on_warning: Callable[[str], None] | None) -> BenchResult:
+    """The steps of :func:`run_and_judge`, under the run folder's lock."""
     backend = backend or default_backend()
     prepared = prepare_bench(config, resume, backend)  # refuses a bad resume before a server starts
     if on_warning is not None:

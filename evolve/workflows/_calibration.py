@@ -56,7 +56,16 @@ def run_calibration(
         As :func:`evolve.calibration.calibrate` and :func:`evolve.audit.audit_run`.
         NoWinnerError: After the report is written, when some criterion found no selectable
             candidate (the report covers the others).
+        RunLockedError: Another process is writing the run folder.
     """
+    with CalibrationFolder(config.run_dir).exclusive():  # one process writes a run, for all its steps
+        return _calibration_steps(config, client, resume, progress, on_warning, on_note)
+
+
+def _calibration_steps(config: CalibrationConfig, client: Client | None, resume: bool, progress: ProgressHook | None,
+                       on_warning: Callable[[str], None] | None,
+                       on_note: Callable[[str], None] | None) -> CalibrationResult:
+    """The steps of :func:`run_calibration`, under the run folder's lock."""
     plan = plan_calibration(config, resume=resume)  # refuses bad inputs before a server starts
     if on_warning is not None:
         for warning in plan.warnings:

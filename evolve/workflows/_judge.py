@@ -241,6 +241,7 @@ def run_judge(
         PackError: Unreadable targets (every bad cell named by file, row and column), or targets
             with or without a statement where the calibration's were the other way.
         ConfigError: An unknown criterion.
+        RunLockedError: Another process is writing the run folder.
     """
     judge = judge or load_judge_file(options.judge)
     targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
@@ -260,13 +261,15 @@ def run_judge(
     endpoint = options.endpoint
     if options.model is not None or "model" not in endpoint.model_fields_set:
         endpoint = endpoint.model_copy(update={"model": options.model or judge.judge.model})
-    with owned_client(endpoint, cache_path=options.cache_path, journal=folder.journal(), client=client,
-                      journal_usage=True) as used:
-        result = score_targets(judge, targets, client=used, run_dir=folder.path, config=config,
-                               criteria=options.criteria, resume=options.resume, model=options.model, progress=progress)
-    for w in warnings:
-        folder.journal().append(Event.WARNING, message=w)
-    report = write_scoring_report(result.run_dir, n_boot=options.n_boot, html=options.html)
+    with folder.exclusive():  # one process writes a run folder (the judge file it reads needs no lock)
+        with owned_client(endpoint, cache_path=options.cache_path, journal=folder.journal(), client=client,
+                          journal_usage=True) as used:
+            result = score_targets(judge, targets, client=used, run_dir=folder.path, config=config,
+                                   criteria=options.criteria, resume=options.resume, model=options.model,
+                                   progress=progress)
+        for w in warnings:
+            folder.journal().append(Event.WARNING, message=w)
+        report = write_scoring_report(result.run_dir, n_boot=options.n_boot, html=options.html)
     return summary_of(result.run_dir, judge.run_id, report)
 
 

@@ -48,7 +48,16 @@ def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, clien
 
     Raises:
         As :func:`~evolve.otb.generate_otb` and :func:`~evolve.otb.judge_otb`.
+        RunLockedError: Another process is writing the run folder.
     """
+    with OtbFolder(config.run_dir).exclusive():  # one process writes a run, for all its steps
+        return _otb_steps(config, judge, report, client, resume, guidance, calibration_run, progress)
+
+
+def _otb_steps(config: OtbConfig, judge: bool, report: bool, client: Client | None, resume: bool,
+               guidance: dict[str, str] | None, calibration_run: Path | None,
+               progress: ProgressHook | None) -> OtbRunResult:
+    """The steps of :func:`run_otb`, under the run folder's lock."""
     config = with_cache_path(config)
     load_otb_inputs(config)  # bad input (every file's problems together) fails before a server starts
     result = OtbRunResult(run_dir=config.run_dir)
