@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
@@ -52,8 +53,9 @@ SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
     help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
 
-err = Console(stderr=True)
-out = Console()
+# markup off: messages quote model-written and endpoint text ('[redacted]', '[/]'), printed as written
+err = Console(stderr=True, markup=False)
+out = Console(markup=False)
 
 
 def _interrupt_on_sigterm() -> None:
@@ -94,7 +96,7 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
             run part-way (the embedded server died, the endpoint went away): finished calls are
             cached.
     """
-    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
     if resume is not None and isinstance(exc, RunStoppedError):
         err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
@@ -355,7 +357,7 @@ def ratings_import_workbooks(
         _fail(exc)
     s = result.summary
     for warning in s.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}", markup=True, highlight=False, soft_wrap=True)
     out.print(
         f"wrote {out_dir}: {s.n_cases} cases, {s.n_targets} targets, {s.n_ratings} ratings by {len(s.raters)} raters "
         f"({s.n_workbooks} workbooks, {s.n_sheets} sheets, {s.n_rows} rows); {s.n_structural_exclusions} cells of "
@@ -432,7 +434,7 @@ def splits_make(
     except EvolveError as exc:
         _fail(exc)
     for note in result.warnings:
-        err.print(f"[yellow]warning:[/] {note}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True, highlight=False, soft_wrap=True)
     splits = result.splits
     out.print(
         f"wrote {target}: frame {len(splits.frame)} (train {len(splits.train)}, validation "
@@ -474,7 +476,7 @@ def splits_check(
     except EvolveError as exc:
         _fail(exc)
     for note in result.warnings:
-        err.print(f"[yellow]warning:[/] {note}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True, highlight=False, soft_wrap=True)
     out.print(f"{split_dir}: ok", highlight=False, soft_wrap=True)
 
 

@@ -65,15 +65,17 @@ def judge(
     """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
     archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
     its interval and the physician-anchored mean."""
+    from evolve.config import validated
     from evolve.data import parse_score_map, parse_table_columns, parse_where
     from evolve.runs import EndpointSettings
     from evolve.workflows import JudgeRunOptions, run_judge
 
     options = None
     try:
-        endpoint = EndpointSettings(**_endpoint_overrides(
+        endpoint = validated(EndpointSettings, _endpoint_overrides(
             base_url=base_url, model=model, api_key_env=api_key_env, max_concurrency=max_concurrency,
-            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out))
+            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out),
+            "endpoint options")
         options = JudgeRunOptions(
             targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
             columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),

@@ -9,6 +9,8 @@ per-tag token accounting. Failures come back as :class:`CallFailure` values, nev
 Structured requests use :func:`response_format` (a strict JSON schema from a pydantic model)
 and :func:`parse_json_object`; their replies are cached only when they fit the schema sent
 (``jsonschema``, JSON types read strictly), so a reply outside it is asked again on resume.
+A provider's own secrets (its key, header values, credentials in its URL) are replaced by
+``[redacted]`` in every text it returns, so an endpoint that echoes them puts them nowhere.
 """
 
 from evolve.llm._cache import ResponseCache
@@ -21,10 +23,12 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
+from evolve.llm._secrets import REDACTED, url_credentials
 from evolve.llm._structured import fence, parse_json_object, response_format
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
+    "REDACTED",
     "CallFailure",
     "ChatRequest",
     "ChatResponse",
@@ -43,4 +47,5 @@ __all__ = [
     "register_provider",
     "response_format",
     "strip_length_limits",
+    "url_credentials",
 ]

@@ -24,7 +24,10 @@ are ordinary words that would be blanked wherever a model happened to write them
 answers. Hosted providers' keys are 32 characters or more, the embedded server's random key 32."""
 
 _AUTH_SCHEMES = ("bearer", "basic", "token", "apikey", "api-key", "key")
-_SECRET_QUERY_NAMES = ("key", "token", "secret", "pass", "sig", "auth", "credential")
+_SECRET_NAME_WORDS = frozenset({
+    "key", "apikey", "token", "secret", "password", "passwd", "pass", "pwd", "sig", "signature", "auth",
+    "authorization", "credential", "credentials", "code",
+})
 
 
 class Scrubber:
@@ -79,7 +82,7 @@ class Scrubber:
         values: list[str | None] = [api_key]
         for value in (headers or {}).values():
             values += [value, _without_scheme(value)]
-        values += _url_secrets(base_url)
+        values += list(url_credentials(base_url).values())
         return cls(values)
 
 
@@ -97,17 +100,29 @@ def _without_scheme(value: str) -> str | None:
     return rest.strip() if rest and scheme.lower() in _AUTH_SCHEMES else None
 
 
-def _url_secrets(url: str | None) -> list[str]:
-    """The password and the credential-like query values of ``url``."""
+def url_credentials(url: str | None) -> dict[str, str]:
+    """The credentials written into a URL, by where they stand.
+
+    A password (``https://user:pw@host``) and the values of query parameters whose name has a
+    credential word in it (``api-key``, ``apiKey``, ``access_token``, ``sig``, ``auth`` ...;
+    words split at ``-``, ``_`` and ``.``) count; other parameters (``api-version``) do not.
+
+    Args:
+        url: Any URL, or None.
+
+    Returns:
+        ``{"password": value, "query parameter 'api-key'": value, ...}``; empty for None, a
+        malformed URL or a URL without credentials.
+    """
     if not url:
-        return []
+        return {}
     try:
         parts = urlsplit(url)
         password = parts.password
-    except ValueError:  # a malformed URL: the client will refuse it anyway
-        return []
-    found = [password] if password else []
+    except ValueError:  # a malformed URL: the client refuses it anyway
+        return {}
+    found = {"password": password} if password else {}
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if any(word in name.lower() for word in _SECRET_QUERY_NAMES):
-            found.append(value)
+        if _SECRET_NAME_WORDS & set(re.split(r"[-_.]", name.lower())):
+            found[f"query parameter {name!r}"] = value
     return found

@@ -94,6 +94,12 @@ class EndpointSettings(BaseModel):
             raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("price_in and price_out (USD per million input and output tokens) go together: give both")
+        from evolve.llm import url_credentials
+
+        if credentials := url_credentials(self.base_url):  # the URL is stored with the run: no key in it
+            raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "
+                             f"the run's settings; put the key in the environment variable named by api_key_env "
+                             f"({self.api_key_env}) instead")
         return self
 
 
