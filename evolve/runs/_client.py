@@ -100,6 +100,10 @@ class EndpointSettings(BaseModel):
             raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "
                              f"the run's settings; put the key in the environment variable named by api_key_env "
                              f"({self.api_key_env}) instead")
+        if not (self.api_key_env.isascii() and self.api_key_env.isidentifier()):  # stored with the run: never a key
+            raise ValueError("api_key_env takes the NAME of the environment variable holding the key (letters, digits "
+                             "and _, e.g. EVOLVE_API_KEY), not the key itself, which would be stored with the run's "
+                             "settings")
         return self
 
 

@@ -141,3 +141,21 @@ def test_bench_and_otb_runs_against_an_endpoint_echoing_the_key_write_it_nowhere
     # the terminal shows the marker as written (it was taken for a Rich markup tag and vanished)
     assert f"Authorization: Bearer {REDACTED})" in otb.output
 
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("api_key_env", KEY, "NAME of the environment variable"),
+    ("base_url", f"https://host.example/v1?api-key={KEY}", "query parameter 'api-key'"),
+    ("base_url", f"https://user:{KEY}@host.example/v1", "password"),
+])
+def test_endpoint_settings_that_would_store_a_key_are_refused_without_quoting_it(field, value, words) -> None:
+    from evolve.config import validated
+    from evolve.errors import ConfigError
+    from evolve.runs import EndpointSettings
+
+    data = {"base_url": "http://127.0.0.1:8080/v1", field: value}
+    with pytest.raises(ConfigError) as info:
+        validated(EndpointSettings, data, "endpoint options")
+    assert words in str(info.value) and KEY not in str(info.value)
+    assert validated(EndpointSettings, {"base_url": "https://h.example/v1?api-version=2024-10-21",
+                                        "api_key_env": "AZURE_OPENAI_KEY"}, "endpoint options").base_url
