@@ -807,7 +807,7 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
     if resume:  # a resumed run reads the rubric copy it started with (runs made before copies: the original)
         own = CalibrationFolder(config.run_dir).prompts_root
         root, notes = run_prompts_root(own, config.prompts_root), snapshot_changes(own)
-    pack = load_pack(config.pack, prompts_root=root)
+    pack = load_pack(config.pack, prompts_root=root, require_ratings=True)
     splits = load_splits(config.splits)
     check_splits(splits, pack)
     rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)

@@ -317,15 +317,43 @@ def ratings_import(
         out.print(note, highlight=False, soft_wrap=True)
 
 
+class _RowsProgress:
+    """Progress of reading a large ``ratings.csv`` on stderr: a bar on a terminal, else one line
+    per 50,000 rows (the library reports nothing for a smaller file)."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __call__(self, rows: int, done: int, total: int) -> None:
+        if not err.is_terminal:
+            err.print(f"ratings.csv: {rows:,} rows checked ({done / max(total, 1):.0%} of the file)", highlight=False)
+            return
+        if self.bar is None:
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=16), TimeElapsedColumn(),
+                                console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("ratings.csv", total=total)
+        assert self.task is not None
+        self.bar.update(self.task, completed=done, description=f"ratings.csv: {rows:,} rows")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @ratings_app.command("check")
 def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder."), prompts_root: PromptsRootOption = None) -> None:
-    """Validate a rating pack and print its counts."""
+    """Validate a rating pack and print its counts (an empty pack is refused; large files show progress)."""
     from evolve.data import check_pack
 
+    progress = _RowsProgress()
     try:
-        summary = check_pack(pack_dir, prompts_root=prompts_root)
+        summary = check_pack(pack_dir, prompts_root=prompts_root, progress=progress)
     except EvolveError as exc:
+        progress.close()
         _fail(exc)
+    progress.close()
     out.print(summary.model_dump_json(indent=2), highlight=False)
 
 
