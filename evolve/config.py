@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.errors import BudgetError, ConfigError, RunError
 from evolve.judge import JudgeSettings
+from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import PROMPTS_ROOT_ENV
-from evolve.runs import CalibrationFolder, EndpointSettings
+from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_problem
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -37,21 +38,26 @@ class MutationSettings(_Settings):
     Attributes:
         model: Model id; None = the endpoint's model.
         temperature: Sampling temperature.
-        max_tokens: Output limit, tokens.
+        max_tokens: Output limit, tokens: at most :data:`evolve.llm.MAX_OUTPUT_TOKENS`, and at
+            most the endpoint's context when it is known.
         worst_items: How many of the parent's worst training items (largest absolute error
             against the physicians' mean) the mutation prompt shows, with physicians' comments.
         excerpt_chars: Case/target text shown per item, characters.
     """
 
     model: str | None = None
-    temperature: float = 0.3
-    max_tokens: int = Field(default=4096, ge=64)
-    worst_items: int = Field(default=4, ge=0)
-    excerpt_chars: int = Field(default=700, ge=100)
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=4096, ge=64, le=MAX_OUTPUT_TOKENS)
+    worst_items: int = Field(default=4, ge=0, le=50)
+    excerpt_chars: int = Field(default=700, ge=100, le=20_000)
 
 
 class BudgetSettings(_Settings):
     """How much evolution and re-evaluation a run may do, per criterion.
+
+    Every count has an upper bound (a larger value is a typo that would run for days): accepted
+    <= 10,000, attempts <= 100,000 (shared: 1,000,000), batch <= 1,000, repeats <= 20, target
+    samples <= 10,000,000.
 
     Attributes:
         accepted: Accepted mutants to reach (SPEC §4 paper budget: 25).
@@ -72,14 +78,14 @@ class BudgetSettings(_Settings):
             parallel criteria finish in.
     """
 
-    accepted: int = Field(default=25, ge=0)
-    max_attempts: int = Field(default=320, ge=0)
-    batch_size: int = Field(default=5, ge=1)
-    train_repeats: int = Field(default=2, ge=1)
-    reeval_repeats: int = Field(default=2, ge=2)
-    max_train_targets: int | None = Field(default=None, ge=1)
-    max_validation_targets: int | None = Field(default=None, ge=1)
-    shared_attempts: int | None = Field(default=None, ge=1)
+    accepted: int = Field(default=25, ge=0, le=10_000)
+    max_attempts: int = Field(default=320, ge=0, le=100_000)
+    batch_size: int = Field(default=5, ge=1, le=1_000)
+    train_repeats: int = Field(default=2, ge=1, le=20)
+    reeval_repeats: int = Field(default=2, ge=2, le=20)
+    max_train_targets: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_validation_targets: int | None = Field(default=None, ge=1, le=10_000_000)
+    shared_attempts: int | None = Field(default=None, ge=1, le=1_000_000)
 
     def attempts_for(self, index: int, n_criteria: int) -> int:
         """The attempt budget of the ``index``-th of ``n_criteria`` criteria."""
@@ -111,8 +117,8 @@ class RacingSettings(_Settings):
     Attributes:
         enabled: Race mutants (``--racing on``); False judges every accepted mutant on every
             training target, as the paper did (``--racing off``).
-        first_batch: Training targets in the first batch (>= 4: with fewer, a one-sided
-            signed-rank test cannot go below p = 0.125).
+        first_batch: Training targets in the first batch (4..100,000: with fewer than 4, a
+            one-sided signed-rank test cannot go below p = 0.125).
         p_threshold: p-value below which a mutant is pruned (optuna also requires its mean
             error so far to be worse than the best's). Racing asks "is this mutant unlikely
             to beat the best?", not "is it proven worse?": a mutant pruned wrongly costs one
@@ -123,7 +129,7 @@ class RacingSettings(_Settings):
     """
 
     enabled: bool = True
-    first_batch: int = Field(default=4, ge=4)
+    first_batch: int = Field(default=4, ge=4, le=100_000)
     p_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
@@ -159,8 +165,8 @@ class SelectionSettings(_Settings):
     """
 
     rule: Literal["robust", "paper"] = "robust"
-    finalists: int = Field(default=2, ge=1)
-    finalist_repeats: int = Field(default=1, ge=1)
+    finalists: int = Field(default=2, ge=1, le=100)
+    finalist_repeats: int = Field(default=1, ge=1, le=20)
     confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
     gate: bool = False
 
@@ -178,8 +184,8 @@ class ArchiveSettings(_Settings):
             the criterion's scale range, equal widths).
     """
 
-    length_bins: int = Field(default=20, ge=1)
-    bias_bins: int = Field(default=27, ge=1)
+    length_bins: int = Field(default=20, ge=1, le=1_000)
+    bias_bins: int = Field(default=27, ge=1, le=1_000)
 
     @property
     def cells(self) -> int:
@@ -218,7 +224,8 @@ class CalibrationConfig(_Settings):
             judge file (the final, untouched evaluation; ``evolve judge`` into ``<run>/holdout/``)
             and add the held-out MAE and the physician-anchored vs actual held-out mean to Table 5
             and ``judge.json``. On in the ``paper`` preset.
-        seed: Master seed (parent selection, subsampling, judge and mutation seeds).
+        seed: Master seed (parent selection, subsampling, judge and mutation seeds); at most
+            :data:`evolve.llm.MAX_SEED`, what OpenAI-compatible servers accept.
         min_coverage: A candidate needs numeric judge scores on at least this fraction of
             training calls to be selectable; below it its objective is the worst possible.
         archives_dir: Where run folders go.
@@ -234,10 +241,10 @@ class CalibrationConfig(_Settings):
     criteria: tuple[str, ...] | None = None
     conditions: tuple[str, ...] | None = None
     prefer_condition: str | None = None
-    parallel_criteria: int = Field(default=9, ge=1)
+    parallel_criteria: int = Field(default=9, ge=1, le=64)
     audit: bool = True
     evaluate_holdout: bool = False
-    seed: int = 42
+    seed: int = Field(default=42, ge=0, le=MAX_SEED)
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
     archives_dir: Path = Path("archives")
     cache_path: Path | None = None
@@ -253,6 +260,14 @@ class CalibrationConfig(_Settings):
     def run_dir(self) -> Path:
         """``archives_dir / run_id``."""
         return self.archives_dir / self.run_id
+
+    @model_validator(mode="after")
+    def _limits_fit_context(self) -> CalibrationConfig:
+        """The judge's and the mutation's output limits fit the endpoint's context, when known."""
+        for key, value in (("judge.max_tokens", self.judge.max_tokens), ("mutation.max_tokens", self.mutation.max_tokens)):
+            if (problem := output_limit_problem(self.endpoint, key, value)) is not None:
+                raise ValueError(problem)
+        return self
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -316,11 +331,53 @@ def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[
     return out
 
 
-def readable_error(error: Any) -> str:
-    """A pydantic validation error of a configuration, in words a user can act on."""
+_BOUND_ERRORS: Final = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+_BOUND_WORDS: Final = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
+
+
+def _field_info(model: Any, loc: tuple[Any, ...]) -> Any:
+    """The pydantic ``FieldInfo`` at ``loc`` inside ``model`` (through nested models, optional
+    fields and dict values), or None."""
+    info = None
+    annotation: Any = model
+    for part in loc:
+        model_class = next((a for a in (annotation, *get_args(annotation))
+                            if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if model_class is not None and isinstance(part, str) and part in model_class.model_fields:
+            info = model_class.model_fields[part]
+            annotation = info.annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]  # a dict key: step into the value type
+        else:
+            return None
+    return info
+
+
+def allowed_range(model: Any, loc: tuple[Any, ...]) -> str | None:
+    """The bounds of the numeric field at ``loc`` of ``model`` in words (``"at least 16 and at
+    most 131072"``), or None when it has none."""
+    info = _field_info(model, loc)
+    if info is None:
+        return None
+    words = [_BOUND_WORDS[name].format(getattr(meta, name)) for meta in info.metadata
+             for name in _BOUND_WORDS if getattr(meta, name, None) is not None]
+    return " and ".join(words) or None
+
+
+def readable_error(error: Any, model: type[BaseModel] | None = None) -> str:
+    """A pydantic validation error of a configuration, in words a user can act on.
+
+    A value out of its bounds is named with the whole allowed range when ``model`` (the
+    configuration class validated) is given: ``1000000000 is out of range: it must be at least
+    16 and at most 131072``.
+    """
     if error.get("type") == "string_pattern_mismatch" and error.get("loc", ())[-1:] == ("run_id",):
         return ("a run id is a folder name of letters, digits, '.', '_' and '-' (not '.' or '..', which would "
                 "put the run outside the archives folder); choose another --run-id")
+    if error.get("type") in _BOUND_ERRORS:
+        allowed = (allowed_range(model, tuple(error.get("loc", ()))) if model is not None else None) \
+            or str(error.get("msg", "")).removeprefix("Input should be ")
+        return f"{error.get('input')!r} is out of range: it must be {allowed}"
     return str(error.get("msg", "")).removeprefix("Value error, ")
 
 
@@ -369,7 +426,8 @@ def validated(model: type[_M], data: dict[str, Any], what: str) -> _M:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         where = f"{what} field '{loc}'" if loc else what
-        raise ConfigError(f"{where}: {readable_error(first)}. Fix the value in the config file or on the command line.") from exc
+        raise ConfigError(f"{where}: {readable_error(first, model)}. Fix the value in the config file or on the command "
+                          "line.") from exc
 
 
 def layered(
@@ -432,7 +490,8 @@ def resolve_config(
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        msg = f"configuration field '{loc}': {readable_error(first)}."
+        msg = f"configuration field '{loc}': " if loc else "configuration: "
+        msg += f"{readable_error(first, CalibrationConfig)}."
         if loc.startswith("budget"):
             raise BudgetError(msg + " Adjust the budget options.") from exc
         raise ConfigError(msg + " Fix the value in the config file or on the command line.") from exc

@@ -7,7 +7,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS, DriftCheck, DriftVerdict
-from evolve.llm import CallFailure, ChatRequest, Message, Result, fence, parse_json_object, response_format
+from evolve.llm import (
+    MAX_OUTPUT_TOKENS,
+    MAX_SEED,
+    CallFailure,
+    ChatRequest,
+    Message,
+    Result,
+    fence,
+    parse_json_object,
+    response_format,
+)
 from evolve.rubric import Criterion
 
 DRIFT_FORMAT = response_format(DriftVerdict, "drift_verdict")
@@ -31,16 +41,16 @@ class DriftCheckSettings(BaseModel):
 
     Attributes:
         model: Model id; None = the endpoint's model.
-        seed: Sampling seed; None = the run's master seed.
-        max_tokens: Output limit, tokens (ample for a rationale of
+        seed: Sampling seed (0..2,147,483,647); None = the run's master seed.
+        max_tokens: Output limit, tokens, 64..131,072 (ample for a rationale of
             :data:`~evolve.audit.DRIFT_RATIONALE_MAX_CHARS` characters plus three fields).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str | None = None
-    seed: int | None = None
-    max_tokens: int = Field(default=600, ge=64)
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
+    max_tokens: int = Field(default=600, ge=64, le=MAX_OUTPUT_TOKENS)
 
 
 def drift_messages(protocol: str, criterion: Criterion, guidance: str) -> tuple[Message, ...]:

@@ -17,6 +17,20 @@ from rich.table import Column
 from evolve.errors import EvolveError, RunStoppedError
 from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, EndpointSettings, Price, price_of
 
+
+def in_range(low: float, high: float) -> Callable[[Any], Any]:
+    """A typer callback refusing a number outside ``low..high`` with the value, the range and the
+    option named (typer's own ``min``/``max`` message names neither the value nor both bounds)."""
+    def check(value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            raise typer.BadParameter(f"{value} is out of range: it must be from {low} to {high}.")
+        return value
+    return check
+
+
+MAX_N_BOOT = 100_000
+"""Most bootstrap replicates a report command accepts (the default is 2,000)."""
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
 ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import your own table or a public data set, check packs.")
 splits_app = typer.Typer(no_args_is_help=True, help="Case-disjoint split manifests.")
@@ -31,15 +45,15 @@ ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variab
 MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
 # Prices of the progress line (mapped by _endpoint_overrides; also allowed with --resume: they change no result).
 PriceInOption = Annotated[Optional[float], typer.Option(
-    "--price-in", min=0, help="Price of input (prompt) tokens, USD per million tokens: progress then shows USD spent and "
+    "--price-in", callback=in_range(0, 10_000), help="Price of input (prompt) tokens, USD per million tokens: progress then shows USD spent and "
     "expected (with --price-out; default: endpoint.price_in of the config).")]
 PriceOutOption = Annotated[Optional[float], typer.Option(
-    "--price-out", min=0, help="Price of output (completion) tokens, USD per million tokens (with --price-in; "
+    "--price-out", callback=in_range(0, 10_000), help="Price of output (completion) tokens, USD per million tokens (with --price-in; "
     "default: endpoint.price_out of the config).")]
 # Bootstrap options shared by the report commands.
 HtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write report.html: the figures, then the same tables, in one self-contained page.")]
-NBootOption = Annotated[int, typer.Option(min=1, help="Bootstrap replicates per interval (cases resampled).")]
-BootSeedOption = Annotated[int, typer.Option(help="Bootstrap seed.")]
+NBootOption = Annotated[int, typer.Option(callback=in_range(1, MAX_N_BOOT), help="Bootstrap replicates per interval (cases resampled).")]
+BootSeedOption = Annotated[int, typer.Option(callback=in_range(0, 2**32 - 1), help="Bootstrap seed.")]
 LocalModelOption = Annotated[Optional[str], typer.Option(help="Embedded model (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b).")]
 # Where rubrics are looked up first (evolve.rubric.rubric_source): every command that loads a rubric.
 PromptsRootOption = Annotated[Optional[Path], typer.Option(
@@ -212,7 +226,7 @@ def setup(
 @app.command()
 def serve(
     model: str = typer.Option("qwen2.5-coder-0.5b", help="Embedded model to serve."),
-    port: int = typer.Option(8080, help="Port on 127.0.0.1."),
+    port: int = typer.Option(8080, callback=in_range(1, 65535), help="Port on 127.0.0.1."),
 ) -> None:
     """Run the embedded OpenAI-compatible server on 127.0.0.1 until Ctrl-C."""
     from evolve.local import serve as _serve
@@ -421,15 +435,15 @@ def splits_make(
     holdout_fraction: Optional[float] = typer.Option(
         None, help="Share of the pack held out of the frame (fraction splits only; default 0.2)."),
     validation_fraction: Optional[float] = typer.Option(None, help="Share of the frame used for validation (default 0.3)."),
-    seed: int = typer.Option(42, help="Seed of every draw."),
+    seed: int = typer.Option(42, callback=in_range(0, 2**31 - 1), help="Seed of every draw."),
     cases: Optional[Path] = typer.Option(
         None, "--cases", help="Case file (.jsonl/.csv/.parquet/.txt) with the full source-ordered universe; "
         "the frame defaults to the pack's rated cases and the holdout is its exact complement."),
     frame_manifest: Optional[Path] = typer.Option(
         None, "--frame-manifest", help="Calibration manifest to verify and use (one case id a line, # comments)."),
-    frame_size: Optional[int] = typer.Option(None, "--frame-size", help="Draw a frame of N cases with the seed."),
-    train_size: Optional[int] = typer.Option(None, "--train-size", help="Exact number of training cases."),
-    validation_size: Optional[int] = typer.Option(None, "--validation-size", help="Exact number of validation cases."),
+    frame_size: Optional[int] = typer.Option(None, "--frame-size", callback=in_range(2, 10_000_000), help="Draw a frame of N cases with the seed."),
+    train_size: Optional[int] = typer.Option(None, "--train-size", callback=in_range(1, 10_000_000), help="Exact number of training cases."),
+    validation_size: Optional[int] = typer.Option(None, "--validation-size", callback=in_range(1, 10_000_000), help="Exact number of validation cases."),
     train_manifest: Optional[Path] = typer.Option(None, "--train-manifest", help="Supplied training manifest to verify and use."),
     validation_manifest: Optional[Path] = typer.Option(
         None, "--validation-manifest", help="Supplied validation manifest to verify and use."),
@@ -828,8 +842,9 @@ def bench_run(
         "(repeatable; the paper used 3)."),
     consolidator: Optional[str] = typer.Option(None, "--consolidator", help="n+1 consolidator: merges the workers' panels and opinions and runs the "
         "consilium and finalizer (default: the generating model)."),
-    max_cases: Optional[int] = typer.Option(None, "--max-cases", min=1, help="Use the first N cases in source order (quick preset: 3)."),
-    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, max=5, help="Most review rounds (paper: 5)."),
+    max_cases: Optional[int] = typer.Option(None, "--max-cases", callback=in_range(1, 10_000_000),
+                                            help="Use the first N cases in source order (quick preset: 3)."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", callback=in_range(1, 5), help="Most review rounds (paper: 5)."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: bench-<cases>-<UTC time>)."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings (finished calls are free)."),
@@ -837,8 +852,8 @@ def bench_run(
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file whose validated winners guide the judge: a "
         "calibration run folder (archives/<run_id>) or its judge.json. The bench report then adds physician-anchored means."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model id (default: the endpoint's model)."),
-    judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", min=1, help="Judge calls per target and criterion (default 1)."),
-    parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", min=1,
+    judge_repeats: Optional[int] = typer.Option(None, "--judge-repeats", callback=in_range(1, 20), help="Judge calls per target and criterion (default 1)."),
+    parallel_cases: Optional[int] = typer.Option(None, "--parallel-cases", callback=in_range(1, 64),
         help="(case, model) units generated at once over the shared client (default 1)."),
     base_url: BaseUrlOption = None,
     api_key_env: ApiKeyEnvOption = None,
@@ -846,7 +861,7 @@ def bench_run(
     schema_limits: SchemaLimitsOption = None,
     local_model: LocalModelOption = None,
     context_tokens: Optional[int] = typer.Option(
-        None, "--context-tokens", min=256,
+        None, "--context-tokens", callback=in_range(256, 10_000_000),
         help="Context window of one request at the endpoint, tokens (prompt and output). Every stage's prompt "
              "is checked against it before any call (default: the embedded server's 8,192-token slot; "
              "unknown, so unchecked, for other endpoints)."),
@@ -949,7 +964,7 @@ def bench_judge(
     run_dir: Path = typer.Argument(..., help="A benchmark run folder (archives/<run_id>)."),
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file whose validated winners guide the judge: a "
         "calibration run folder (archives/<run_id>) or its judge.json. The bench report then adds physician-anchored means."),
-    repeats: Optional[int] = typer.Option(None, "--repeats", min=1, help="Judge calls per target and criterion (default: the run's)."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", callback=in_range(1, 20), help="Judge calls per target and criterion (default: the run's)."),
     free_form_roles: bool = typer.Option(
         False, "--free-form-roles",
         help="Also judge the reasoning and opinion of free-form pipelines (split on their 'FINAL OPINION:' line; "

@@ -30,6 +30,7 @@ from evolve.cli._app import (
     _RichProgress,
     _run_price,
     err,
+    in_range,
     out,
 )
 from evolve.errors import EvolveError
@@ -64,7 +65,7 @@ def otb_run(
     reasoning_models: Optional[list[str]] = typer.Option(None, "--reasoning-model", help="A --model that reasons before "
         "answering (repeatable): its output without an answer boundary (separated reasoning, a 'Final Answer' heading, "
         "</think>) is a format failure, not judged."),
-    max_items: Optional[int] = typer.Option(None, "--max-items", min=1, help="First N records of each task (quick: 2)."),
+    max_items: Optional[int] = typer.Option(None, "--max-items", callback=in_range(1, 10_000_000), help="First N records of each task (quick: 2)."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
     guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file of rubric otb whose validated winners guide "

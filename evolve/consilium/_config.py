@@ -33,8 +33,9 @@ from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings
+from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import run_prompts_root
-from evolve.runs import BenchFolder, distinct_slugs, model_slug
+from evolve.runs import BenchFolder, distinct_slugs, model_slug, output_limit_problem
 
 __all__ = [
     "BENCH_CONFIG_VERSION",
@@ -72,7 +73,10 @@ def sha256_text(text: str) -> str:
 
 
 class OutputLimits(_Settings):
-    """Output-token limits per pipeline stage (SPEC §5.6).
+    """Output-token limits per pipeline stage (SPEC §5.6), each 16..131,072
+    (:data:`evolve.llm.MAX_OUTPUT_TOKENS`). They are not held to the endpoint's context here:
+    the context check before a run (:func:`~evolve.consilium.check_context`) weighs each stage's
+    prompt plus its limit and warns, since a cut answer fails only that call.
 
     Attributes:
         role_assignment: Role assignment, tokens (paper: 1,024-4,096).
@@ -83,14 +87,14 @@ class OutputLimits(_Settings):
         finalizer: The final opinion, tokens.
     """
 
-    role_assignment: int = Field(default=4096, ge=16)
-    opinion: int = Field(default=16000, ge=16)
-    consilium: int = Field(default=16000, ge=16)
-    finalizer: int = Field(default=16000, ge=16)
+    role_assignment: int = Field(default=4096, ge=16, le=MAX_OUTPUT_TOKENS)
+    opinion: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
+    consilium: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
+    finalizer: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
 class ModelOutputLimits(_Settings):
-    """One model's output limits, tokens; a stage left out keeps the run's limit.
+    """One model's output limits, tokens (16..131,072 each); a stage left out keeps the run's limit.
 
     Attributes:
         role_assignment: Role assignment, tokens; None = the run's ``limits.role_assignment``.
@@ -100,10 +104,10 @@ class ModelOutputLimits(_Settings):
         finalizer: The final opinion, tokens; None = the run's.
     """
 
-    role_assignment: int | None = Field(default=None, ge=16)
-    opinion: int | None = Field(default=None, ge=16)
-    consilium: int | None = Field(default=None, ge=16)
-    finalizer: int | None = Field(default=None, ge=16)
+    role_assignment: int | None = Field(default=None, ge=16, le=MAX_OUTPUT_TOKENS)
+    opinion: int | None = Field(default=None, ge=16, le=MAX_OUTPUT_TOKENS)
+    consilium: int | None = Field(default=None, ge=16, le=MAX_OUTPUT_TOKENS)
+    finalizer: int | None = Field(default=None, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
 class GenerationSettings(_Settings):
@@ -113,7 +117,7 @@ class GenerationSettings(_Settings):
         temperature: Sampling temperature. 0 keeps a resumed run's requests identical, so its
             finished calls come from the response cache.
         top_p: Nucleus mass (1 = off).
-        seed: Sampling seed of every call.
+        seed: Sampling seed of every call (at most :data:`evolve.llm.MAX_SEED`).
         max_rounds: Most review rounds of the consilium (1-5; SPEC §5.3).
         max_reasks: Re-asks of one call after an invalid, cut or rule-breaking answer.
         limits: Output limits per stage.
@@ -129,13 +133,13 @@ class GenerationSettings(_Settings):
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int = 42
+    seed: int = Field(default=42, ge=0, le=MAX_SEED)
     max_rounds: int = Field(default=5, ge=1, le=5)
-    max_reasks: int = Field(default=2, ge=0)
+    max_reasks: int = Field(default=2, ge=0, le=10)
     limits: OutputLimits = OutputLimits()
     model_limits: dict[str, ModelOutputLimits] = {}
-    max_field_chars: int | None = Field(default=None, ge=20)
-    max_text_chars: int | None = Field(default=None, ge=50)
+    max_field_chars: int | None = Field(default=None, ge=20, le=1_000_000)
+    max_text_chars: int | None = Field(default=None, ge=50, le=1_000_000)
 
 
 class BenchConfig(_Settings):
@@ -165,7 +169,8 @@ class BenchConfig(_Settings):
         judge: Judge decoding (model, temperature, top_p, output limit). The judge model
             defaults to the endpoint's model.
         judge_repeats: Judge calls per (target, criterion), with seeds ``judge_seed + repeat``.
-        judge_seed: Seed of the first judge repeat.
+        judge_seed: Seed of the first judge repeat (every repeat's seed stays within
+            :data:`evolve.llm.MAX_SEED`).
         parallel_cases: (case, model) units generated at once in threads over the shared
             client; does not change what is computed.
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
@@ -178,7 +183,7 @@ class BenchConfig(_Settings):
     archives_dir: Path = Path("archives")
     cases: Path
     columns: CaseColumns = CaseColumns()
-    max_cases: int | None = Field(default=None, ge=1)
+    max_cases: int | None = Field(default=None, ge=1, le=10_000_000)
     models: tuple[str, ...] = Field(min_length=1)
     conditions: tuple[Condition, ...] = ("free-form", "structured")
     topologies: tuple[Topology, ...] = ("single",)
@@ -187,9 +192,9 @@ class BenchConfig(_Settings):
     endpoint: EndpointSettings = EndpointSettings()
     generation: GenerationSettings = GenerationSettings()
     judge: JudgeSettings = JudgeSettings()
-    judge_repeats: int = Field(default=1, ge=1)
-    judge_seed: int = 42
-    parallel_cases: int = Field(default=1, ge=1)
+    judge_repeats: int = Field(default=1, ge=1, le=20)
+    judge_seed: int = Field(default=42, ge=0, le=MAX_SEED - 20)
+    parallel_cases: int = Field(default=1, ge=1, le=64)
     cache_path: Path | None = None
     prompts_root: Path | None = None
 
@@ -217,6 +222,8 @@ class BenchConfig(_Settings):
             raise ValueError(f"generation.model_limits names {unknown}, which this run does not use (its models: "
                              f"{sorted(used)}); spell the model id as given to --model/--worker")
         distinct_slugs(self.models)
+        if (problem := output_limit_problem(self.endpoint, "judge.max_tokens", self.judge.max_tokens)) is not None:
+            raise ValueError(problem)
         return self
 
     @property

@@ -67,6 +67,8 @@ from evolve.data import Case, PanelRole
 from evolve.errors import ConfigError
 from evolve.judge import prompt_hash
 from evolve.llm import (
+    MAX_OUTPUT_TOKENS,
+    MAX_SEED,
     CallFailure,
     ChatRequest,
     ChatResponse,
@@ -104,7 +106,8 @@ class _Settings(BaseModel):
 
 
 class StageLimits(_Settings):
-    """Output limits per stage, tokens (SPEC §5.6; defaults inside the paper's ranges).
+    """Output limits per stage, tokens (SPEC §5.6; defaults inside the paper's ranges), each
+    16..131,072 (:data:`evolve.llm.MAX_OUTPUT_TOKENS`).
 
     Attributes:
         role_assignment: Role assignment (paper: 1,024-4,096).
@@ -114,10 +117,10 @@ class StageLimits(_Settings):
         finalizer: The final opinion.
     """
 
-    role_assignment: int = Field(default=2048, ge=16)
-    opinion: int = Field(default=16000, ge=16)
-    consilium: int = Field(default=16000, ge=16)
-    finalizer: int = Field(default=16000, ge=16)
+    role_assignment: int = Field(default=2048, ge=16, le=MAX_OUTPUT_TOKENS)
+    opinion: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
+    consilium: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
+    finalizer: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
 
     def for_stage(self, stage: Stage) -> int:
         """The limit that applies to ``stage``, tokens.
@@ -164,14 +167,14 @@ class PipelineSettings(_Settings):
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int = 42
+    seed: int = Field(default=42, ge=0, le=MAX_SEED)
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1)
-    max_reasks: int = Field(default=2, ge=0)
+    max_reasks: int = Field(default=2, ge=0, le=10)
     limits: StageLimits = Field(default_factory=StageLimits)
     model_limits: dict[str, StageLimits] = Field(default_factory=dict)
     schema_limits: bool = True
-    max_field_chars: int | None = Field(default=None, ge=20)
-    max_text_chars: int | None = Field(default=None, ge=50)
+    max_field_chars: int | None = Field(default=None, ge=20, le=1_000_000)
+    max_text_chars: int | None = Field(default=None, ge=50, le=1_000_000)
 
     def limit(self, model: str, stage: Stage) -> int:
         """Output limit of one call, tokens: the model's own limits, else the run's."""

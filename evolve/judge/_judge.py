@@ -9,7 +9,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evolve.data._models import Case, Target
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, Message, fence, parse_json_object, response_format
+from evolve.llm import (
+    MAX_OUTPUT_TOKENS,
+    CallFailure,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    fence,
+    parse_json_object,
+    response_format,
+)
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 
 NOT_EVALUABLE = "not_evaluable"
@@ -23,7 +32,9 @@ class JudgeSettings(BaseModel):
         model: Model id sent to the endpoint.
         temperature: Sampling temperature.
         top_p: Nucleus mass.
-        max_tokens: Output limit, tokens. Must exceed what ``rationale_max_chars`` needs.
+        max_tokens: Output limit, tokens: at most :data:`evolve.llm.MAX_OUTPUT_TOKENS`, and at
+            most the endpoint's context where a run knows it. Must exceed what
+            ``rationale_max_chars`` needs.
         rationale_max_chars: ``maxLength`` of the rationale in the output schema, characters;
             bounds generation so JSON is never cut mid-way.
     """
@@ -31,10 +42,10 @@ class JudgeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "local"
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = Field(default=8000, ge=16)
-    rationale_max_chars: int = Field(default=1200, ge=20)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=8000, ge=16, le=MAX_OUTPUT_TOKENS)
+    rationale_max_chars: int = Field(default=1200, ge=20, le=20_000)
 
 
 class JudgeOutcome(BaseModel):

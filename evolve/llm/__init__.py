@@ -25,9 +25,12 @@ from evolve.llm._providers import (
 )
 from evolve.llm._secrets import REDACTED, url_credentials
 from evolve.llm._structured import fence, parse_json_object, response_format
-from evolve.llm._types import CallFailure, ChatRequest, ChatResponse, Message, Usage
+from evolve.llm._types import MAX_CONTEXT_TOKENS, MAX_OUTPUT_TOKENS, MAX_SEED, CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
+    "MAX_CONTEXT_TOKENS",
+    "MAX_OUTPUT_TOKENS",
+    "MAX_SEED",
     "REDACTED",
     "CallFailure",
     "ChatRequest",

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_OUTPUT_TOKENS: Final = 131_072
+"""Hard cap on any output limit (``max_tokens``) evolve sends, tokens: 128 Ki, above the longest
+outputs hosted models offer. A larger value in a configuration is a typo, refused before any
+call; where the endpoint's context is known, output limits are also checked against it."""
+
+MAX_SEED: Final = 2**31 - 1
+"""Largest sampling seed a configuration may set: what OpenAI-compatible servers accept as
+``seed`` (the judge's derived seeds use the same space)."""
+
+MAX_CONTEXT_TOKENS: Final = 10_000_000
+"""Hard cap on a declared context window (``endpoint.context_tokens``), tokens: the largest
+published context windows are about ten million tokens."""
 
 
 class Message(BaseModel):
@@ -24,10 +37,10 @@ class ChatRequest(BaseModel):
     Attributes:
         model: Model id sent to the endpoint.
         messages: The conversation, in order.
-        temperature: Sampling temperature (0 for the judge, 0.3 for mutation; SPEC §3-§4).
-        top_p: Nucleus sampling mass (1.0 = off).
+        temperature: Sampling temperature, 0..2 (0 for the judge, 0.3 for mutation; SPEC §3-§4).
+        top_p: Nucleus sampling mass, in (0, 1] (1.0 = off).
         seed: Sampling seed; a fresh seed gives a fresh, separately cached sample.
-        max_tokens: Output limit, tokens.
+        max_tokens: Output limit, tokens, 1..:data:`MAX_OUTPUT_TOKENS`.
         response_format: OpenAI ``response_format`` (e.g. a ``json_schema``), or None.
         tag: Free label for accounting (``judge``, ``mutation`` ...); part of the cache key.
     """
@@ -36,10 +49,10 @@ class ChatRequest(BaseModel):
 
     model: str
     messages: tuple[Message, ...]
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int | None = None
-    max_tokens: int = 1024
+    max_tokens: int = Field(default=1024, ge=1, le=MAX_OUTPUT_TOKENS)
     response_format: dict[str, Any] | None = None
     tag: str = ""
 

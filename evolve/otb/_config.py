@@ -10,8 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evolve.config import default_models, layered, validated
+from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import run_prompts_root
-from evolve.runs import EndpointSettings, OtbFolder, distinct_slugs
+from evolve.runs import EndpointSettings, OtbFolder, distinct_slugs, output_limit_problem
 
 __all__ = ["OTB_PATHS", "OTB_PRESETS", "OTB_RUBRIC_ID", "Decoding", "OtbConfig", "OtbJudgeSettings", "otb_config_json", "read_otb_config",
            "resolve_otb_config"]
@@ -35,13 +36,17 @@ class Decoding(_Settings):
         seed: Sampling seed sent with every call; None sends none.
         max_tokens_board: Output limit of a Board Simulation answer, tokens (released: 32,768).
         max_tokens_turn: Output limit of a Specialist Turn answer, tokens (released: 8,192).
+
+    Output limits are 16..131,072 (:data:`evolve.llm.MAX_OUTPUT_TOKENS`); a generating limit is
+    not held to the endpoint's context (the released defaults exceed the embedded server's
+    slot: an answer that reaches the context is cut and recorded as a failure).
     """
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int | None = 0
-    max_tokens_board: int = Field(default=32768, ge=16)
-    max_tokens_turn: int = Field(default=8192, ge=16)
+    seed: int | None = Field(default=0, ge=0, le=MAX_SEED)
+    max_tokens_board: int = Field(default=32768, ge=16, le=MAX_OUTPUT_TOKENS)
+    max_tokens_turn: int = Field(default=8192, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
 class OtbJudgeSettings(_Settings):
@@ -52,16 +57,17 @@ class OtbJudgeSettings(_Settings):
         temperature: Sampling temperature of judge calls.
         top_p: Nucleus mass of judge calls (1 = off).
         seed: Sampling seed of every judge call.
-        max_tokens_board, max_tokens_turn: Output limits (released: 1,200 / 1,024 tokens).
+        max_tokens_board, max_tokens_turn: Output limits (released: 1,200 / 1,024 tokens;
+            16..131,072 and at most the endpoint's context where it is known).
         four_decisions: Also rate the board's four decisions (one more call per board answer).
     """
 
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int = 0
-    max_tokens_board: int = Field(default=1200, ge=16)
-    max_tokens_turn: int = Field(default=1024, ge=16)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    max_tokens_board: int = Field(default=1200, ge=16, le=MAX_OUTPUT_TOKENS)
+    max_tokens_turn: int = Field(default=1024, ge=16, le=MAX_OUTPUT_TOKENS)
     four_decisions: bool = True
 
 
@@ -100,7 +106,7 @@ class OtbConfig(_Settings):
     archives_dir: Path = Path("archives")
     board: Path | None = None
     turn: Path | None = None
-    max_items: int | None = Field(default=None, ge=1)
+    max_items: int | None = Field(default=None, ge=1, le=10_000_000)
     prompts: Literal["evolve", "released"] = "evolve"
     board_manifest: Path | None = None
     turn_manifest: Path | None = None
@@ -130,6 +136,9 @@ class OtbConfig(_Settings):
         if strangers:
             raise ValueError(f"reasoning_models names {strangers}, which this run does not generate with")
         distinct_slugs(self.models)
+        for key in ("max_tokens_board", "max_tokens_turn"):
+            if (problem := output_limit_problem(self.endpoint, f"judge.{key}", getattr(self.judge, key))) is not None:
+                raise ValueError(problem)
         return self
 
     @property

@@ -44,6 +44,7 @@ from evolve.runs._client import (
     context_window,
     default_cache_path,
     open_client,
+    output_limit_problem,
     owned_client,
     with_cache_path,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "replace_folder",
     "on_call",
     "open_client",
+    "output_limit_problem",
     "owned_client",
     "price_of",
     "report_step",

@@ -43,7 +43,7 @@ def test_nested_settings_become_dotted_keys_with_types_defaults_and_presets() ->
         assert isinstance(settings, type) and issubclass(settings, BaseModel)
         assert set(settings.model_fields) == {p.split(".", 1)[1] for p in nested}
     accepted = keys["budget.accepted"]
-    assert (accepted.type, accepted.default, accepted.bounds) == ("int", "25", ">= 0")
+    assert (accepted.type, accepted.default, accepted.bounds) == ("int", "25", ">= 0, <= 10000")
     assert accepted.presets == {"paper": "25", "quick": "2"}
     assert keys["selection.rule"].type == '"robust" | "paper"' and keys["pack"].default == "required"
     assert keys["cache_path"].type == "path | null" and keys["archives_dir"].default == '"archives"'
