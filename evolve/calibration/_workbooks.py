@@ -44,6 +44,7 @@ def prepare_workbook_inputs(
     seed: int = 42,
     name: str | None = None,
     prompts_root: Path | str | None = None,
+    headerless: bool = False,
 ) -> WorkbookInputs:
     """Import physician workbooks into ``into/pack`` and split into ``into/splits``.
 
@@ -65,6 +66,8 @@ def prepare_workbook_inputs(
         seed: Seed of the train/validation draw.
         name: Pack name (default: the workbook folder's name).
         prompts_root: Where the ``consilium`` rubric is looked up before the shipped rubrics.
+        headerless: Read sheets without a header row by position (see
+            :func:`evolve.data.import_workbooks`); without it they are refused.
 
     Raises:
         PackError: Invalid workbooks (every problem, with workbook, sheet, row, column and fix).
@@ -77,7 +80,7 @@ def prepare_workbook_inputs(
         if path.exists() and any(path.iterdir()):
             raise RunError(f"{path} already exists; choose another --run-id, or resume the run with --resume {into}.")
     result = import_workbooks(workbooks, cases=cases, outputs=outputs, condition=condition, role_map=role_map,
-                              name=name, case_columns=case_columns, prompts_root=prompts_root)
+                              name=name, case_columns=case_columns, prompts_root=prompts_root, headerless=headerless)
     pack = result.pack
     universe = CaseList.from_cases(load_cases(cases, mapping=case_columns), path=Path(cases))
     if frame_manifest is not None:

@@ -384,6 +384,9 @@ def ratings_import_workbooks(
     columns: Optional[list[str]] = typer.Option(None, "--column",
         help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
+    no_header: bool = typer.Option(False, "--no-header", help="Read sheets without a header row by position: you vouch "
+        "that their columns are A..AC in the SPEC §6 order (without it such sheets are refused: shifted columns look "
+        "like correct ones)."),
     prompts_root: PromptsRootOption = None,
 ) -> None:
     """Import physician rating workbooks of consilium records (SPEC §6) into a rating pack."""
@@ -393,6 +396,7 @@ def ratings_import_workbooks(
         result = import_workbooks(
             src, cases=cases, outputs=outputs, condition=condition, role_map=role_map, name=name or out_dir.name,
             case_columns=parse_column_overrides(columns) if columns else None, prompts_root=prompts_root,
+            headerless=no_header,
         )
         write_workbook_import(result, out_dir, overwrite=overwrite)
     except EvolveError as exc:
@@ -523,7 +527,7 @@ def splits_check(
 
 
 def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, frame_manifest, conditions, run_id,
-                       archives_dir, seed, prompts_root) -> tuple[Path, Path, str]:
+                       archives_dir, seed, prompts_root, headerless=False) -> tuple[Path, Path, str]:
     """``calibrate --workbooks``: import and split into the run folder (pack/, splits/)."""
     from evolve.calibration import prepare_workbook_inputs
     from evolve.data import parse_column_overrides
@@ -537,7 +541,8 @@ def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, fram
         workbooks, cases=cases, outputs=outputs, into=(archives_dir or Path("archives")) / run_id,
         condition=conditions[0] if conditions else None, role_map=role_map,
         case_columns=parse_column_overrides(case_column) if case_column else None,
-        frame_manifest=frame_manifest, seed=42 if seed is None else seed, prompts_root=prompts_root)
+        frame_manifest=frame_manifest, seed=42 if seed is None else seed, prompts_root=prompts_root,
+        headerless=headerless)
     for warning in inputs.warnings:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     out.print("imported " + ", ".join(f"{k} {v}" for k, v in inputs.counts.items()), highlight=False)
@@ -554,6 +559,8 @@ def calibrate(
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="With --workbooks: CSV specialty,role for specialties that do not name a panel role."),
     case_column: Optional[list[str]] = typer.Option(None, "--column", help="With --workbooks: case-file column mapping field=column (repeatable)."),
     frame_manifest: Optional[Path] = typer.Option(None, "--frame-manifest", help="With --workbooks: calibration frame manifest (default: the rated cases)."),
+    no_header: bool = typer.Option(False, "--no-header", help="With --workbooks: read sheets without a header row by "
+        "position (you vouch that their columns are A..AC in the SPEC §6 order; without it such sheets are refused)."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
     preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (SPEC §4 budget)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
@@ -617,7 +624,7 @@ def calibrate(
                 pack, splits, run_id = _prepare_workbooks(
                     workbooks, cases=cases, outputs=outputs, role_map=role_map, case_column=case_column,
                     frame_manifest=frame_manifest, conditions=conditions, run_id=run_id,
-                    archives_dir=archives_dir, seed=seed, prompts_root=root)
+                    archives_dir=archives_dir, seed=seed, prompts_root=root, headerless=no_header)
             if pack is None:
                 raise EvolveError("--pack is required (or --workbooks DIR, or --resume RUN_DIR to continue a run).")
             name = load_pack(pack, prompts_root=root).manifest.name

@@ -4,9 +4,21 @@ Each physician fills one workbook (``.xlsx``) or CSV file per specialty, one row
 an ``.xlsx`` may also hold several specialties, one per sheet. The row rates one consilium
 record of that case: the reasoning and the opinion of the panel role that matches the
 workbook's specialty, the consilium's final report, and the case as a whole (panel adequacy,
-case complexity, overall quality). The columns are read by position (A..AC); the header row
-is optional and its text is only checked against the positions. The layout, the matching
-rules and the checks are described in ``ratings/README.md`` ("Physician workbooks").
+case complexity, overall quality). The columns are read by position (A..AC) and the header
+row's text is checked against the positions. The layout, the matching rules and the checks
+are described in ``ratings/README.md`` ("Physician workbooks").
+
+**A sheet without a header row is refused** unless the caller vouches for its layout
+(``headerless=True``, the CLI's ``--no-header``). The header row is the only evidence of which
+column is which: 27 of the 29 columns (B-AB) hold the same kind of cell (an integer score
+or a not-evaluable mark), so a sheet whose columns are shifted by one (a deleted column B, an
+extra column inserted) or whose groups are swapped (opinion before reasoning) passes every
+cell check and yields a plausible pack whose every rating sits under the wrong criterion or
+component - silently wrong data that no later step can detect. With a header row, such a
+sheet is an error naming the cell. Refusing costs a user one line to add (or one flag after
+checking the sheet by eye); accepting it with a warning, as earlier versions did, let a
+wrong pack be calibrated on. With ``headerless=True`` every header-less sheet is read by
+position and named in a warning.
 
 :func:`import_workbooks` reads everything, checks every cell and either raises one
 :class:`~evolve.errors.PackError` listing every problem (workbook, sheet, row, column and the
@@ -588,12 +600,24 @@ def _check_header(sheet: _Sheet, header_row: int, run: _Import) -> list[str]:
 
 
 def _warn_positions(sheet: _Sheet, header_row: int | None, first_row: int, assumed: Sequence[str], run: _Import) -> None:
-    """Warn that (some) columns of a sheet are read by position only, naming what was assumed."""
+    """Warn that (some) columns of a sheet are read by position only, naming what was assumed;
+    refuse a sheet without a header row unless the caller vouched for it (``run.headerless``)."""
+    if header_row is None and not run.headerless:
+        run.issues.add(
+            sheet.where(first_row, 0),
+            f"no header row above the ratings (they start in row {first_row}): without one, columns that are "
+            "shifted or swapped cannot be told from the SPEC §6 layout, and every rating would go under the "
+            "wrong criterion",
+            f"Add the header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., {WORKBOOK_HEADERS[-1]}; columns A-AC) above "
+            "the ratings (see 'evolve ratings workbook-template'), or, after checking that every header-less sheet "
+            f"holds {_LAYOUT}, pass --no-header (library: headerless=True).",
+        )
+        return
     if header_row is None:
         run.warnings.append(
-            f"{sheet.where()}: no header row; read the ratings from row {first_row} on by position (SPEC §6: "
-            f"{_LAYOUT}). Check that the columns are in this order; a header row ({', '.join(WORKBOOK_HEADERS[:2])}, "
-            f"..., {WORKBOOK_HEADERS[-1]}) above the ratings lets the import check it."
+            f"{sheet.where()}: no header row; read the ratings from row {first_row} on by position, as vouched "
+            f"for by --no-header (SPEC §6: {_LAYOUT}). A header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., "
+            f"{WORKBOOK_HEADERS[-1]}) above the ratings lets the import check the order."
         )
         return
     if not assumed:
@@ -650,6 +674,7 @@ def import_workbooks(
     name: str | None = None,
     case_columns: CaseColumns | None = None,
     prompts_root: Path | str | None = None,
+    headerless: bool = False,
 ) -> WorkbookImport:
     """Read physician workbooks (SPEC §6) into a validated rating pack, in memory.
 
@@ -659,10 +684,11 @@ def import_workbooks(
     R-Y rate the ``final`` target and Z, AA, AB the ``case`` target. Column k of a group is
     the rubric criterion numbered k. Cells of (criterion, component) pairs the rubric does not
     apply go to :attr:`WorkbookImport.structural_exclusions`. The row's comment (AC) is stored
-    on each of its ratings. Columns are read by position: a missing header row, or header
-    cells that name their own column in another form (``R1``, ``Overall``, ``Notes``, the
-    criterion's name) or nothing recognisable, give a warning; a header cell that names a
-    different column (swapped or shifted columns) is an error.
+    on each of its ratings. Columns are read by position: header cells that name their own
+    column in another form (``R1``, ``Overall``, ``Notes``, the criterion's name) or nothing
+    recognisable give a warning; a header cell that names a different column (swapped or
+    shifted columns) is an error; a sheet without a header row is an error unless
+    ``headerless`` (see the module docstring for why).
 
     Args:
         src: Folder of ``.xlsx``/``.xlsm``/``.csv`` workbooks (not recursive; hidden files,
@@ -675,16 +701,21 @@ def import_workbooks(
         name: Pack name (default: the folder's name, or the file's stem).
         case_columns: Column mapping of the case file.
         prompts_root: ``judge_prompts`` folder holding the ``consilium`` rubric.
+        headerless: The caller vouches that every sheet without a header row holds the
+            columns A..AC in the SPEC §6 order: such sheets are read by position (with a
+            warning each) instead of refused.
 
     Returns:
         The pack, the structural exclusions and a summary with every warning (a 0 or 1
-        without a comment; empty sheets that were skipped; sheets without a header row or
-        with non-standard header cells, whose columns were read by position).
+        without a comment; empty sheets that were skipped; sheets without a header row
+        (with ``headerless``) or with non-standard header cells, whose columns were read by
+        position).
 
     Raises:
         PackError: Any problem in any workbook - a header cell that names a different column
             than SPEC §6 puts at its position (the cell, what it says and where that column
-            belongs are named), a sheet with neither header nor ratings, empty or invalid cells, a not-evaluable mark where the
+            belongs are named), a sheet without a header row (unless ``headerless``), a sheet
+            with neither header nor ratings, empty or invalid cells, a not-evaluable mark where the
             criterion forbids it, unknown case ids, cases without (or with ambiguous)
             consilium records, duplicate (rater, case) rows, specialties that match no role -
             all collected, each naming workbook, sheet, row, column and the fix.
@@ -707,7 +738,7 @@ def import_workbooks(
         lookup=_case_lookup(all_cases),
         records=load_consilium_records(outputs), condition=condition,
         role_map={_norm(k): tuple(v) for k, v in (mapping or {}).items()},  # type: ignore[union-attr]
-        by_number=_rubric_by_number(rubric), outputs=Path(outputs), case_file=case_path,
+        by_number=_rubric_by_number(rubric), outputs=Path(outputs), case_file=case_path, headerless=headerless,
         issues=Problems(f"cannot import physician workbooks from {src}", PackError, limit=_MAX_REPORTED),
     )
     files = _workbook_files(src, [p for p in (case_path, role_map_path) if p is not None], run.issues)
@@ -768,6 +799,7 @@ class _Import:
     excluded: list[Rating] = field(default_factory=list)
     n_sheets: int = 0
     n_rows: int = 0
+    headerless: bool = False
 
     def summary(self, name: str, condition: str | None, n_workbooks: int, rated: list[Case],
                 n_targets: int) -> WorkbookImportSummary:

@@ -149,17 +149,48 @@ def test_a_dropped_comment_column_is_accepted(ex):
 
 
 # --------------------------------------------------------------------------------------------
-# No header row
+# No header row: refused, unless the caller vouches for the layout (headerless=True)
 # --------------------------------------------------------------------------------------------
+
+
+def test_a_sheet_without_header_row_is_refused_naming_the_sheet_and_the_way_out(ex):
+    _nephrology(ex, lambda ws: ws.delete_rows(1))
+    with pytest.raises(PackError) as info:
+        _import(ex)
+    line = _line(_problems(info), f"{NEPHROLOGY}, row 1, column A")
+    assert "no header row above the ratings (they start in row 1)" in line
+    assert "shifted or swapped cannot be told from the SPEC §6 layout" in line
+    assert "Add the header row (case_id, reasoning_1, ..., comment; columns A-AC)" in line
+    assert "pass --no-header (library: headerless=True)" in line
+
+
+def _swap_reasoning_and_opinion(ws: Any) -> None:
+    """Columns B-I and J-Q trade places in every row (the header row is gone)."""
+    for row in ws.iter_rows(min_row=1, max_row=ws.max_row):
+        values = [c.value for c in row[1:17]]
+        for cell, value in zip(row[1:17], values[8:] + values[:8]):
+            cell.value = value
+
+
+def test_swapped_columns_without_a_header_are_refused_not_imported(ex):
+    """The danger: reasoning and opinion swapped in a sheet without header - every cell is still a valid
+    score, so the import cannot tell; before the fix it imported the wrong pack with a warning."""
+    before = _import(ex).pack.ratings
+    _nephrology(ex, lambda ws: (ws.delete_rows(1), _swap_reasoning_and_opinion(ws)))
+    with pytest.raises(PackError, match="no header row above the ratings"):
+        _import(ex)
+    vouched = _import(ex, headerless=True).pack.ratings  # what a header-less read would have produced
+    assert vouched != before and len(vouched) == len(before)  # silently different scores
 
 
 def test_xlsx_without_header_row_reads_from_row_one(ex):
     before = _import(ex).pack.ratings
     _nephrology(ex, lambda ws: ws.delete_rows(1))
-    result = _import(ex)
+    result = _import(ex, headerless=True)
     assert result.pack.ratings == before
     (warning,) = result.summary.warnings
-    assert warning.startswith(f"{NEPHROLOGY}: no header row; read the ratings from row 1 on by position")
+    assert warning.startswith(f"{NEPHROLOGY}: no header row; read the ratings from row 1 on by position, as "
+                              "vouched for by --no-header")
     assert "B-I reasoning criteria 1-8" in warning
     # nephrology row 2 of the original (now row 1): reasoning_3 (data_use) = 1, reasoning_7 (management) = 1
     target = f"{C1}:free-form:nephrologist:reasoning"
@@ -171,7 +202,7 @@ def test_xlsx_without_header_row_reads_from_row_one(ex):
 def test_csv_without_header_row_reads_from_row_one(ex):
     before = _import(ex).pack.ratings
     _neurology(ex, lambda rows: rows.pop(0))
-    result = _import(ex)
+    result = _import(ex, headerless=True)
     assert result.pack.ratings == before
     (warning,) = result.summary.warnings
     assert warning.startswith(f"{NEUROLOGY}: no header row; read the ratings from row 1 on")
@@ -181,7 +212,7 @@ def test_an_empty_header_row_and_a_header_row_without_labels(ex):
     before = _import(ex).pack.ratings
     _nephrology(ex, lambda ws: [setattr(c, "value", None) for c in ws[1]])  # row 1 left empty
     _csv_headers(ex, {"A": "Paper", "B": "x"})  # column A unrecognised: the row above the ratings is their header
-    result = _import(ex)
+    result = _import(ex, headerless=True)
     assert result.pack.ratings == before
     warnings = result.summary.warnings
     assert any(w.startswith(f"{NEPHROLOGY}: no header row; read the ratings from row 2 on") for w in warnings)
@@ -289,3 +320,19 @@ def test_standard_labels_in_another_spelling_give_no_warning(ex):
     assert header.startswith("Case ID,Reasoning 1,") and header.endswith(",Comment")
     _xlsx_headers(ex, {"B": "Reasoning 1 - factual accuracy", "AC": "Comments"})
     assert _import(ex).summary.warnings == ()
+
+
+def test_cli_refuses_a_headerless_sheet_and_reads_it_with_no_header(ex, tmp_path):
+    from typer.testing import CliRunner
+
+    from evolve.cli import app
+
+    _nephrology(ex, lambda ws: ws.delete_rows(1))
+    argv = ["ratings", "import-workbooks", str(ex / "workbooks"), "--cases", str(ex / "cases.jsonl"),
+            "--outputs", str(ex / "outputs"), "--out", str(tmp_path / "pack")]
+    refused = CliRunner().invoke(app, argv)
+    assert refused.exit_code == 2 and "no header row above the ratings" in refused.output
+    assert "Traceback" not in refused.output and not (tmp_path / "pack").exists()
+    vouched = CliRunner().invoke(app, [*argv, "--no-header"])
+    assert vouched.exit_code == 0, vouched.output
+    assert "as vouched for by --no-header" in vouched.output and (tmp_path / "pack" / "ratings.csv").is_file()
