@@ -14,9 +14,11 @@ quotes, line breaks and non-ASCII letters. Then it times:
   in a child process),
 * ``load_pack`` (what ``evolve calibrate`` reads a pack with),
 
-and prints one JSON object per size: rows, file size, seconds, rows per second, per-row
-microseconds (equal per-row times across sizes mean the check is linear) and peak Python memory
-(tracemalloc, measured in a separate pass so it does not slow the timed one). ``--old`` also
+and prints one JSON object per size: rows, file size, seconds (wall, and CPU of this process:
+on a shared machine the wall time also counts the waits for a core, so the load average is
+printed too), rows per second, per-row microseconds (equal per-row times across sizes mean the
+check is linear) and peak Python memory (tracemalloc, measured in a separate pass so it does not
+slow the timed one). ``--old`` also
 times ``check_pack`` of the pre-issue-24 ``evolve/data/_pack.py`` (read from git: one pydantic
 ``Rating`` per row, the garbage collector running) and prints the ratio.
 Numbers depend on the CPU and on whatever else runs on it.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import subprocess
 import sys
@@ -88,12 +91,12 @@ def write_invented_pack(folder: Path, n_rows: int, *, seed: int = 0) -> Path:
                                           "text": f"INVENTED {comp} text of {target_id}."}) + "\n")
             for rater in rng.sample(raters, 3):
                 for target_id, comp in units:
-                    for crit in by_component[comp]:
+                    for criterion_id in by_component[comp]:
                         if written == n_rows:
                             break
                         not_evaluable = rng.random() < 0.03
                         score = "" if not_evaluable else str(rng.randint(0, 3))
-                        out.writerow([case_id, target_id, rater, crit, score, str(not_evaluable).lower(),
+                        out.writerow([case_id, target_id, rater, criterion_id, score, str(not_evaluable).lower(),
                                       _comment(rng)])
                         written += 1
     manifest = {"version": 1, "name": "invented-bench", "description": "INVENTED ratings for a benchmark.",
@@ -102,14 +105,14 @@ def write_invented_pack(folder: Path, n_rows: int, *, seed: int = 0) -> Path:
     return folder
 
 
-def _timed(fn: Callable[[], object], repeat: int) -> float:
-    """Best wall time of ``repeat`` calls, in seconds."""
-    best = float("inf")
+def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Best wall time and best CPU time (this process) of ``repeat`` calls, in seconds."""
+    wall = cpu = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        wall, cpu = min(wall, time.perf_counter() - start), min(cpu, time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def _peak_mib(fn: Callable[[], object]) -> float:
@@ -148,23 +151,26 @@ def measure(n_rows: int, *, old: Any, cli: bool, repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="evolve-bench-ratings-") as tmp:
         folder = write_invented_pack(Path(tmp) / "pack", n_rows)
         size = (folder / "ratings.csv").stat().st_size
-        check = _timed(lambda: check_pack(folder), repeat)
-        load = _timed(lambda: load_pack(folder), repeat)
+        (check, check_cpu), (load, load_cpu) = _timed(lambda: check_pack(folder), repeat), _timed(lambda: load_pack(folder), repeat)
         result: dict[str, Any] = {
             "rows": n_rows,
             "ratings_csv_mb": round(size / 1e6, 1),
             "check_s": round(check, 3),
             "check_rows_per_s": round(n_rows / check),
             "check_us_per_row": round(check / n_rows * 1e6, 2),
+            "check_cpu_s": round(check_cpu, 3),
             "load_s": round(load, 3),
             "load_rows_per_s": round(n_rows / load),
             "load_us_per_row": round(load / n_rows * 1e6, 2),
+            "load_cpu_s": round(load_cpu, 3),
             "check_peak_mib": round(_peak_mib(lambda: check_pack(folder)), 1),
             "load_peak_mib": round(_peak_mib(lambda: load_pack(folder)), 1),
+            "load_average_1min": round(os.getloadavg()[0], 1),
         }
         if old is not None:
-            before = _timed(lambda: old.check_pack(folder), 1)
-            result.update(old_check_s=round(before, 3), old_over_new=round(before / check, 1))
+            before, before_cpu = _timed(lambda: old.check_pack(folder), 1)
+            result.update(old_check_s=round(before, 3), old_check_cpu_s=round(before_cpu, 3),
+                          old_over_new=round(before / check, 1))
         if cli:
             result["cli_s"] = round(_cli_seconds(folder), 3)
         return result

@@ -47,7 +47,7 @@ RowsRead = Callable[[int, int, int], None]
 """Progress callback of :func:`read_rating_columns`: ``(rows read, bytes read, file bytes)``."""
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
-_ID = TypeAdapter(Annotated[str, Field(pattern=_ID_PATTERN)])
+_ID: TypeAdapter[str] = TypeAdapter(Annotated[str, Field(pattern=_ID_PATTERN)])
 _ID_RE = re.compile(_ID_PATTERN.removeprefix("^").removesuffix("$"))  # used with fullmatch: no newline before the end
 _BAD = object()  # a cell that does not parse (its problem is reported by the row-by-row code)
 _TEXT_FIELDS = ("rater_id", "criterion", "comment")  # ids with a pattern already refuse control characters
@@ -59,7 +59,8 @@ class _Sink(Protocol):
     def add_at(self, file: str, loc: str | None, field_name: str | None, message: str, fix: str) -> None: ...
 
 
-AddErrors = Callable[[_Sink, str, str | None, ValidationError, str], None]
+AddErrors = Callable[[Any, str, str | None, ValidationError, str], None]
+"""Records the pydantic errors of one row: ``(problems, file, "row N", error, schema file name)``."""
 
 
 @dataclass
@@ -174,17 +175,19 @@ def _read_rows(reader: Any, problems: _Sink, add_errors: AddErrors, step: Callab
             "Rename/reorder the columns to match (rows were not read).",
         )
         return None
-    out, first = RatingColumns(), 2
+    out, first, shared = RatingColumns(), 2, dict[str, str]()
     while chunk := list(islice(reader, CHUNK_ROWS)):
-        out.extend(_check_chunk(chunk, first, problems, add_errors))
+        out.extend(_check_chunk(chunk, first, problems, add_errors, shared))
         first += len(chunk)
         if len(chunk) == CHUNK_ROWS:  # more rows may follow: a file of one chunk reports nothing
             step(first - 2)
     return out
 
 
-def _check_chunk(chunk: list[list[str]], first: int, problems: _Sink, add_errors: AddErrors) -> RatingColumns:
-    """The valid rows of one chunk (rows numbered from ``first``); the others' problems recorded."""
+def _check_chunk(chunk: list[list[str]], first: int, problems: _Sink, add_errors: AddErrors,
+                 shared: dict[str, str]) -> RatingColumns:
+    """The valid rows of one chunk (rows numbered from ``first``); the others' problems recorded.
+    ``shared`` maps each id seen so far to its one string object."""
     width = len(RATINGS_COLUMNS)
     numbers: Sequence[int]
     cells: Sequence[list[str]]
@@ -195,11 +198,15 @@ def _check_chunk(chunk: list[list[str]], first: int, problems: _Sink, add_errors
         if not rows:
             return RatingColumns()
         numbers, cells = zip(*rows)
-    case_id, target_id, rater_id, criterion, score_text, flag_text, comment = zip(*cells)
+    case_cells, target_cells, rater_cells, criterion_cells, score_text, flag_text, comment = zip(*cells)
+    # One string object per distinct id: memory holds each id once, and the sets and dicts below
+    # hash each only once.
+    case_id, target_id, rater_id, criterion = (list(map(shared.setdefault, column, column))
+                                               for column in (case_cells, target_cells, rater_cells, criterion_cells))
     blank = {v for v in set(case_id) if not v.strip()}  # a row of empty cells is skipped
     flags = {v: _parse_bool(v) for v in set(flag_text)}
     scores = {v: _parse_score(v) for v in set(score_text)}
-    not_evaluable, score = [flags[v] for v in flag_text], [scores[v] for v in score_text]
+    not_evaluable, score = list(map(flags.__getitem__, flag_text)), list(map(scores.__getitem__, score_text))
     suspect = _suspects(
         [(case_id, blank), (flag_text, {v for v, b in flags.items() if b is None}),
          (score_text, {v for v, s in scores.items() if s is _BAD}),
@@ -210,9 +217,11 @@ def _check_chunk(chunk: list[list[str]], first: int, problems: _Sink, add_errors
     keep = [True] * len(numbers)
     for i in sorted(suspect):  # the row-by-row path: skips blank rows, words every problem
         keep[i] = _row_rating(numbers[i], cells[i], problems, add_errors) is not None
-    pick = (lambda col: list(compress(col, keep))) if suspect else list
-    return RatingColumns(pick(numbers), pick(case_id), pick(target_id), pick(rater_id), pick(criterion),
-                         pick(score), pick(not_evaluable), pick(comment))
+    if not suspect:
+        return RatingColumns(list(numbers), case_id, target_id, rater_id, criterion, score, not_evaluable,  # type: ignore[arg-type]
+                             list(comment))  # no suspect row: every flag parsed
+    return RatingColumns(*(list(compress(column, keep)) for column in (numbers, case_id, target_id, rater_id, criterion,
+                                                                       score, not_evaluable, comment)))
 
 
 def _odd_row(rowno: int, row: list[str], problems: _Sink) -> bool:
