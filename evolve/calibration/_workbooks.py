@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evolve.data import CaseColumns, import_workbooks, load_cases, write_workbook_import
 from evolve.errors import RunError
+from evolve.runs import locks_run
 from evolve.splits import CaseList, make_frame_splits, read_manifest, write_splits
 
 PAPER_FRAME = (110, 80, 30)
@@ -31,6 +32,7 @@ class WorkbookInputs:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+@locks_run(lambda *_, into, **__: into)  # one process writes a run folder
 def prepare_workbook_inputs(
     workbooks: Path,
     *,

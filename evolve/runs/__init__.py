@@ -59,12 +59,13 @@ from evolve.runs._folder import (
     distinct_slugs,
     model_slug,
 )
-from evolve.runs._journal import JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
-from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
+from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._lock import lock_holder, locks_run, run_lock
+from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
+    "CALL_COUNTS",
     "JOURNAL_VERSION",
     "REPLAYED_EVENTS",
     "RESUME_EVENTS",
@@ -88,9 +89,9 @@ __all__ = [
     "distinct_slugs",
     "default_cache_path",
     "holds_interrupt",
-    "model_slug",
     "lock_holder",
     "locks_run",
+    "model_slug",
     "replace_folder",
     "on_call",
     "open_client",
@@ -98,7 +99,7 @@ __all__ = [
     "owned_client",
     "price_of",
     "report_step",
+    "run_lock",
     "run_usage",
     "with_cache_path",
-    "run_lock",
 ]

@@ -224,7 +224,8 @@ def _larger(snapshot: dict, summed: dict[str, dict[str, int]]) -> dict[str, dict
     """Per tag and count, the larger of a session's last snapshot and its summed ``calls`` events."""
     out: dict[str, dict[str, int]] = {}
     for tag in {*snapshot, *summed}:
-        a = snapshot.get(tag) if isinstance(snapshot.get(tag), dict) else {}
+        given = snapshot.get(tag)
+        a: dict = given if isinstance(given, dict) else {}
         b = summed.get(tag, {})
         out[tag] = {name: max(int(a.get(name, 0) or 0), b.get(name, 0)) for name in {*a, *b}
                     if isinstance(a.get(name, 0), int | float)}

@@ -355,4 +355,4 @@ def _write_inputs(run_dir: Path, pack: RatingPack | Path | str, bundle: RubricBu
 def _warn(message: str) -> None:
     """A warning about the run, before it starts, as a Python :class:`UserWarning` at the caller
     of :func:`calibrate` (the command line prints the same sentences as ``warning:`` lines)."""
-    warnings.warn(message, UserWarning, stacklevel=4)
+    warnings.warn(message, UserWarning, stacklevel=5)  # _warn, the calibration steps, run_calibration, calibrate
