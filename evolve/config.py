@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evolve.errors import BudgetError, ConfigError, RunError
+from evolve.errors import BudgetError, ConfigError, RunError, path_problem
 from evolve.judge import JudgeSettings
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import PROMPTS_ROOT_ENV
@@ -451,6 +451,9 @@ def layered(
             raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}.")
         data = _merge(data, presets[preset])
     if config_file is not None:
+        if (problem := path_problem(config_file)) is not None:
+            raise ConfigError(f"{config_file}: the config file {problem}. Pass a JSON file of settings, or leave out "
+                              "--config.")
         try:
             loaded = json.loads(Path(config_file).read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

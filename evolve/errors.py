@@ -7,8 +7,13 @@ anything the toolkit raises on purpose; anything else is a bug.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import unicodedata
+from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "EvolveError",
@@ -32,6 +37,7 @@ __all__ = [
     "Problems",
     "TEXT_PROBLEM_FIX",
     "char_name",
+    "path_problem",
     "text_problem",
 ]
 
@@ -233,3 +239,51 @@ def text_problem(value: object) -> str | None:
     message = f"holds {char_name(match.group())} at character {match.start() + 1}"
     count = len(_FORBIDDEN_CHARS.findall(value))
     return message + (f" ({count} such characters in all)" if count > 1 else "")
+
+
+# Problems of user paths: say what is there instead of "missing".
+
+
+def path_problem(path: Path | str, kind: Literal["file", "folder"] = "file") -> str | None:
+    """Why ``path`` cannot be opened as a ``kind``, or None when it can.
+
+    Distinguishes what a bare "file is missing" hides: a folder given where a file is expected
+    (and the reverse), a symbolic-link loop, a broken link, a device or pipe, no permission.
+
+    Args:
+        path: The path a user gave (or one built from it).
+        kind: ``file`` (a regular file, links followed) or ``folder``.
+
+    Returns:
+        None, or a phrase to put after the path: ``"is a directory, not a file: pass the file
+        inside it"``, ``"is a symbolic-link loop ..."``, ``"does not exist"`` ... The part
+        before a colon reads on its own; callers add their own fix.
+    """
+    path = Path(path)
+    try:
+        info = path.stat()
+    except OSError as exc:
+        return _stat_failure(path, kind, exc)
+    if kind == "file" and stat.S_ISDIR(info.st_mode):
+        return "is a directory, not a file: pass the file inside it"
+    if kind == "file" and not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a device, pipe or socket): pass a file"
+    if kind == "folder" and not stat.S_ISDIR(info.st_mode):
+        return "is a file, not a folder: pass the folder that holds it"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied): give yourself read access or copy it"
+    return None
+
+
+def _stat_failure(path: Path, kind: str, exc: OSError) -> str:
+    """The phrase of :func:`path_problem` for a path that cannot even be looked at."""
+    if exc.errno == errno.ELOOP:
+        return (f"is a symbolic-link loop (the link leads back to itself): point it at a real {kind}, or pass the "
+                f"{kind} itself")
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        if path.is_symlink():
+            return f"is a broken symbolic link (to {os.readlink(path)}, which does not exist): fix the link or pass the {kind}"
+        return "does not exist"
+    if exc.errno == errno.EACCES:
+        return "cannot be reached (permission denied on a folder on its way)"
+    return f"cannot be opened ({exc.strerror or type(exc).__name__})"

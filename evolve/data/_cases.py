@@ -14,6 +14,7 @@ conclusion criterion), but never part of what a *generating* model sees: use
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
 from evolve.data._util import TEXT_PROBLEM_FIX, cell_text, is_missing, text_problem
-from evolve.errors import DataError, Problems
+from evolve.errors import DataError, Problems, path_problem
 
 __all__ = [
     "CASE_FILE_SUFFIXES",
@@ -224,7 +225,8 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
         One :class:`~evolve.data.Case` per row, in file order.
 
     Raises:
-        DataError: The file is missing or of an unknown type; a mapped column is absent
+        DataError: The file is missing, a directory without ``cases.jsonl``, a symbolic-link
+            loop or otherwise unreadable (:func:`evolve.errors.path_problem`), or of an unknown type; a mapped column is absent
             (the message lists the file's columns and the ``--column`` fix); a row has an
             empty id or text; a mapped cell is not text (a JSON number, ``true``, a list - it
             is never converted) or holds a control or bidirectional-override character
@@ -232,11 +234,16 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             ``^[A-Za-z0-9][A-Za-z0-9._:/-]*$``; two rows share an id (both rows are named).
             All row problems are collected into one error.
     """
-    path = case_file(path)
+    given, path = Path(path), case_file(path)
     own_format = mapping is None
     mapping = mapping or CaseColumns()
-    if not path.is_file():
-        raise DataError(f"{path}: case file not found. Pass a .jsonl, .csv or .parquet file with one case per row.")
+    if path != given and not os.path.lexists(path):  # a folder without the file (a loop is named below)
+        raise DataError(f"{given}: a folder without cases.jsonl. Pass the case file inside it (.jsonl, .csv or "
+                        ".parquet), or a rating-pack / bench-run folder holding cases.jsonl.")
+    if (problem := path_problem(path)) is not None:
+        what = "case file not found" if problem == "does not exist" else f"the case file {problem}"
+        raise DataError(f"{path}: {what}. Pass a .jsonl, .csv or .parquet file with one case per row "
+                        "(or a rating-pack / bench-run folder holding cases.jsonl).")
     suffix = path.suffix.lower()
     if suffix not in CASE_FILE_SUFFIXES:
         raise DataError(

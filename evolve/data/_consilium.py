@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evolve.data._models import _ID_PATTERN, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
-from evolve.errors import DataError, Problems
+from evolve.errors import DataError, Problems, path_problem
 
 __all__ = [
     "MAX_PANEL_ROLES",
@@ -297,8 +297,9 @@ def load_consilium_records(directory: Path | str) -> dict[str, list[ConsiliumRec
             the same (case_id, condition). All problems are collected into one error.
     """
     directory = Path(directory)
-    if not directory.is_dir():
-        raise DataError(f"{directory}: no such folder of consilium records. Pass the folder that holds the *.json records.")
+    if (problem := path_problem(directory, "folder")) is not None:
+        what = "no such folder of consilium records" if problem == "does not exist" else f"the records folder {problem}"
+        raise DataError(f"{directory}: {what}. Pass the folder that holds the *.json records.")
     files = sorted(p for p in directory.glob("*.json") if p.is_file() and not p.name.startswith("."))
     if not files:
         raise DataError(f"{directory}: no *.json consilium records found. Pass the folder the benchmark runner wrote.")

@@ -39,7 +39,7 @@ from evolve.data._ratings_csv import (
     rating_counts,
     read_rating_columns,
 )
-from evolve.errors import PackError, Problems, RubricError
+from evolve.errors import PackError, Problems, RubricError, path_problem
 from evolve.rubric import Rubric, RubricBundle, load_rubric
 from evolve.runs import replace_folder
 
@@ -415,15 +415,16 @@ class _Read:
 
 def _read_pack(root: Path, problems: _Problems, progress: RowsRead | None) -> _Read:
     """Read the four files of a pack, recording every problem (raises only when files are missing)."""
-    if not root.is_dir():
+    if (problem := path_problem(root, "folder")) is not None:
         problems.add_at(
-            str(root), None, None, "no such pack directory",
+            str(root), None, None, "no such pack directory" if problem == "does not exist" else f"the pack {problem}",
             "Pass the folder that holds pack.json, cases.jsonl, targets.jsonl and ratings.csv.",
         )
         problems.raise_if_any()
-    missing = [name for name in PACK_FILES if not (root / name).is_file()]
-    for name in missing:
-        problems.add_at(name, None, None, "file is missing", "Every pack needs pack.json, cases.jsonl, targets.jsonl and ratings.csv; re-write the pack.")
+    for name in PACK_FILES:
+        if (problem := path_problem(root / name)) is not None:
+            problems.add_at(name, None, None, "file is missing" if problem == "does not exist" else problem.split(":")[0],
+                            "Every pack needs pack.json, cases.jsonl, targets.jsonl and ratings.csv as files; re-write the pack.")
     problems.raise_if_any()
     return _Read(
         root,

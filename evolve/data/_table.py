@@ -37,7 +37,7 @@ from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricR
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import cell_text, is_missing, sha256_file
-from evolve.errors import DataError, PackError, Problems
+from evolve.errors import DataError, PackError, Problems, path_problem
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -272,8 +272,9 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _check_file(path: Path) -> None:
-    if not path.is_file():
-        raise PackError(f"{path}: table not found. Pass a {', '.join(TABLE_SUFFIXES)} file with one rating (long) or "
+    if (problem := path_problem(path)) is not None:
+        what = "table not found" if problem == "does not exist" else f"the table {problem}"
+        raise PackError(f"{path}: {what}. Pass a {', '.join(TABLE_SUFFIXES)} file with one rating (long) or "
                         "one rated target (wide) per row.")
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.errors import TEXT_PROBLEM_FIX as TEXT_PROBLEM_FIX  # the text check lives in evolve.errors (floor 0)
-from evolve.errors import PackError
+from evolve.errors import PackError, path_problem
 from evolve.errors import char_name as char_name  # so that rubric loading (floor 2) can use it too
 from evolve.errors import text_problem as text_problem
 from evolve.rubric import load_rubric
@@ -71,13 +71,16 @@ def read_source_table(path: Path, original: str) -> Any:
         A pandas DataFrame with at least one data row.
 
     Raises:
-        PackError: The file is empty, not UTF-8 text, not a spreadsheet, unparseable, or holds a
-            header and no rows - naming the file and what to pass instead.
+        PackError: The file is missing, a directory or a symbolic-link loop, empty, not UTF-8
+            text, not a spreadsheet, unparseable, or holds a header and no rows - naming the
+            file and what to pass instead.
     """
     import zipfile
 
     import pandas as pd
 
+    if (problem := path_problem(path)) is not None:
+        raise PackError(f"{path}: {problem}. Pass {original}.")
     try:
         if path.suffix.lower() == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from evolve.errors import DataError, Problems
+from evolve.errors import DataError, Problems, path_problem
 
 __all__ = [
     "NO_SLIDES", "QA_TYPES", "TARGET_ROLES", "BoardCase", "ManifestEntry", "ManifestTurn", "SourceAlias", "TurnQuestion",
@@ -201,7 +201,9 @@ def open_jsonl(path: Path | str) -> tuple[Path, str]:
     candidates = [path] if path.name.endswith(".gz") else [path, path.with_name(path.name + ".gz")]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
-        raise DataError(f"{path}: no such file (also tried {candidates[-1].name}). Pass the released "
+        problem = path_problem(path)
+        what = "no such file" if problem in (None, "does not exist") else problem.split(":")[0]
+        raise DataError(f"{path}: {what} (also tried {candidates[-1].name}). Pass the released "
                         "task1_*/task2_* file, or the folder holding it.")
     try:
         raw = gzip.decompress(found.read_bytes()) if found.name.endswith(".gz") else found.read_bytes()

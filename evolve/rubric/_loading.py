@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evolve.errors import TEXT_PROBLEM_FIX, RubricError, text_problem
+from evolve.errors import TEXT_PROBLEM_FIX, RubricError, path_problem, text_problem
 from evolve.rubric._models import Rubric
 
 MAX_GUIDANCE_CHARS = 800
@@ -105,10 +105,11 @@ def rubric_source(rubric_id: str, *, root: Path | str | None = None) -> Path:
     shipped = shipped_prompts_root()
     searched: list[tuple[str, Path]] = []
     if given is not None:
-        if not given.is_dir():
+        if (problem := path_problem(given, "folder")) is not None:
             raise RubricError(
                 f"{given}: the prompts root given (--prompts-root, {PROMPTS_ROOT_ENV} or the config's "
-                "'prompts_root') is not a folder; give the folder that holds <rubric id>/rubric.json."
+                f"'prompts_root') {'is not a folder (it does not exist)' if problem == 'does not exist' else problem.split(':')[0]}; "
+                "give the folder that holds <rubric id>/rubric.json."
             )
         searched.append(("the prompts root given", given))
     if given is None or given.resolve() != shipped.resolve():

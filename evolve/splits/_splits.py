@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evolve.errors import SplitError
+from evolve.errors import SplitError, path_problem
 from evolve.runs import atomic_write
 from evolve.splits._manifest import CaseList, FrameOrigin, raise_problems
 
@@ -549,15 +549,18 @@ def load_splits(directory: Path | str) -> Splits:
     directory = Path(directory)
     heading = f"split directory {directory} is invalid"
     problems: list[str] = []
-    if not directory.is_dir():
+    if (problem := path_problem(directory, "folder")) is not None:
+        what = "no such split directory" if problem == "does not exist" else f"the split directory {problem}"
         raise SplitError(
-            f"{directory}: no such split directory. Make one with `evolve splits make <pack dir> --out {directory}` "
+            f"{directory}: {what}. Make one with `evolve splits make <pack dir> --out {directory}` "
             "(or pass --splits to point at existing manifests)."
         )
-    missing = [name for name in [SPLIT_META_FILE, *MANIFEST_FILES.values()] if not (directory / name).is_file()]
-    if missing:
+    found = {name: path_problem(directory / name) for name in [SPLIT_META_FILE, *MANIFEST_FILES.values()]}
+    if any(found.values()):
         _raise(
-            [f"{name}: file is missing. Regenerate the splits with `evolve splits make` (library: make_splits + write_splits)." for name in missing],
+            [f"{name}: {'file is missing' if problem == 'does not exist' else problem.split(':')[0]}. Regenerate the "
+             "splits with `evolve splits make` (library: make_splits + write_splits)."
+             for name, problem in found.items() if problem is not None],
             heading,
         )
     meta_path = directory / SPLIT_META_FILE
