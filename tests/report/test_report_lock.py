@@ -1,0 +1,40 @@
+"""A report rebuilt into a run folder that another process is writing is refused in one line
+(the holder named, exit 2, nothing written); once the holder is gone (even by kill -9) it is
+rebuilt. Reading the run needs no lock."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from evolve.cli import app
+from tests.report.conftest import bench_folder
+
+_HOLD = """
+import sys, time
+from evolve.runs import BenchFolder
+with BenchFolder(sys.argv[1]).exclusive():
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_bench_report_is_refused_while_another_process_writes_the_run_and_rebuilt_after_its_kill(tmp_path):
+    run = bench_folder(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+        refused = CliRunner().invoke(app, ["bench", "report", str(run), "--no-html"])
+        assert refused.exit_code == 2, refused.output
+        assert f"being written by process {holder.pid} " in refused.output and "Traceback" not in refused.output
+        assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before  # nothing written
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    rebuilt = CliRunner().invoke(app, ["bench", "report", str(run), "--no-html"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert (run / "bench_report.json").is_file() and not (run / ".lock").exists()
