@@ -30,6 +30,7 @@ from evolve.config import CalibrationConfig, load_run_config
 from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.llm import CallFailure, Client
+from evolve.markdown import md_code, md_inline
 from evolve.rubric import (
     MAX_GUIDANCE_CHARS,
     Criterion,
@@ -388,10 +389,11 @@ def _audit(
 
 # -- audit.md --------------------------------------------------------------------------------
 def _cell(text: str, limit: int | None = None) -> str:
+    """``text`` on one line, cut to ``limit`` characters, escaped for a Markdown table cell."""
     text = " ".join(str(text).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
-    return text.replace("|", "\\|")
+    return md_inline(text)
 
 
 def _sim(s: Similarities | None) -> str:
@@ -422,7 +424,7 @@ def _row(a: CandidateAudit, label: str) -> str:
     flag = f"**{a.flag}**" if a.flag != "ok" else "ok"
     change = f"{a.length_change:+d}" if a.reference_rule != "self" else "±0"
     return (
-        f"| {label} | `{_cell(a.candidate_id)}` | {a.origin} | {a.length} ({change}) | {_sim(a.tfidf)} | "
+        f"| {label} | {md_code(a.candidate_id)} | {a.origin} | {a.length} ({change}) | {_sim(a.tfidf)} | "
         f"{_sim(a.embedding)} | {_cell(_terms(a.key_terms))} | {_verdict(a.llm)} | {flag} |"
     )
 
@@ -438,14 +440,14 @@ def render_markdown(result: AuditResult) -> str:
     """``audit.md``: one row per criterion's winner, then the initial prompts, the reasons and the rule."""
     th = result.thresholds
     lines = [
-        f"# Semantic-drift audit: {result.run_id}",
+        f"# Semantic-drift audit: {md_inline(result.run_id)}",
         "",
-        f"Rubric `{result.rubric_id}` v{result.rubric_version}; audited {result.created}; "
-        f"endpoint `{result.endpoint_id or 'none'}`; LLM check: {result.llm_status}"
-        + (f" (model `{result.llm_model}`)" if result.llm_model else "")
-        + f"; embeddings: {result.embeddings_status}.",
+        f"Rubric {md_code(result.rubric_id)} v{md_inline(result.rubric_version)}; audited {result.created}; "
+        f"endpoint {md_code(result.endpoint_id or 'none')}; LLM check: {md_inline(result.llm_status)}"
+        + (f" (model {md_code(result.llm_model)})" if result.llm_model else "")
+        + f"; embeddings: {md_inline(result.embeddings_status)}.",
         "",
-        *[f"Note: {note}.\n" for note in result.notes],
+        *[f"Note: {md_inline(note)}.\n" for note in result.notes],
         "## Winners",
         "",
         _HEADER,
@@ -467,11 +469,12 @@ def render_markdown(result: AuditResult) -> str:
     for c in flagged:
         w = c.winner
         assert w is not None
-        lines.append(f"- **{c.criterion}** `{w.candidate_id}`: **{w.flag}**: " + "; ".join(w.reasons) + ".")
+        lines.append(f"- **{md_inline(c.criterion)}** {md_code(w.candidate_id)}: **{w.flag}**: "
+                     + "; ".join(map(md_inline, w.reasons)) + ".")
     notes = [c for c in result.criteria if c.winner is not None and c.winner.note]
     for c in notes:
         assert c.winner is not None
-        lines.append(f"- {c.criterion}: {c.winner.note}")
+        lines.append(f"- {md_inline(c.criterion)}: {md_inline(c.winner.note)}")
     lines += [
         "",
         "## How to read this",

@@ -61,6 +61,7 @@ from pydantic import ValidationError
 
 from evolve.consilium import CaseRun, harmonise_role, load_run_cases, split_fallbacks
 from evolve.errors import DataError, RunError
+from evolve.markdown import md_code, md_inline
 from evolve.report._bench_anchored import ANCHORED_COLUMNS, DIFFERENCE_COLUMNS, anchored_means, render_anchored
 from evolve.report._bench_cohort import (
     COMPLEXITY_COLUMNS,
@@ -786,13 +787,8 @@ def _ktok(row: dict, name: str) -> str:
     return _ci(row, name, digits=1, scale=1e-3, suffix="k")
 
 
-def _cell(text: object) -> str:
-    """Text safe inside a Markdown table cell (model-written labels may contain ``|``)."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _group(row: dict) -> str:
-    return f"{_cell(row['model'])} | {row['condition']} | {row['topology']}"
+    return f"{md_inline(row['model'])} | {md_inline(row['condition'])} | {md_inline(row['topology'])}"
 
 
 def _not_judged(title: str) -> list[str]:
@@ -805,8 +801,9 @@ def render_bench_markdown(report: dict) -> str:
     out = [
         "# Benchmark report",
         "",
-        (f"Run `{report['run_dir']}`: {c['case_artifacts']} pipelines over {c['cases']} cases; models "
-         f"{', '.join(c['models'])}; conditions {', '.join(c['conditions'])}; topologies {', '.join(c['topologies'])}; "
+        (f"Run {md_code(report['run_dir'])}: {c['case_artifacts']} pipelines over {c['cases']} cases; models "
+         f"{', '.join(map(md_inline, c['models']))}; conditions {', '.join(map(md_inline, c['conditions']))}; "
+         f"topologies {', '.join(map(md_inline, c['topologies']))}; "
          f"{c['failed_pipelines']} failed pipelines; {c['judge_rows']} judge rows used."),
         "",
         (f"Brackets: 95% percentile intervals from a case-clustered bootstrap ({b['n_boot']} replicates, seed {b['seed']}): "
@@ -823,7 +820,7 @@ def render_bench_markdown(report: dict) -> str:
         notes.append(f"{split['fallbacks']} of {split['opinions']} free-form role opinions ({split['primary_fallbacks']} of "
                      f"{split['primary_opinions']} primary-role ones) have no 'FINAL OPINION:' line: reasoning = the whole "
                      f"text, opinion = its last paragraph; {judged}.")
-    out += [f"- Note: {n}" for n in notes] + ([""] if notes else [])
+    out += [f"- Note: {md_inline(n)}" for n in notes] + ([""] if notes else [])
     cohort = {"table2": (t.get("table2") or [{}])[0], "panels": t.get("panels", []), "judged": report["judged"],
               "distribution": t.get("distribution", []), "complexity": t.get("complexity", []),
               "format": t.get("format", [])}
@@ -851,7 +848,7 @@ def render_bench_markdown(report: dict) -> str:
         out.append("| no consilium went past its first round | | | | | | | | | | | |")
     for r in t["table4"]:
         cells = " | ".join(f"{r[k]} ({_pct(r, k + '_share')})" for k in _KINDS)
-        out.append(f"| {_group(r)} | {_cell(r['role'])} | {r['rounds']} | {r['n_transitions']} | {cells} | "
+        out.append(f"| {_group(r)} | {md_inline(r['role'])} | {r['rounds']} | {r['n_transitions']} | {cells} | "
                    f"{_pct(r, 'dissent_resolved_share')} | {_pct(r, 'assent_lost_share')} |")
     out.append("")
 
@@ -866,7 +863,7 @@ def render_bench_markdown(report: dict) -> str:
                 ("| model | condition | topology | component | criteria | outputs | calls | coverage | not evaluable | "
                 "failures | mean | SD |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in t["table6"]:
-            out.append(f"| {_group(r)} | {r['component']} | {r['criteria']} | {r['n_outputs']} | {r['n_calls']} | "
+            out.append(f"| {_group(r)} | {md_inline(r['component'])} | {md_inline(r['criteria'])} | {r['n_outputs']} | {r['n_calls']} | "
                        f"{r['coverage'] * 100:.1f}% | {r['n_not_evaluable']} | {r['n_model_failure']} | "
                        f"{_ci(r, 'mean')} | {_num(r['sd'])} |")
         out.append("")
@@ -894,7 +891,7 @@ def render_bench_markdown(report: dict) -> str:
                  "| model | condition | topology | # | criterion | final | reasoning | opinion | final − reasoning | final − opinion |",
                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in t["table8"]:
-            out.append(f"| {_group(r)} | {r['number']} | {r['criterion']} | {_ci(r, 'final_mean')} | "
+            out.append(f"| {_group(r)} | {md_inline(r['number'])} | {md_inline(r['criterion'])} | {_ci(r, 'final_mean')} | "
                        f"{_ci(r, 'reasoning_mean')} | {_ci(r, 'opinion_mean')} | {_ci(r, 'final_minus_reasoning')} | "
                        f"{_ci(r, 'final_minus_opinion')} |")
         out.append("")
@@ -908,7 +905,7 @@ def render_bench_markdown(report: dict) -> str:
                  "completed; SD is the population SD; case complexity (criterion 10) is not part of the mean."), "",
                  "| condition | rounds | outputs | mean | SD | mean < 2 | case complexity |", "|---|---|---|---|---|---|---|"]
         for r in t["table9"]:
-            out.append(f"| {r['condition']} | {r['rounds']} | {r['n_outputs']} | {_ci(r, 'mean')} | {_num(r['sd'])} | "
+            out.append(f"| {md_inline(r['condition'])} | {r['rounds']} | {r['n_outputs']} | {_ci(r, 'mean')} | {_num(r['sd'])} | "
                        f"{_pct(r, 'below_2_share')} | {_ci(r, 'complexity_mean')} |")
         out.append("")
 
@@ -921,8 +918,8 @@ def render_bench_markdown(report: dict) -> str:
              f"({roles['n_collapsed']} labels collapsed; lowercase, titles dropped, -ologist → -ology, small synonym table)."), "",
              "| category | exact labels | assignments | primary | labels |", "|---|---|---|---|---|"]
     for r in roles["categories"]:
-        out.append(f"| {_cell(r['category'])} | {r['n_exact_labels']} | {r['n_assignments']} | {r['n_primary']} | "
-                   f"{_cell(r['exact_labels'])} |")
+        out.append(f"| {md_inline(r['category'])} | {r['n_exact_labels']} | {r['n_assignments']} | {r['n_primary']} | "
+                   f"{md_inline(r['exact_labels'])} |")
     out.append("")
     out += render_usage(report.get("usage"))
     return "\n".join(out)

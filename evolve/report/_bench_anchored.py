@@ -43,6 +43,7 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.errors import RunError
+from evolve.markdown import md_code, md_inline
 from evolve.runs import BenchFolder
 from evolve.stats import MIN_RATED_CASES, ClusterMeans, PPIEstimate, ppi_mean, ppi_mean_difference
 
@@ -337,7 +338,7 @@ def _fmt(x: float | None, low: float | None = None, high: float | None = None) -
 
 def _anchored_cell(row: dict, name: str) -> str:
     if row.get("refused"):
-        return f"refused: {row['refused']}"
+        return f"refused: {md_inline(row['refused'])}"
     return _fmt(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"))
 
 
@@ -347,7 +348,7 @@ def _eff(row: dict) -> str:
 
 
 def _system(row: dict, side: str = "") -> str:
-    return f"{row[f'{side}model']} · {row[f'{side}condition']} · {row[f'{side}topology']}"
+    return " · ".join(md_inline(row[f"{side}{key}"]) for key in ("model", "condition", "topology"))
 
 
 def render_anchored(section: dict | None, judged: bool) -> list[str]:
@@ -356,10 +357,10 @@ def render_anchored(section: dict | None, judged: bool) -> list[str]:
         return []
     title = "## Physician-anchored means"
     if not section["available"]:
-        return [title, "", f"Raw judge means only: {section['reason']}", ""]
+        return [title, "", f"Raw judge means only: {md_inline(section['reason'])}", ""]
     rec = section["judge_file"]
     out = [title, "",
-           (f"Judge file `{rec['path']}` (calibration `{rec['run_id']}`, sha256 {rec['sha256'][:16]}…, copied into "
+           (f"Judge file {md_code(rec['path'])} (calibration {md_code(rec['run_id'])}, sha256 {rec['sha256'][:16]}…, copied into "
             "this run as `calibrated_judge.json`). **Raw judge mean**: the judge's mean score over the system's judged "
             "items of the criterion (repeats averaged), with a 95% case-clustered bootstrap interval; it describes the "
             "judge, not physicians. **Physician-anchored mean**: a prediction-powered estimate of the physicians' mean "
@@ -367,20 +368,20 @@ def render_anchored(section: dict | None, judged: bool) -> list[str]:
             "file's rated validation targets (the anchor), with a valid 95% interval; *effective n* is how many "
             "physician ratings it is worth. Anchored figures are refused, in words, below "
             f"{section['min_rated_cases']} rated cases."), "",
-           f"*Assumption:* {section['assumption']}", ""]
-    out += [f"- Note: {n}" for n in section["notes"]] + ([""] if section["notes"] else [])
+           f"*Assumption:* {md_inline(section['assumption'])}", ""]
+    out += [f"- Note: {md_inline(n)}" for n in section["notes"]] + ([""] if section["notes"] else [])
     out += ["| # | criterion | guidance | rated targets (cases) | anchor: judge mean | anchor: physician mean | anchored figures |",
             "|---|---|---|---|---|---|---|"]
     for c in section["criteria"]:
-        status = f"refused: {c['refused']}" if c["refused"] else "given below"
-        out.append(f"| {c['number']} | {c['criterion']} | {c['guidance']} | {c['n_rated']} ({c['n_rated_cases']}) | "
+        status = f"refused: {md_inline(c['refused'])}" if c["refused"] else "given below"
+        out.append(f"| {md_inline(c['number'])} | {md_inline(c['criterion'])} | {md_inline(c['guidance'])} | {c['n_rated']} ({c['n_rated_cases']}) | "
                    f"{_fmt(c['rated_judge_mean'])} | {_fmt(c['rated_physician_mean'])} | {status} |")
     out += ["", "Per system (model · condition · topology; `all` pools the models):", "",
             "| # | criterion | system | items (cases) | raw judge mean | physician-anchored mean | effective n | λ |",
             "|---|---|---|---|---|---|---|---|"]
     for r in section["systems"]:
         lam = "—" if r.get("lam") is None else f"{r['lam']:.2f}"
-        out.append(f"| {r['number']} | {r['criterion']} | {_system(r)} | {r['n_items']} ({r['n_cases']}) | "
+        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {_system(r)} | {r['n_items']} ({r['n_cases']}) | "
                    f"{_fmt(r['judge_mean'], r['judge_mean_low'], r['judge_mean_high'])} | "
                    f"{_anchored_cell(r, 'anchored_mean')} | {_eff(r)} | {lam} |")
     out.append("")
@@ -389,11 +390,11 @@ def render_anchored(section: dict | None, judged: bool) -> list[str]:
         out += ["Differences between systems (A − B; positive = A scored higher); the raw difference's interval draws "
                 "both systems' cases together, the anchored one uses the one anchor for both systems, so the judge's "
                 "correction cancels and the estimate equals the raw difference, with a case-clustered normal interval. "
-                f"*Assumption:* {assumption}", "",
+                f"*Assumption:* {md_inline(assumption)}", "",
                 "| # | criterion | between | A | B | items A / B | raw judge difference | physician-anchored difference | effective n |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for r in section["differences"]:
-            out.append(f"| {r['number']} | {r['criterion']} | {r['between']} | {_system(r, 'a_')} | {_system(r, 'b_')} | "
+            out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {md_inline(r['between'])} | {_system(r, 'a_')} | {_system(r, 'b_')} | "
                        f"{r['n_items_a']} / {r['n_items_b']} | "
                        f"{_fmt(r['judge_difference'], r['judge_difference_low'], r['judge_difference_high'])} | "
                        f"{_anchored_cell(r, 'anchored_difference')} | {_eff(r)} |")

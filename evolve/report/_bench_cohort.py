@@ -26,6 +26,7 @@ import pandas as pd
 
 from evolve.consilium import CaseRun
 from evolve.data import Case
+from evolve.markdown import md_inline
 from evolve.stats import ClusterMeans
 
 __all__ = [
@@ -169,7 +170,7 @@ def render_cohort(tables: dict, fmt: dict) -> list[str]:
             "| model | topology | panels | 1 | 2 | 3 | 4 | 5 | median |", "|---|---|---|---|---|---|---|---|---|"]
     for r in tables.get("panels", []):
         cells = " | ".join(f"{r[f'roles_{k}']} ({r[f'roles_{k}'] / r['n_panels']:.0%})" for k in range(1, 6))
-        out.append(f"| {r['model']} | {r['topology']} | {r['n_panels']} | {cells} | {num(r['median_roles'], 1)} |")
+        out.append(f"| {md_inline(r['model'])} | {md_inline(r['topology'])} | {r['n_panels']} | {cells} | {num(r['median_roles'], 1)} |")
     out.append("")
     if not tables.get("judged"):
         return out + ["## Score distributions, quality by complexity, structured − free-form", "",
@@ -179,7 +180,7 @@ def render_cohort(tables: dict, fmt: dict) -> list[str]:
              "(IQR) of each case's mean over its outputs, so each case counts once."), "",
             "| # | criterion | outputs | at 3 | at 0 or 1 | cases | case median (IQR) |", "|---|---|---|---|---|---|---|"]
     for r in tables.get("distribution", []):
-        out.append(f"| {r['number']} | {r['criterion']} | {r['n_outputs']} | {pct(r, 'at_max_share')} | "
+        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {r['n_outputs']} | {pct(r, 'at_max_share')} | "
                    f"{pct(r, 'zero_or_one_share')} | {r['n_cases']} | {num(r['case_median'], 2)} "
                    f"({num(r['case_q1'], 2)}–{num(r['case_q3'], 2)}) |")
     out += ["", "## Final-report quality by case complexity", "",
@@ -195,6 +196,6 @@ def render_cohort(tables: dict, fmt: dict) -> list[str]:
     if not rows:
         out.append("| both conditions were not judged on the same outputs | | | | | |")
     for r in rows:
-        out.append(f"| {r['number']} | {r['criterion']} | {r['n_pairs']} | {num(r['structured_mean'])} | "
+        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {r['n_pairs']} | {num(r['structured_mean'])} | "
                    f"{num(r['free_form_mean'])} | {ci(r, 'difference', 3)} |")
     return [*out, ""]

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from evolve.errors import RunError
+from evolve.markdown import md_code, md_inline
 from evolve.report._bench import build_bench_report
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
@@ -295,25 +296,25 @@ def render_comparison_markdown(comparison: dict) -> str:
     """The comparison as Markdown: the runs, the side-by-side table and the paired differences."""
     lines = ["# Runs compared", ""]
     runs = comparison["runs"]
-    lines += [f"Reference: **{runs[0]['label']}**; every difference is the other run minus the reference, paired on the "
+    lines += [f"Reference: **{md_inline(runs[0]['label'])}**; every difference is the other run minus the reference, paired on the "
               "targets both scored, tested by a sign-flip permutation test over case clusters (p) with the 95% interval "
               "that inverts it.", ""]
-    lines += [f"- {r['label']}: `{r['path']}`" for r in runs] + [""]
+    lines += [f"- {md_inline(r['label'])}: {md_code(r['path'])}" for r in runs] + [""]
     if comparison["kind"] == "calibration":
-        lines += [f"Pack `{comparison['pack']}`, split `{comparison['splits']}`. Validation MAE against every physician "
+        lines += [f"Pack {md_code(comparison['pack'])}, split {md_code(comparison['splits'])}. Validation MAE against every physician "
                   "rating (lower is better); negative differences: the other run agrees better.", ""]
         for criterion, entry in comparison["criteria"].items():
-            lines += [f"## {entry.get('name') or criterion} ({criterion})", "",
+            lines += [f"## {md_inline(entry.get('name') or criterion)} ({md_inline(criterion)})", "",
                       "| run | winner | winner MAE | no guidance MAE | best initial MAE | physician ceiling |",
                       "|---|---|---|---|---|---|"]
             for s in entry["runs"]:
-                lines.append(f"| {s['run']} | {s['winner']} ({s['origin']}) | " + " | ".join(
+                lines.append(f"| {md_inline(s['run'])} | {md_inline(s['winner'])} ({s['origin']}) | " + " | ".join(
                     _ci(s[f"{k}_mae"], s[f"{k}_low"], s[f"{k}_high"]) for k in ("winner", "no-guidance", "best-initial", "ceiling")) + " |")
             lines.append("")
     else:
         lines += ["| arm | pipelines | consensus | mean rounds | mean tokens | final-report quality |", "|---|---|---|---|---|---|"]
         for a in comparison["arms"]:
-            lines.append(f"| {a['arm']} | {a['pipelines']} | {format_interval(a['consensus_share'], None, None, digits=2)} | "
+            lines.append(f"| {md_inline(a['arm'])} | {a['pipelines']} | {format_interval(a['consensus_share'], None, None, digits=2)} | "
                          f"{a['mean_rounds']:.2f} | {a['mean_tokens']:.0f} | {format_interval(a['quality'], None, None)} |")
         lines.append("")
     lines += ["## Paired differences", "",
@@ -321,7 +322,8 @@ def render_comparison_markdown(comparison: dict) -> str:
               "|---|---|---|---|---|---|---|---|---|"]
     for d in comparison["differences"]:
         p = "—" if d.get("p_value") is None else f"{d['p_value']:.3f}"
-        lines.append(f"| {d['criterion']} | {d['what']} | {d['run']} − {d['versus']} | {_ci(d['estimate'], d['low'], d['high'])} | "
+        lines.append(f"| {md_inline(d['criterion'])} | {md_inline(d['what'])} | {md_inline(d['run'])} − {md_inline(d['versus'])} | "
+                     f"{_ci(d['estimate'], d['low'], d['high'])} | "
                      f"{p} | {d['n_pairs']} | {d['n_targets']} | {d['n_cases']} | {difference_verdict(d)} |")
     lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart. "
               f"No verdict is given on fewer than {MIN_CASES} cases (too few cases to tell) or fewer than {MIN_SHARED_PAIRS} "

@@ -27,6 +27,7 @@ import pandas as pd
 
 from evolve.calibrated import load_judge_file
 from evolve.errors import RunError
+from evolve.markdown import md_code, md_inline
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
 from evolve.report._bench import _clean
 from evolve.report._pages import otb_html
@@ -170,7 +171,7 @@ def render_otb_markdown(report: dict) -> str:
     """The report as Markdown: one table per task, then decisions and question types."""
     t = report["tables"]
     out = ["# OpenTumorBoard report", "",
-           (f"Run `{report['run_dir']}`; judge rubric `{report['judge_rubric_version']}`. Brackets: 95% intervals from a "
+           (f"Run {md_code(report['run_dir'])}; judge rubric {md_code(report['judge_rubric_version'])}. Brackets: 95% intervals from a "
             f"case-clustered bootstrap ({report['bootstrap']['n_boot']} replicates). Malformed answers count 1 in the "
             "mean (released rule); judge failures (an endpoint failure, a cut reply or a reply outside its schema) are "
             "left out and counted; items = scored + malformed + judge failures; flag rates are over scored items."), ""]
@@ -181,7 +182,7 @@ def render_otb_markdown(report: dict) -> str:
         out += ["## Board Simulation (Table A3 layout)", "",
                 "| model | items | scored | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore* | output tokens |",
                 "|---|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r['model']} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+        out += [f"| {md_inline(r['model'])} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in board]
         out.append("")
     turn = [r for r in t["main"] if r["task"] == "turn"]
@@ -189,14 +190,14 @@ def render_otb_markdown(report: dict) -> str:
         out += ["## Specialist Turn (Table A2 layout)", "",
                 "| model | items | scored | clinical equivalence (1–5) | malformed | judge failures | critical error | "
                 "unsupported claim | ROUGE-L | BERTScore* | output tokens |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r['model']} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
+        out += [f"| {md_inline(r['model'])} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
                 f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
                 f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
         out.append("")
     if encoders:
         out += [f"- \\*BERTScore: the paper's model (microsoft/deberta-xlarge-mnli, layer 40) is not available offline; "
-                f"these values are computed with {e}, so they are not comparable with the paper's." for e in encoders]
-    out += [f"- \\*BERTScore missing for some rows: {m}." for m in missing] + ([""] if encoders or missing else [])
+                f"these values are computed with {md_inline(e)}, so they are not comparable with the paper's." for e in encoders]
+    out += [f"- \\*BERTScore missing for some rows: {md_inline(m)}." for m in missing] + ([""] if encoders or missing else [])
     if t["decisions"]:
         out += ["## Four decisions (Board Simulation)", "",
                 ("Mean over the cases whose reference took the decision (n); out of scope (-1: the reference never "
@@ -208,7 +209,7 @@ def render_otb_markdown(report: dict) -> str:
         for model in dict.fromkeys(r["model"] for r in t["decisions"]):
             cells = {r["decision"]: r for r in t["decisions"] if r["model"] == model}
             first = cells[DECISIONS[0]]
-            out.append(f"| {model} | {first['items']} | " + " | ".join(_decision_cell(cells[d]) for d in DECISIONS)
+            out.append(f"| {md_inline(model)} | {first['items']} | " + " | ".join(_decision_cell(cells[d]) for d in DECISIONS)
                        + f" | {first['judge_failures']} | {first['format_failures']} |")
         out.append("")
     if t["question_types"]:
@@ -218,18 +219,18 @@ def render_otb_markdown(report: dict) -> str:
                 "|---|---|---|---|---|---|---|---|---|"]
         for r in t["question_types"]:
             mean = _num(r["mean"]) if r["scored"] else "no scored item"
-            out.append(f"| {r['model']} | {r['qa_type']} | {r['items']} | {r['scored']} | {r['format_failures']} | "
+            out.append(f"| {md_inline(r['model'])} | {md_inline(r['qa_type'])} | {r['items']} | {r['scored']} | {r['format_failures']} | "
                        f"{r['judge_failures']} | {mean} | {_share(r['critical_error_rate'])} | "
                        f"{_share(r['unsupported_claim_rate'])} |")
         out.append("")
     anchored = report.get("anchored")
     if anchored:
         rec = anchored["judge_file"]
-        rated = "; ".join(f"{c['criterion']} {c['n_rated']} targets in {c['n_rated_cases']} cases" for c in anchored["criteria"])
+        rated = "; ".join(f"{md_inline(c['criterion'])} {c['n_rated']} targets in {c['n_rated_cases']} cases" for c in anchored["criteria"])
         out += ["## Physician-anchored means", "",
-                (f"Judged with judge file `{rec.get('path')}` (calibration `{rec.get('run_id')}`, sha256 "
+                (f"Judged with judge file {md_code(rec.get('path'))} (calibration {md_code(rec.get('run_id'))}, sha256 "
                  f"{str(rec.get('sha256'))[:16]}…){'; anchors: ' + rated if rated else ''}. Raw judge means only: "
-                 f"{anchored['reason']}"), ""]
+                 f"{md_inline(anchored['reason'])}"), ""]
     out += render_usage(report.get("usage"))
     return "\n".join(out)
 

@@ -16,6 +16,7 @@ from sklearn.metrics import confusion_matrix
 
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
+from evolve.markdown import md_code, md_code_block, md_inline
 from evolve.report._holm import mark_holm
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
@@ -632,11 +633,12 @@ def render_table5(report: dict) -> list[str]:
         if r.get("no_better_than_constant"):
             evolved += " **no better than a constant**"
         out.append(
-            f"| {r['number'] or ''} | {r['name'] or r['criterion']} | {pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
+            f"| {md_inline(r['number'] or '')} | {md_inline(r['name'] or r['criterion'])} | "
+            f"{pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
             f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
             f"{evolved} | {_fmt(r['delta_val_mae'], 3)} | {_fmt(r['evolved_val_repeat_sd'], 3)} | "
             f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_ceiling(r, why(r))} | "
-            f"{r['drift'] or 'not audited'} |"
+            f"{md_inline(r['drift'] or 'not audited')} |"
         )
     m = report.get("macro", {})
 
@@ -745,14 +747,15 @@ def render_verdicts(report: dict) -> list[str]:
     for r in rows:
         v = report["criteria"][r["criterion"]]["verdicts"]
         winner = r["evolved"].split(":", 1)[1] + ("" if r["evolved_origin"] == "mutation" else " (initial)")
-        out.append(f"| {r['name'] or r['criterion']} | `{winner}` | {r['selection']} | {verdict_text(v['best_initial'])} | "
+        out.append(f"| {md_inline(r['name'] or r['criterion'])} | {md_code(winner)} | {r['selection']} | "
+                   f"{verdict_text(v['best_initial'])} | "
                    f"{verdict_text(v['no_guidance'])} | {verdict_text(v.get('training_median'))} | {r['attempts']} | "
                    f"{r['accepted']} | {r['pruned']} | {r['rejected']} | {r['judge_calls']} |")
     out.append("")
     if (text := comparisons_text(report)) is not None:
         out += [text, ""]
     warnings = verdict_warnings(report)
-    out += [f"**Warning:** {w}" for w in warnings]
+    out += [f"**Warning:** {md_inline(w)}" for w in warnings]
     return out + ([""] if warnings else [])
 
 
@@ -776,7 +779,8 @@ def render_agreement(report: dict, split: str = "validation") -> list[str]:
             if not st:
                 continue
             out.append(
-                f"| {c.get('name') or criterion} | {label} | {_ci(st.get('mae'))} | {_ci(st.get('class_balanced_mae'))} | "
+                f"| {md_inline(c.get('name') or criterion)} | {label} | {_ci(st.get('mae'))} | "
+                f"{_ci(st.get('class_balanced_mae'))} | "
                 f"{_ci_defined(st.get('qwk'))} | {_ci_defined(st.get('krippendorff_alpha'))} | "
                 f"{_ci_defined(st.get('spearman'))} | "
                 f"{st['mae']['n_pairs']} | {st['mae']['n_clusters']} |"
@@ -792,7 +796,7 @@ def render_exclusions(report: dict) -> list[str]:
     by: dict[str, list[str]] = {}
     for e in ex:
         by.setdefault(e["criterion"], [])
-        label = f"{e['component']} ({e['split']}: {e['n_targets']} targets"
+        label = f"{md_inline(e['component'])} ({e['split']}: {e['n_targets']} targets"
         label += f", {e['n_ratings']} physician ratings kept aside)" if e.get("n_ratings") else ")"
         by[e["criterion"]].append(label)
     out = [
@@ -802,17 +806,17 @@ def render_exclusions(report: dict) -> list[str]:
         "and are not in any MAE above (SPEC §2).",
         "",
     ]
-    out += [f"- `{crit}`: " + "; ".join(items) for crit, items in by.items()]
+    out += [f"- {md_code(crit)}: " + "; ".join(items) for crit, items in by.items()]
     return out + [""]
 
 
 def render_markdown(report: dict) -> str:
     """Render :func:`build_report` output as Markdown: Table 5, agreement, exclusions, details."""
     out = [
-        f"# Calibration report — run `{report['run_id']}`",
+        f"# Calibration report — run {md_code(report['run_id'])}",
         "",
-        f"Pack `{report['pack']}`, rubric `{report['rubric']['id']}` v{report['rubric']['version']}"
-        + (f", targets of condition {', '.join(f'`{c}`' for c in report['conditions'])} only" if report.get("conditions") else "")
+        f"Pack {md_code(report['pack'])}, rubric {md_code(report['rubric']['id'])} v{md_inline(report['rubric']['version'])}"
+        + (f", targets of condition {', '.join(md_code(c) for c in report['conditions'])} only" if report.get("conditions") else "")
         + ". MAE = mean absolute error between judge scores and every individual physician rating "
         "(pooled over re-evaluation repeats with fresh seeds); signed = mean(judge − physician); "
         "SD = sample SD of per-repeat MAE; coverage = share of judge calls with a numeric score, then how many "
@@ -823,14 +827,14 @@ def render_markdown(report: dict) -> str:
     ]
     if report.get("without_winner"):
         out += [f"**No winner** (no candidate reached `min_coverage`; see `journal.jsonl`): "
-                f"{', '.join(f'`{c}`' for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
+                f"{', '.join(md_code(c) for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
     out += render_table5(report)
     out += render_holdout(report)
     out += render_verdicts(report)
     out += render_agreement(report)
     out += render_exclusions(report)
     for criterion, c in report["criteria"].items():
-        out += [f"## Criterion `{criterion}`", ""]
+        out += [f"## Criterion {md_code(criterion)}", ""]
         pairs = next(r for r in c["rows"] if r["kind"] == "training-median")
         out.append(
             f"{c['n_targets']['train']} training and {c['n_targets']['validation']} validation targets, "
@@ -844,7 +848,7 @@ def render_markdown(report: dict) -> str:
         ]
         for r in c["rows"]:
             tr, va = r["train"], r["validation"]
-            label = r["label"] + (" (best initial)" if r.get("best_initial") else "")
+            label = md_inline(r["label"]) + (" (best initial)" if r.get("best_initial") else "")
             if r["kind"] == "winner":
                 label = f"**{label}**"
             out.append(
@@ -871,11 +875,11 @@ def render_markdown(report: dict) -> str:
             + (f"; the server's prefix cache served {c['prefix_cached_share']:.0%} of the prompt tokens sent."
                if c.get("prefix_cached_share") is not None else "."),
             "",
-            f"Winner `{w['candidate_id']}` ({w['origin']}"
-            + (f", parent `{w['parent_id']}`" if w["parent_id"] else "")
+            f"Winner {md_code(w['candidate_id'])} ({w['origin']}"
+            + (f", parent {md_code(w['parent_id'])}" if w["parent_id"] else "")
             + f"; evolution training MAE {_fmt(w['evolution_train_mae'])}):",
             "",
-            "> " + (w["text"].replace("\n", "\n> ") if w["text"] else "(no guidance)"),
+            md_code_block(w["text"]) if w["text"] else "(no guidance)",
             "",
         ]
     out += render_usage(report.get("usage"))
@@ -905,7 +909,7 @@ def _render_judge_as_rater(rows: list[dict]) -> list[str]:
     out = ["", "The evolved judge as one more rater (validation targets with two or more physicians): its MAE "
            "against each physician beside the other physicians' MAE against that physician.", "",
            "| physician | targets | judge vs physician (pairs) | other physicians vs physician (pairs) |", "|---|---|---|---|"]
-    out += [f"| {r['rater_id']} | {r['n_targets']} | {_fmt(r['judge_mae'], 3)} ({r['judge_pairs']}) | "
+    out += [f"| {md_inline(r['rater_id'])} | {r['n_targets']} | {_fmt(r['judge_mae'], 3)} ({r['judge_pairs']}) | "
             f"{_fmt(r['peers_mae'], 3)} ({r['peer_pairs']}) |" for r in rows]
     return out
 

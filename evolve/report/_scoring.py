@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
+from evolve.markdown import md_code, md_inline
 from evolve.report import _figures as fig
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
@@ -189,7 +190,7 @@ def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
 
 def _anchored_text(a: Mapping[str, Any]) -> str:
     if a.get("refused"):
-        return f"refused: {a['refused']}"
+        return f"refused: {md_inline(a['refused'])}"
     return _fmt(a)
 
 
@@ -197,9 +198,10 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
     """``report.md`` of a scoring run (see :func:`build_scoring_report`)."""
     conf = round(100 * report.get("confidence", 0.95))
     judge = report["judge"]
-    lines = [f"# Scoring report: {report['run_id']}", "",
-             f"Judge: calibration run `{judge['run_id']}` (rubric {judge['rubric_id']} {judge['rubric_version']}, model "
-             f"{judge['model']}); targets: {report.get('targets')}. Intervals are {conf}% and resample whole cases.", "",
+    lines = [f"# Scoring report: {md_inline(report['run_id'])}", "",
+             f"Judge: calibration run {md_code(judge['run_id'])} (rubric {md_inline(judge['rubric_id'])} "
+             f"{md_inline(judge['rubric_version'])}, model {md_inline(judge['model'])}); targets: "
+             f"{md_inline(report.get('targets'))}. Intervals are {conf}% and resample whole cases.", "",
              "## Judge scores", "",
              "| criterion | items | scored | failed | not evaluable | excluded | call coverage | mean judge score | "
              "physician-anchored mean |",
@@ -207,7 +209,7 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
     for cid, c in report["criteria"].items():
         n = c["counts"]
         cov = "—" if c["coverage"] is None else f"{c['coverage']:.0%}"
-        lines.append(f"| {c['name'] or cid} ({cid}) | {n['n_items']} | {n['n_scored']} | {n['n_failed']} | "
+        lines.append(f"| {md_inline(c['name'] or cid)} ({md_inline(cid)}) | {n['n_items']} | {n['n_scored']} | {n['n_failed']} | "
                      f"{n['n_not_evaluable']} | {n['n_excluded']} | {cov} | {_fmt(c['judge_mean'])} | "
                      f"{_anchored_text(c['anchored'])} |")
     lines += ["", "Items = scored + failed + not evaluable + excluded (the criterion does not apply to the target's "
@@ -216,17 +218,17 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
         a = c["anchored"]
         if a.get("n_rated") and not a.get("refused"):
             worth = f", worth about {a['effective_n']:.0f} physician ratings" if a.get("effective_n") else ""
-            lines += ["", f"{cid}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases "
+            lines += ["", f"{md_inline(cid)}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases "
                       f"(their physicians' mean {a['rated_mean']:.3f}; judge weight lambda {a['lam']:.2f}{worth})."
                       if a.get("rated_mean") is not None and a.get("lam") is not None else
-                      f"{cid}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases."]
+                      f"{md_inline(cid)}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases."]
     notes = sorted({c["anchored"].get("assumption", "") for c in report["criteria"].values()} - {""})
     lines += ["", "The physician-anchored mean (prediction-powered inference, PPI++: Angelopoulos et al., Science 2023; "
               "Angelopoulos, Duchi & Zrnic 2023) corrects the judge's mean by its error on the judge file's rated "
-              "validation targets. " + " ".join(notes)]
+              "validation targets. " + " ".join(md_inline(n) for n in notes)]
     for cid, c in report["criteria"].items():
         if c.get("no_better_than_constant"):
-            lines += ["", f"Warning: on validation, the {cid} judge was no better than a constant (the training median)."]
+            lines += ["", f"Warning: on validation, the {md_inline(cid)} judge was no better than a constant (the training median)."]
     rated = {cid: c["rated"] for cid, c in report["criteria"].items() if c.get("rated")}
     if rated:
         lines += ["", "## Agreement with the targets' physicians", "",
@@ -235,10 +237,10 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
         for cid, r in rated.items():
             for key, label in (("winner", "calibrated (winner)"), ("no_guidance", "no guidance")):
                 a = r[key]
-                lines.append(f"| {cid} | {label} | {_fmt(a['mae'])} | {_fmt(a['qwk'])} | {_fmt(a['krippendorff_alpha'])} | "
+                lines.append(f"| {md_inline(cid)} | {label} | {_fmt(a['mae'])} | {_fmt(a['qwk'])} | {_fmt(a['krippendorff_alpha'])} | "
                              f"{a['n_pairs']} | {a['n_cases']} |")
             tm = r["training_median"]
-            lines.append(f"| {cid} | training median ({tm['value']:g}) | {_fmt(tm['mae'])} | — | — | "
+            lines.append(f"| {md_inline(cid)} | training median ({tm['value']:g}) | {_fmt(tm['mae'])} | — | — | "
                          f"{(tm['mae'] or {}).get('n_pairs', 0)} | {(tm['mae'] or {}).get('n_cases', 0)} |")
         lines += ["", "| criterion | winner MAE − | difference | verdict | p | pairs | cases |", "|---|---|---|---|---|---|---|"]
         for cid, r in rated.items():
@@ -246,7 +248,7 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
                 v = r["verdicts"][key]
                 p = "—" if v["p_value"] is None else "< 0.001" if v["p_value"] < 0.001 else f"{v['p_value']:.3f}"
                 verdict = v["verdict"] + (" - not after Holm's correction" if v.get("holm_survives") is False else "")
-                lines.append(f"| {cid} | {label} | {_fmt(v)} | {verdict} | {p} | {v['n_pairs']} | {v['n_cases']} |")
+                lines.append(f"| {md_inline(cid)} | {label} | {_fmt(v)} | {verdict} | {p} | {v['n_pairs']} | {v['n_cases']} |")
         n = report.get("comparisons", {})
         lines += ["", f"Paired by target, repeat and physician; sign-flip test over cases. {n.get('n', 0)} paired comparisons "
                   f"in this report, Holm-corrected over all of them: {n.get('not_surviving', 0)} of {n.get('definitive', 0)} "
@@ -254,7 +256,7 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", "| criterion | physicians' actual mean | physician-anchored mean | raw judge mean |", "|---|---|---|---|"]
         for cid, r in rated.items():
             c = report["criteria"][cid]
-            lines.append(f"| {cid} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
+            lines.append(f"| {md_inline(cid)} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -370,12 +372,12 @@ def render_holdout(report: Mapping[str, Any]) -> list[str]:
            "| criterion | held-out MAE | raw judge mean | physician-anchored mean | physicians' actual mean | targets / cases |",
            "|---|---|---|---|---|---|"]
     for cid, h in rows:
-        anchored = (f"refused: {h['anchored_refused']}" if h.get("anchored_refused") else
+        anchored = (f"refused: {md_inline(h['anchored_refused'])}" if h.get("anchored_refused") else
                     _fmt({"estimate": h["anchored"], "low": h["anchored_low"], "high": h["anchored_high"]}))
         mae_text = "— (unrated)" if h["mae"] is None else _fmt({"estimate": h["mae"], "low": h["mae_low"], "high": h["mae_high"]})
         phys = "— (unrated)" if h["physician_mean"] is None else _fmt(
             {"estimate": h["physician_mean"], "low": h["physician_low"], "high": h["physician_high"]})
-        out.append(f"| {cid} | {mae_text} | "
+        out.append(f"| {md_inline(cid)} | {mae_text} | "
                    f"{_fmt({'estimate': h['judge_mean'], 'low': h.get('judge_low'), 'high': h.get('judge_high')})} | {anchored} | "
                    f"{phys} | "
                    f"{h['n_targets']} / {h['n_cases']} |")

@@ -35,7 +35,8 @@ The floors of the package, each importing only its own floor or the ones below i
     4  judge, splits                judge prompts and outcomes; case-disjoint splits
     3  data, archive                rating packs and cases; MAP-Elites archives and emitter
     2  runs, rubric, testing        run infrastructure; criteria; test helpers
-    1  llm, local, stats            model client; embedded server; statistics
+    1  llm, local, stats,           model client; embedded server; statistics; escaping
+       markdown                     the text a report quotes
     0  errors                       one error tree
 """
 
