@@ -140,6 +140,7 @@ class Client:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and self._fits(request, hit):  # a reply stored before the schema was checked is asked again
+                hit = self._scrubbed(hit)  # a cache written before secrets were scrubbed leaks them nowhere
                 self._count(request.tag, hit)
                 return hit
         first = self._in_flight.get(key)
@@ -165,6 +166,13 @@ class Client:
         shared = flight.result.model_copy(update={"cached": True, "latency_s": 0.0})
         self._count(request.tag, shared)
         return shared
+
+    def _scrubbed(self, response: ChatResponse) -> ChatResponse:
+        """``response`` with the provider's secrets replaced in its text and reasoning."""
+        text, reasoning = self._scrub(response.text), self._scrub(response.reasoning)
+        if (text, reasoning) == (response.text, response.reasoning):
+            return response
+        return response.model_copy(update={"text": text, "reasoning": reasoning})
 
     def _fits(self, request: ChatRequest, response: ChatResponse) -> bool:
         """:func:`_well_formed` for this client's provider (whether it sends length limits)."""
@@ -296,7 +304,7 @@ class Client:
             with self._usage_lock:
                 self.usage[tag].cache_hits += 1
             self._event("hit", tag)
-            return CallFailure(error=known.text, kind="unsupported")  # remembered: not asked again
+            return CallFailure(error=self._scrub(known.text), kind="unsupported")  # remembered: not asked again
         embed = getattr(self.provider, "embed", None)
         if embed is None:
             return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)

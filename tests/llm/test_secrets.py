@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from evolve.errors import EndpointUnreachableError
-from evolve.llm import ChatRequest, Client, Message, OpenAICompatibleProvider, ResponseCache
+from evolve.llm import ChatRequest, ChatResponse, Client, Message, OpenAICompatibleProvider, ResponseCache
 from evolve.llm._secrets import MIN_SECRET_CHARS, REDACTED, Scrubber
 from evolve.testing import LoopbackChatServer, chat_completion
 
@@ -130,3 +130,13 @@ def test_an_error_is_not_chained_to_the_sdk_error_that_quotes_the_answer_unscrub
             anyio.run(provider.complete, request)
     assert info.value.__cause__ is None and info.value.__suppress_context__  # a traceback prints no key
     assert KEY not in str(info.value)
+
+
+def test_a_key_stored_in_an_older_cache_is_replaced_when_the_answer_is_replayed(tmp_path) -> None:
+    request = ChatRequest(model="m", messages=(Message(role="user", content="q"),))
+    provider = OpenAICompatibleProvider("http://127.0.0.1:9/v1", api_key=KEY)  # never reached: the answer is cached
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache.put(request.cache_key(provider.endpoint_id), ChatResponse(text=f"echo {KEY}", reasoning=f"saw {KEY}"))
+    with Client(provider, cache=cache) as client:
+        reply = _ask(client, "q")
+    assert reply.cached and reply.text == f"echo {REDACTED}" and reply.reasoning == f"saw {REDACTED}"
