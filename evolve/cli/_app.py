@@ -612,7 +612,7 @@ def calibrate(
         if selection is not None and selection not in ("robust", "paper"):
             raise EvolveError(f"--selection takes 'robust' or 'paper', not {selection!r}.")
         if resume is not None:
-            _refuse_options_on_resume(options, defaults={"preset": "quick"},
+            _refuse_options_on_resume(options, defaults={"preset": "quick", "no_header": False},
                                       allowed=("resume", "parallel_criteria", "price_in", "price_out"),
                                       command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})

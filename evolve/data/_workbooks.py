@@ -47,7 +47,7 @@ from evolve.data._consilium import ConsiliumRecord, consilium_targets, load_cons
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef
 from evolve.data._pack import RATINGS_COLUMNS, RatingPack, _ratings_csv, validate_pack, write_pack
 from evolve.data._util import is_missing, sha256_file
-from evolve.errors import PackError, Problems
+from evolve.errors import TEXT_PROBLEM_FIX, PackError, Problems, text_problem
 from evolve.rubric import Criterion, Rubric, load_rubric
 
 __all__ = [
@@ -976,6 +976,8 @@ def _import_row(
             continue
         scores.append((col, score, not_evaluable))
     comment = _cell_text(cells[-1])
+    if (problem := text_problem(comment)) is not None:
+        issues.add(sheet.where(rowno, _COLUMNS[-1]), f"the comment {problem}", TEXT_PROBLEM_FIX)
 
     if len(issues) > n_before or record is None or role is None or case_id is None:
         return None

@@ -336,3 +336,11 @@ def test_cli_refuses_a_headerless_sheet_and_reads_it_with_no_header(ex, tmp_path
     vouched = CliRunner().invoke(app, [*argv, "--no-header"])
     assert vouched.exit_code == 0, vouched.output
     assert "as vouched for by --no-header" in vouched.output and (tmp_path / "pack" / "ratings.csv").is_file()
+
+
+def test_a_comment_with_a_control_character_is_refused_with_its_cell(ex):
+    _nephrology(ex, lambda ws: setattr(ws["AC2"], "value", "Missed the potassium\u202e of 5.4"))
+    with pytest.raises(PackError) as info:
+        _import(ex)
+    line = _line(_problems(info), f"{NEPHROLOGY}, row 2, column AC (comment)")
+    assert "the comment holds U+202E RIGHT-TO-LEFT OVERRIDE at character 21" in line and "Remove the character" in line
