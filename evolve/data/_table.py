@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evolve.data._cases import read_jsonl_rows
+from evolve.data._cases import _value_kind, read_jsonl_rows
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
@@ -604,6 +604,8 @@ class _Rows:
         if all(is_missing(v) for v in row.values()):
             return
         self.n_rows += 1
+        if not self._texts_are_text(row, where, order):
+            return
         case_id = self._case(row, where, order)
         target_id = self._target(row, case_id, where, order) if case_id else None
         if not self.rated:  # targets only (evolve judge): no rater, no rating cells
@@ -614,6 +616,19 @@ class _Rows:
         cells = self._rating_cells(row, where, order)
         for criterion, value, comment, column in cells:
             self._rating(case_id, target_id, rater, criterion, value, comment, column, where, order)
+
+    def _texts_are_text(self, row: Mapping[str, Any], where: str, order: int) -> bool:
+        """Whether the row's text cells (case and target text, statement, reference) hold text: a
+        JSON or spreadsheet number there is refused, never turned into a text to judge."""
+        ok = True
+        for name in ("case_text", "target_text", "statement", "reference"):
+            value = self.get(row, name)
+            if not is_missing(value) and not isinstance(value, str):
+                self.bad(where, self.mapping.fields.get(name), f"{name} holds {_value_kind(value)}, not text",
+                         f"Store it as text (in quotes in JSON, a text cell in a spreadsheet), or map {name} to the "
+                         f"right column with --column {name}=COLUMN.", order)
+                ok = False
+        return ok
 
     def _agree(self, store: dict[str, Any], values: dict[str, Any], kind: str, key: str, where: str, order: int) -> None:
         """Check a repeated case/target against its first row (filling fields first left empty)."""

@@ -127,3 +127,20 @@ def test_pack_cases_jsonl_with_bidi_override_is_refused_by_load_pack(tmp_path) -
     (pack / "targets.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
     with pytest.raises(PackError, match=r"targets.jsonl, line 1, field 'text': the text holds U\+202E"):
         load_pack(pack)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".xlsx"])
+def test_rating_table_number_in_a_text_column_is_refused(tmp_path, suffix) -> None:
+    from evolve.data import import_table
+    from evolve.errors import PackError
+    from evolve.rubric import Rubric
+    from tests.data.conftest import TEST_RUBRIC
+    from tests.data.test_table_import import LONG, _write
+
+    frame = LONG.copy().astype(object)
+    frame.loc[2, "target_text"] = 12345
+    path = _write(frame, tmp_path / f"table{suffix}")
+    with pytest.raises(PackError) as err:
+        import_table(path, rubric=Rubric.model_validate(TEST_RUBRIC))
+    assert "column 'target_text': target_text holds a number (12345), not text" in str(err.value)
+    assert "--column target_text=COLUMN" in str(err.value)
