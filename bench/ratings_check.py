@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/ratings_check.py [--sizes 10000 100000 300000] [--old] [--cli]
+    python bench/ratings_check.py [--sizes 10000 100000 300000] [--old [REV]] [--cli] [--plan]
 
 For each size, writes an invented rating pack into a temporary folder (removed afterwards,
 never committed) on the ``consilium`` rubric: about 1,600 cases for 300k rows, ten targets per
@@ -12,7 +12,8 @@ quotes, line breaks and non-ASCII letters. Then it times:
 
 * ``check_pack`` (what ``evolve ratings check`` runs; ``--cli`` also times the command itself
   in a child process),
-* ``load_pack`` (what ``evolve calibrate`` reads a pack with),
+* ``load_pack`` (what ``evolve calibrate`` reads a pack with; ``--plan`` also times
+  ``plan_calibration``: load, splits check and each criterion's items, on a fake endpoint),
 
 and prints one JSON object per size: rows, file size, seconds (wall, and CPU of this process:
 on a shared machine the wall time also counts the waits for a core, so the load average is
@@ -144,7 +145,7 @@ def _cli_seconds(folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def measure(n_rows: int, *, old: Any, cli: bool, repeat: int) -> dict[str, Any]:
+def measure(n_rows: int, *, old: Any, cli: bool, plan: bool, repeat: int) -> dict[str, Any]:
     """Write a pack of ``n_rows`` ratings in a temporary folder and time what reads it."""
     from evolve.data import check_pack, load_pack
 
@@ -173,7 +174,27 @@ def measure(n_rows: int, *, old: Any, cli: bool, repeat: int) -> dict[str, Any]:
                           old_over_new=round(before / check, 1))
         if cli:
             result["cli_s"] = round(_cli_seconds(folder), 3)
+        if plan:
+            result["calibrate_plan_s"] = round(_plan_seconds(folder), 3)
         return result
+
+
+def _plan_seconds(folder: Path) -> float:
+    """Wall time of ``plan_calibration`` (what ``evolve calibrate`` does before its first call:
+    load the pack, check the splits, pick each criterion's items), fake endpoint, nothing written."""
+    from evolve.calibration import plan_calibration
+    from evolve.config import resolve_config
+    from evolve.data import load_pack
+    from evolve.splits import make_splits, write_splits
+
+    splits = folder.parent / "splits"
+    write_splits(make_splits(load_pack(folder), holdout_fraction=0.2, validation_fraction=0.3, seed=1), splits)
+    config = resolve_config(preset="quick", environ={}, overrides={
+        "run_id": "bench", "pack": folder, "splits": splits, "archives_dir": folder.parent / "archives",
+        "cache_path": folder.parent / "cache.sqlite", "endpoint": {"provider": "fake"}, "audit": False})
+    start = time.perf_counter()
+    plan_calibration(config)
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -182,11 +203,12 @@ def main() -> None:
     parser.add_argument("--old", nargs="?", const="eba3594", default=None, metavar="REV",
                         help="Also time the reader of git revision REV (default eba3594, before issue 24).")
     parser.add_argument("--cli", action="store_true", help="Also time `evolve ratings check` as a command.")
+    parser.add_argument("--plan", action="store_true", help="Also time calibrate's planning (load, splits, items).")
     parser.add_argument("--repeat", type=int, default=3, help="Timed calls per measure (the best is kept).")
     args = parser.parse_args()
     old = _old_module(args.old) if args.old else None
     for n in args.sizes:
-        print(json.dumps(measure(n, old=old, cli=args.cli, repeat=args.repeat)), flush=True)
+        print(json.dumps(measure(n, old=old, cli=args.cli, plan=args.plan, repeat=args.repeat)), flush=True)
 
 
 if __name__ == "__main__":

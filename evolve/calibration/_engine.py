@@ -150,8 +150,8 @@ def _select_items(
     """
     ids = set(getattr(splits, side))
     by_target: dict[str, list] = {}
-    for r in pack.ratings:
-        if r.criterion == criterion.criterion_id and r.score is not None:
+    for r in pack.ratings_of(criterion.criterion_id):  # indexed once per pack, not a pass over all ratings
+        if r.score is not None:
             by_target.setdefault(r.target_id, []).append(r)
     items = [
         Item(case=pack.case(t.case_id), target=t, ratings=by_target[t.target_id], split=side)
