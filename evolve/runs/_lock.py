@@ -40,10 +40,10 @@ _INFO_OFFSET = 1  # the holder's record starts after byte 0, the byte Windows lo
 class _Held:
     """A lock this process holds: the open file and how many ``run_lock`` blocks hold it."""
 
-    def __init__(self, fd: int, made_folder: bool) -> None:
+    def __init__(self, fd: int, made: list[Path]) -> None:
         self.fd = fd
         self.count = 1
-        self.made_folder = made_folder
+        self.made = made  # the folders the lock created, deepest first
 
 
 _held: dict[str, _Held] = {}
@@ -55,8 +55,8 @@ def run_lock(folder: Path | str, *, what: str = "run folder") -> Iterator[None]:
     """Hold the exclusive lock of ``folder`` for the block (creating the folder if needed).
 
     Taken at once or refused, never waited for. Re-entrant within a process. On the last
-    release the lock file is removed (while still locked), and so is the folder when this lock
-    created it and nothing else was written into it.
+    release the lock file is removed (while still locked), and so are the folder and its parents
+    that this lock created, when nothing else was written into them.
 
     Args:
         folder: The run folder.
@@ -122,7 +122,7 @@ def lock_holder(folder: Path | str) -> dict | None:
 
 
 def _acquire(folder: Path, what: str) -> _Held:
-    made = not folder.exists()
+    made = [p for p in (folder, *folder.parents) if not p.exists()]  # deepest first
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_FILE
     while True:
@@ -144,9 +144,11 @@ def _release(folder: Path, held: _Held) -> None:
         if sys.platform != "win32":  # removed while locked: a waiter that opened it finds it gone and retries
             with contextlib.suppress(OSError):
                 os.unlink(folder / LOCK_FILE)
-            if held.made_folder:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()  # only when empty: a run that never wrote anything leaves nothing
+            for made in held.made:  # only while empty: a run that never wrote anything leaves nothing
+                try:
+                    made.rmdir()
+                except OSError:
+                    break
     finally:
         _unlock(fd=held.fd)
         os.close(held.fd)

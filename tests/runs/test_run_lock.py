@@ -53,12 +53,12 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_kill_9_leaves_no_s
 
 
 def test_the_lock_is_reentrant_in_one_process_and_a_folder_it_made_for_nothing_is_removed(tmp_path):
-    run = tmp_path / "fresh"
+    run = tmp_path / "archives" / "fresh"
     with run_lock(run):
         with CalibrationFolder(run).exclusive():  # a workflow's engine and report lock the folder again
             assert run.is_dir()
         assert lock_holder(run)["pid"] == os.getpid()  # still held by the outer block
-    assert not run.exists()  # made by the lock, nothing written: nothing left behind
+    assert not (tmp_path / "archives").exists()  # made by the lock, nothing written: nothing left behind
 
     @locks_run(lambda run_dir, **_: run_dir)
     def writer(run_dir: Path, *, text: str) -> str:
