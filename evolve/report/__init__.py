@@ -58,7 +58,11 @@ case file (final-report quality paired by case); anything else is refused.
 
 All reports end with **calls and tokens** (:func:`usage_report`): every model call of every
 process that worked on the run - retries, failures, cache hits, the audit's and the mutation
-LLM's calls included - summed from the journal's ``usage`` events.
+LLM's calls included - summed from the journal (each paid call is journaled as it finishes, so
+a killed process loses none; calls it had sent and never saw answered are counted as in flight).
+Reports are built from the run's files first and then written under the run folder's lock
+(:meth:`evolve.runs.RunFolder.exclusive`): a report rebuilt while another process writes the run
+is refused, having written nothing.
 """
 
 from evolve.report._bench import (
