@@ -6,8 +6,6 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evolve.data._util import text_problem
-
 PACK_FORMAT_VERSION: Final = 1
 """Version of the on-disk rating-pack format written by this toolkit (``pack.json: version``)."""
 
@@ -16,16 +14,6 @@ _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/\-]*$"
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _plain_text(value: str | None) -> str | None:
-    """Refuse control and bidirectional-override characters in a text field (see
-    :func:`evolve.data.text_problem`); they would reach a judge's prompt unseen."""
-    problem = text_problem(value)
-    if problem is not None:
-        raise ValueError(f"the text {problem}; remove the character (control and bidirectional-override "
-                         "characters are refused)")
-    return value
 
 
 class Case(_Record):
@@ -45,8 +33,6 @@ class Case(_Record):
     text: str = Field(min_length=1)
     reference_answer: str | None = None
     source: str = ""
-
-    _plain = field_validator("title", "text", "reference_answer", "source")(_plain_text)
 
 
 class Target(_Record):
@@ -73,8 +59,6 @@ class Target(_Record):
     statement: str | None = None
     model: str = ""
     condition: str = ""
-
-    _plain = field_validator("component", "role", "text", "statement", "model", "condition")(_plain_text)
 
 
 class Rating(_Record):

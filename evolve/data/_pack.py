@@ -39,7 +39,7 @@ from evolve.data._ratings_csv import (
     rating_counts,
     read_rating_columns,
 )
-from evolve.errors import PackError, Problems, RubricError, path_problem
+from evolve.errors import TEXT_PROBLEM_FIX, PackError, Problems, RubricError, path_problem, text_problem
 from evolve.rubric import Rubric, RubricBundle, load_rubric
 from evolve.runs import replace_folder
 
@@ -388,10 +388,22 @@ def _read_jsonl(path: Path, model: type[BaseModel], schema: str, problems: _Prob
             )
             continue
         try:
-            out.append((lineno, model.model_validate(raw)))
+            record = model.model_validate(raw)
         except ValidationError as exc:
             _add_validation_errors(problems, path.name, f"line {lineno}", exc, schema)
+            continue
+        if _texts_are_plain(record, path.name, lineno, problems):
+            out.append((lineno, record))
     return out
+
+
+def _texts_are_plain(record: BaseModel, file: str, lineno: int, problems: _Problems) -> bool:
+    """Whether every text field of a case/target record is free of control and bidirectional-override
+    characters (:func:`evolve.errors.text_problem`); each one found is recorded with its field."""
+    found = [(name, problem) for name, value in record if (problem := text_problem(value)) is not None]
+    for name, problem in found:
+        problems.add_at(file, f"line {lineno}", name, f"the text {problem}", TEXT_PROBLEM_FIX)
+    return not found
 
 
 def _resolve_pack_dir(path: Path | str) -> Path:

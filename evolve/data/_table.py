@@ -37,7 +37,7 @@ from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricR
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import cell_text, is_missing, sha256_file
-from evolve.errors import DataError, PackError, Problems, path_problem
+from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, text_problem
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -618,8 +618,9 @@ class _Rows:
             self._rating(case_id, target_id, rater, criterion, value, comment, column, where, order)
 
     def _texts_are_text(self, row: Mapping[str, Any], where: str, order: int) -> bool:
-        """Whether the row's text cells (case and target text, statement, reference) hold text: a
-        JSON or spreadsheet number there is refused, never turned into a text to judge."""
+        """Whether the row's text cells hold plain text: a JSON or spreadsheet number in a case or
+        target text, statement or reference is refused (never turned into a text to judge), and
+        so is a control or bidirectional-override character in any text cell or comment."""
         ok = True
         for name in ("case_text", "target_text", "statement", "reference"):
             value = self.get(row, name)
@@ -627,6 +628,12 @@ class _Rows:
                 self.bad(where, self.mapping.fields.get(name), f"{name} holds {_value_kind(value)}, not text",
                          f"Store it as text (in quotes in JSON, a text cell in a spreadsheet), or map {name} to the "
                          f"right column with --column {name}=COLUMN.", order)
+                ok = False
+        columns = [self.mapping.fields.get(n) for n in ("case_text", "case_title", "target_text", "statement",
+                                                        "reference", "comment")]
+        for column in [c for c in columns if c is not None] + list(self.mapping.comments.values()):
+            if (problem := text_problem(row.get(column))) is not None:
+                self.bad(where, column, f"the text {problem}", TEXT_PROBLEM_FIX, order)
                 ok = False
         return ok
 

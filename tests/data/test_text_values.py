@@ -99,17 +99,11 @@ def test_case_file_control_character_is_refused_with_its_position(tmp_path, fiel
     assert char not in message
 
 
-@pytest.mark.parametrize("record", [
-    lambda: Case(case_id="c1", text="bad\x00text"),
-    lambda: Case(case_id="c1", text="ok", reference_answer="\u202eanswer"),
-    lambda: Target(target_id="t1", case_id="c1", component="answer", text="ok", statement="x\x1b[2J"),
-    lambda: Target(target_id="t1", case_id="c1", component="answer", role="\u2066role", text="ok"),
-])
-def test_pack_records_refuse_control_characters(record) -> None:
-    from pydantic import ValidationError
-
-    with pytest.raises(ValidationError, match="remove the character"):
-        record()
+def test_records_built_by_evolve_may_hold_any_text() -> None:
+    """Model-written text (a consilium's opinion, an OTB answer) becomes a Target too: the records
+    themselves stay permissive, so one odd reply cannot crash a run; user files are checked by their loaders."""
+    assert Target(target_id="t1", case_id="c1", component="answer", text="ok\x0c").text == "ok\x0c"
+    assert Case(case_id="c1", text="x\u202e").text == "x\u202e"
 
 
 def test_pack_cases_jsonl_with_bidi_override_is_refused_by_load_pack(tmp_path) -> None:
@@ -125,8 +119,27 @@ def test_pack_cases_jsonl_with_bidi_override_is_refused_by_load_pack(tmp_path) -
     first = json.loads(lines[0])
     first["text"] = "Take \u202e2 tablets"
     (pack / "targets.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
-    with pytest.raises(PackError, match=r"targets.jsonl, line 1, field 'text': the text holds U\+202E"):
+    with pytest.raises(PackError, match=r"targets.jsonl, line 1, field 'text': the text holds U\+202E RIGHT-TO-LEFT "
+                       r"OVERRIDE at character 6\. Remove the character"):
         load_pack(pack)
+
+
+def test_rating_table_control_characters_are_refused_with_row_and_column(tmp_path) -> None:
+    from evolve.data import import_table
+    from evolve.errors import PackError
+    from evolve.rubric import Rubric
+    from tests.data.conftest import TEST_RUBRIC
+    from tests.data.test_table_import import LONG, _write
+
+    frame = LONG.copy()
+    frame.loc[1, "comment"] = "part\u202ely"
+    frame.loc[3, "target_text"] = "Invented \x00answer two."
+    path = _write(frame, tmp_path / "table.csv")
+    with pytest.raises(PackError) as err:
+        import_table(path, rubric=Rubric.model_validate(TEST_RUBRIC))
+    message = str(err.value)
+    assert "row 3, column 'comment': the text holds U+202E RIGHT-TO-LEFT OVERRIDE at character 5" in message
+    assert "row 5, column 'target_text': the text holds U+0000 NULL at character 10" in message
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".xlsx"])
