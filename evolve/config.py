@@ -452,8 +452,8 @@ def layered(
         data = _merge(data, presets[preset])
     if config_file is not None:
         if (problem := path_problem(config_file)) is not None:
-            raise ConfigError(f"{config_file}: the config file {problem}. Pass a JSON file of settings, or leave out "
-                              "--config.")
+            raise ConfigError(f"{config_file}: cannot read config JSON: the config file {problem}. Pass a JSON file of "
+                              "settings, or leave out --config.")
         try:
             loaded = json.loads(Path(config_file).read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
