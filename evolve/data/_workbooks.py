@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openpyxl.utils import get_column_letter
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.data._cases import CaseColumns, case_file, load_cases
@@ -88,6 +87,14 @@ _SPECIALTY_LABELS = ("specialty", "speciality")
 _RATER_LABELS = ("rater", "raterid")
 _STEM_MIN = 6
 _ID_RE = re.compile(_ID_PATTERN)
+
+
+def get_column_letter(index: int) -> str:
+    """Spreadsheet letters of 1-based column ``index`` (openpyxl's, imported on first use: every
+    command that imports ``evolve.data`` would otherwise load all of openpyxl)."""
+    from openpyxl.utils import get_column_letter as letters
+
+    return letters(index)
 
 
 @dataclass(frozen=True)

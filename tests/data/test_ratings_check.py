@@ -247,3 +247,15 @@ def test_calibrate_refuses_a_pack_without_ratings_before_any_call(tmp_path) -> N
         "cache_path": tmp_path / "cache.sqlite", "endpoint": {"provider": "fake"}, "audit": False})
     assert "ratings.csv: holds no ratings" in _error(plan_calibration, config)
     assert not (tmp_path / "archives" / "r").exists()
+
+
+def test_checking_a_pack_imports_neither_pandas_nor_openpyxl() -> None:
+    """Start-up is part of `evolve ratings check`'s time: the two took a second to import."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from evolve.data import check_pack; check_pack('ratings/example'); "
+            "print([m for m in ('pandas', 'openpyxl') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "[]"
