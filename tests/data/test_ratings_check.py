@@ -124,7 +124,6 @@ def _broken(rows: list[list[str]]) -> list[list[str]]:
         [r[0], "t1", "r7", "nope", "1", "false", ""],      # criterion not in the rubric
         [r[0], "t1", "r6", "support", "9", "false", ""],  # off the scale
         [r[0], "t1", "r6", "errors", "1", "false", ""],   # criterion not for the component
-        *good[:0],
     ]
 
 
