@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -43,14 +44,25 @@ def _build_wheel(tmp: Path, env: dict[str, str]) -> Path:
 
 
 def _venv(tmp: Path, env: dict[str, str]) -> Path:
-    """A fresh virtual environment outside the checkout that sees the installed dependencies
-    (``--system-site-packages``: nothing is downloaded); skips when none can be made."""
+    """A fresh virtual environment outside the checkout that sees the dependencies installed for
+    the running tests (nothing is downloaded); skips when none can be made.
+
+    ``--system-site-packages`` alone is not enough: run from a virtual environment (as the README's
+    test command is on a fresh machine), it exposes the *base* interpreter's packages, not the
+    running environment's. So a ``.pth`` file lists the running interpreter's site-packages; plain
+    paths in it are appended to ``sys.path`` after the new environment's own, and ``.pth`` files in
+    them are not run, so the checkout's editable install does not leak in."""
     venv = tmp / "venv"
-    made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
                           env=env, capture_output=True, text=True, timeout=300)
     if made.returncode != 0:
         pytest.skip(f"cannot create a virtual environment with {sys.executable} -m venv: {made.stderr.strip()[-300:]}")
-    return venv / ("Scripts" if os.name == "nt" else "bin")
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    purelib = _run([bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                   cwd=tmp, env=env).stdout.strip()
+    ours = [p for p in (*site.getsitepackages(), site.getusersitepackages()) if Path(p).is_dir()]
+    (Path(purelib) / "_running_tests_site.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
+    return bin_dir
 
 
 def _clean_env(tmp: Path) -> dict[str, str]:
