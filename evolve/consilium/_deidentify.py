@@ -60,6 +60,7 @@ import csv
 import functools
 import io
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ _SLOTS: dict[str, _Slot] = {
     "physicians": _Slot("person", "physicians"), "speaker": _Slot("person", "Physician"),
     "name": _Slot("person", "[name]"), "hospital": _Slot("institution", "a hospital"),
     "university": _Slot("institution", "a university"), "phone": _Slot("phone", "[phone]"),
+    "another_case": _Slot("case_number", "a case"), "clinician": _Slot("person", "a clinician"),
+    "clinician_speaker": _Slot("person", "Clinician"), "hospital_again": _Slot("institution", "the hospital"),
+    "university_again": _Slot("institution", "the university"),
 }
 _CODE = {name: chr(0xE010 + k) for k, name in enumerate(_SLOTS)}
 _SLOT_OF_CODE = {code: _SLOTS[name] for name, code in _CODE.items()}
@@ -135,7 +139,12 @@ _DEGREE = (r"(?:M\.D\.|MD|Ph\.D\.|PhD|M\.B\.,?\s?B\.S\.|MBBS|MBChB|D\.Phil\.|DPh
            r"|R\.N\.|N\.P\.|P\.A\.|D\.O\.|Pharm\.D\.|PharmD)")
 _DEGREE_COMMA = r"(?:RN|NP|PA|DO|DNP|MSN)"  # ambiguous letters ("PA and lateral"): only after a comma
 _DEGREES = rf"(?:(?:\s*,\s*|\s+){_DEGREE}|\s*,\s*{_DEGREE_COMMA}\b)+"
-_TITLE_DR = r"(?:Drs?\.?|Doctor|Prof\.?|Professor)"
+_ACADEMIC = r"(?:med|dent|vet|phil|habil|rer\.\s?nat|rer\.\s?medic|sc\.\s?hum)\."  # "Dr. med. dent."
+_ONE_TITLE = rf"(?:Drs?\.?(?:\s+{_ACADEMIC})*|Doctor|(?:Univ\.-|apl\.\s?)?Prof\.?|Professor|Priv\.-Doz\.|PD(?=\s+Dr))"
+_TITLE_DR = rf"(?:{_ONE_TITLE})(?:\s+{_ONE_TITLE})*"  # "Univ.-Prof. Dr. med."
+# degrees of clinicians who are not physicians: alone, their holder is "a clinician"
+_NON_PHYSICIAN = re.compile(r"R\.N\.|N\.P\.|P\.A\.|Pharm\.D\.|PharmD|\b(?:RN|NP|PA|DNP|MSN)\b")
+_PHYSICIAN_DEGREE = re.compile(r"M\.D\.|\bMD\b|M\.B\.|MBBS|MBChB|D\.O\.|\bDO\b|FRCP")
 _TITLE_MR = r"(?:Mr|Mrs|Ms|Mx)\.?"
 
 # words that open a sentence and so look like part of a name at its start
@@ -173,7 +182,7 @@ _SERIES = re.compile(r"\b(?:the\s+)?Case\s+Records\s+of\s+the\s+Massachusetts\s+
 
 _NUMBER_WORD = r"(?:No\.?|Number|Nr\.?|#)"
 _CASE_NUMBER = re.compile(
-    rf"\b[Cc]ase(?:\s+(?:[Rr]ecords?|[Rr]eport))?\s*(?:{_NUMBER_WORD}\s*)?\d{{1,4}}"
+    rf"\b(?:[Cc]ase|CASE)(?:\s+(?:[Rr]ecords?|[Rr]eport))?\s*(?:{_NUMBER_WORD}\s*)?\d{{1,4}}"
     r"(?:\s*[-–—/]\s*(?:19|20)?\d{2}\b|\s+of\s+(?:19|20)\d{2}\b)(?:[ \t]*:[ \t]*)?"
     rf"|\b(?:Case|CASE)\s*{_NUMBER_WORD}\s*\d{{1,5}}\b(?:[ \t]*:[ \t]*)?"
     r"|\b(?:No|Nr)\.\s*\d{1,5}(?:\s*[-–—/]\s*(?:19|20)?\d{2})?\b"
@@ -221,21 +230,42 @@ _HOSPITAL_NAMES = (
 _HOSPITAL_ABBREVIATIONS = r"MGH|BWH|BIDMC|DFCI|MGB|MEEI|CHOP|MSKCC|MDACC|UPMC|JHH|OHSU|UTSW"
 _UNIVERSITY_NAMES = (r"Harvard(?:\s+Medical\s+School|\s+University)?|University\s+of\s+California,?\s+"
                      r"(?:San\s+Francisco|Los\s+Angeles|San\s+Diego|Davis|Irvine)|UCSF|UCLA|HMS|NYU")
-_KNOWN_HOSPITAL = re.compile(rf"\b(?:{_HOSPITAL_NAMES}|{_HOSPITAL_ABBREVIATIONS})\b")
-_KNOWN_UNIVERSITY = re.compile(rf"\b(?:{_UNIVERSITY_NAMES})\b")
+# an abbreviation in parentheses right after a name ("Saint Elowen Memorial Hospital (SEMH)")
+_ABBREVIATION = r"(?P<paren>[ \t]*\([ \t]*(?P<abbr>[A-Z]{2,8})[ \t]*\))?"
+_KNOWN_HOSPITAL = re.compile(rf"\b(?:{_HOSPITAL_NAMES}|{_HOSPITAL_ABBREVIATIONS})\b{_ABBREVIATION}")
+_KNOWN_UNIVERSITY = re.compile(rf"\b(?:{_UNIVERSITY_NAMES})\b{_ABBREVIATION}")
 _PLACE_WORD = rf"(?:{_NAME}|St\.|Saint)"
-_INSTITUTION_HEAD = (r"Hospitals?|Medical\s+Cent(?:er|re)|Health\s+(?:System|Cent(?:er|re))|Infirmary|Medical\s+School|"
+_INSTITUTION_HEAD = (r"Hospitals?|Medical\s+Cent(?:er|re)|Health\s+(?:System|Cent(?:er|re)|Care)|Infirmary|Medical\s+School|"
                      r"School\s+of\s+Medicine|College\s+of\s+Medicine|University|Cancer\s+(?:Center|Centre|Institute)")
 _INSTITUTION = re.compile(
     rf"\b(?:{_PLACE_WORD}(?:\s+(?:and|of|for|&)\s+|\s+)){{1,5}}(?:{_INSTITUTION_HEAD})\b"
-    rf"(?:\s+(?:of|in|at)\s+{_NAME}(?:\s+{_NAME})?)?"
+    rf"(?:\s+(?:of|in|at)\s+{_NAME}(?:\s+{_NAME})?)?{_ABBREVIATION}"
 )  # not "Clinic": "the Infectious Diseases Clinic" is a service, and clinical context
 _OF_INSTITUTION = re.compile(
     rf"\b(?:(?:Hospital|University|Infirmary)\s+of\s+(?:the\s+)?)+(?:University\s+of\s+)?{_NAME}(?:\s+{_NAME}){{0,2}}"
+    rf"{_ABBREVIATION}"
 )
+# hospitals named head first, in other languages: "Hôpital Européen Georges-Pompidou", "Klinikum
+# Großhadern", "Ospedale San Raffaele", "Centre Hospitalier Universitaire de Bordeaux"; the English
+# spelling only before a Spanish or Portuguese word ("Hospital Universitario La Paz"), so "Hospital
+# Day 2" and "Hospital Anxiety and Depression Scale" stay
+_FOREIGN_HEAD = (r"H[ôo]pital|Klinikum|Universitätsklinikum|Uniklinikum|Ospedale|Policlinico|"
+                 r"Centre\s+Hospitalier(?:\s+Universitaire|\s+R[ée]gional)?|"
+                 r"Hospital(?=\s+(?:Universitari[oa]|General\s+(?:de|del|Universitario)|Cl[ií]nic[oa]?|de|del|do|da|das|dos|"
+                 r"San|Santa|Santo|São|Sant|Italiano|Israelita)\b)")
+_FOREIGN_PARTICLE = r"(?:de|del|della|di|da|do|das|dos|du|des|la|le|les|y|e|der|rechts\s+der|links\s+der)"
+_FOREIGN_INSTITUTION = re.compile(
+    rf"\b(?:{_FOREIGN_HEAD})(?:\s+(?:{_FOREIGN_PARTICLE}\s+){{0,2}}{_NAME}){{1,4}}{_ABBREVIATION}")
+# capitalized words that name a kind of care, not a place: "Home Health Care", "Community Hospital"
+_GENERIC_PLACE_WORDS = frozenset("""
+home primary public mental community behavioral behavioural managed acute intensive critical urgent palliative
+skilled private general regional county state district city local veterans rural
+""".split())
 _PHONE = re.compile(r"(?<![\w/.-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[.-]\d{4}(?![\w/])")
 
 _MIN_TITLE_WORDS = 3
+_AFTER_NUMBER = r"[ \t:.–—-]*"  # what separates a case number from the title it heads
+_TITLE_PREFIX = re.compile(rf"^[ \t#*_]*(?:{_CASE_NUMBER.pattern}){_AFTER_NUMBER}")
 
 
 class _Marks:
@@ -245,21 +275,23 @@ class _Marks:
         self.counts: Counter[str] = Counter()
 
     def sub(self, pattern: re.Pattern[str], slot: str, text: str,
-            keep: Callable[[re.Match[str]], tuple[str, str, str] | None] | None = None) -> str:
+            keep: Callable[[re.Match[str]], tuple[str, str, str] | None] | None = None,
+            slot_of: Callable[[re.Match[str]], str] | None = None) -> str:
         """Replace every match of ``pattern`` by the placeholder of ``slot``.
 
         ``keep`` may split a match into (kept prefix, identifier, kept suffix), or return None
-        to leave the match as it is.
+        to leave the match as it is; ``slot_of`` (called first) may choose the slot per match.
         """
         def one(m: re.Match[str]) -> str:
+            name = slot_of(m) if slot_of is not None else slot
             head, tail = "", ""
             if keep is not None:
                 split = keep(m)
                 if split is None:
                     return m.group(0)
                 head, _, tail = split
-            self.counts[_SLOTS[slot].kind] += 1
-            return head + _token(slot) + tail
+            self.counts[_SLOTS[name].kind] += 1
+            return head + _token(name) + tail
         return pattern.sub(one, text)
 
 
@@ -286,14 +318,14 @@ def deidentify(text: str, case: Case) -> Deidentified:
     out = marks.sub(_SERIES, "series", out)
     out = _NAMED_CITATION.sub(lambda m: _journal_or_citation(m, marks), out)
     out = marks.sub(_GENERIC_CITATION, "citation", out)
-    out = _case_numbers(out, marks)
+    out = _case_numbers(out, marks, _own_numbers(case.title, case.text))
     out = marks.sub(_RECORD_NUMBER, "record_number", out)
     for pattern in _DATES:
         out = marks.sub(pattern, "date", out)
     out = _DATE_RANGE.sub(_token("date"), out)
     out = _drop_title_lines(out, case.title, marks)
     out = _people(out, marks, dict(_names_in_case(case.text)))
-    out = _institutions(out, marks)
+    out = _institutions(out, marks, dict(_abbreviations_in_case(case.text)))
     out = marks.sub(_PHONE, "phone", out)
     counts = {k: marks.counts.get(k, 0) for k in IDENTIFIER_KINDS}
     if not any(counts.values()):
@@ -325,15 +357,38 @@ def deidentification_csv(cases: Iterable[Case]) -> str:
 # -- rules that need more than a pattern ---------------------------------------------------------------
 
 
-def _case_numbers(text: str, marks: _Marks) -> str:
-    """Case-record numbers: removed where they head a line or stand in a parenthesis or list, read
-    as "this case" where a sentence runs through them ("described in Case 12-2019, ...")."""
+def _case_numbers(text: str, marks: _Marks, own: frozenset[tuple[int, int | None]]) -> str:
+    """Case-record numbers: removed where they head a line or stand in a parenthesis or list; where
+    a sentence runs through one it reads "this case" when it is the case's own number (``own``)
+    and "a case" otherwise ("similar to Case 22-2029" names another case of the series)."""
     def one(m: re.Match[str]) -> str:
         before = m.string[:m.start()].rsplit("\n", 1)[-1].rstrip()
         in_sentence = bool(before) and before[-1].isalpha() and not m.group(0).rstrip().endswith(":")
         marks.counts["case_number"] += 1
-        return _token("case_mention" if in_sentence else "case_number")
+        if not in_sentence:
+            return _token("case_number")
+        return _token("case_mention" if _is_own(_number_of(m.group(0)), own) else "another_case")
     return _CASE_NUMBER.sub(one, text)
+
+
+def _number_of(mention: str) -> tuple[int, int | None]:
+    """(number, two-digit year or None) of a case-number mention: "Case No. 12 of 2019" -> (12, 19)."""
+    digits = [int(d) for d in re.findall(r"\d+", mention)]
+    return digits[0], (digits[1] % 100 if len(digits) > 1 else None)
+
+
+def _is_own(number: tuple[int, int | None], own: frozenset[tuple[int, int | None]]) -> bool:
+    """The same number, and the same year where both give one ("Case No. 12" is "Case 12-2019")."""
+    return any(number[0] == n and (number[1] is None or y is None or number[1] == y) for n, y in own)
+
+
+@functools.lru_cache(maxsize=64)
+def _own_numbers(title: str, text: str) -> frozenset[tuple[int, int | None]]:
+    """The case's own case-record number(s): one opening its title or its text's first line
+    (nothing else says which number is the case's own; a case id such as a DOI carries none)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    found = (re.match(rf"[ \t#*_]*(?:{_CASE_NUMBER.pattern})", head) for head in (title, first))
+    return frozenset(_number_of(m.group(0)) for m in found if m is not None)
 
 
 def _is_distinctive(case_id: str) -> bool:
@@ -359,11 +414,11 @@ def _drop_title_lines(text: str, title: str, marks: _Marks) -> str:
     words = title.split()
     if len(words) < _MIN_TITLE_WORDS:
         return text  # a one- or two-word title ("Fever") is ordinary clinical wording
-    words = re.sub(r"^(?:Case\s+\d{1,4}\s*[-–—]\s*\d{2,4}\s*:\s*)", "", title).split() or words
+    words = _TITLE_PREFIX.sub("", title).split() or words  # "Case No. 15 of 2031: A ..." -> "A ..."
     body = r"\s+".join(re.escape(w) for w in words)
-    line = re.compile(rf"(?im)^[ \t#*_]*(?:{_ANY_TOKEN}[ \t:.]*)*(?:title\s*:[ \t*_]*)?{body}[ \t.*_]*(?:\n|$)")
+    line = re.compile(rf"(?im)^[ \t#*_]*(?:{_ANY_TOKEN}{_AFTER_NUMBER})*(?:title\s*:[ \t*_]*)?{body}[ \t.*_]*(?:\n|$)")
     # the title in its own capitals opening a line, as a heading run into the text ("Title. A man ...")
-    heading = re.compile(rf"(?m)^([ \t#*_]*)(?:{_ANY_TOKEN}[ \t:.]*)*{body}[ \t*_]*(?:[.:]|(?=\n))[ \t]*")
+    heading = re.compile(rf"(?m)^([ \t#*_]*)(?:{_ANY_TOKEN}{_AFTER_NUMBER})*{body}[ \t*_]*(?:[.:]|(?=\n))[ \t]*")
 
     def drop(m: re.Match[str]) -> str:
         marks.counts["title"] += 1
@@ -399,32 +454,49 @@ def _people(text: str, marks: _Marks, names: dict[str, str] | None = None) -> st
             added to it.
     """
     surnames: dict[str, str] = names if names is not None else {}
-    slot = "physician"
+    slot = {"now": "physician"}  # what a later bare mention of the name being remembered becomes
 
     def remember(name: str) -> None:
         words = name.replace(".", " ").split()
         for word in words + [part for w in words if "-" in w for part in w.split("-")]:
             if len(word) > 2 and word.lower() not in _STOPWORDS and word[0].isupper():
-                surnames.setdefault(word, slot)
+                surnames.setdefault(word, slot["now"])
+
+    def by_degree(m: re.Match[str]) -> str:
+        slot["now"] = _person_slot(m.group(0)[m.end(1) - m.start():])
+        return slot["now"]
 
     def speaker(m: re.Match[str]) -> str:
         person = m.group(0)[len(m.group(1)):m.start(2) - m.start() if m.group(2) else None]
+        titled = re.match(rf"\s*{_TITLE_DR}\s", person) is not None
+        slot["now"] = "physician" if titled else _person_slot(person)
         names = re.findall(_NAME, re.sub(rf"{_DEGREES}|^\s*{_TITLE_DR}\s+", "", person.rstrip(": \t")))
         if names:
             remember(" ".join(names))
         marks.counts["person"] += 1
-        return f"{m.group(1)}{_token('speaker')}{m.group(2) or ''}:"
+        label = "speaker" if slot["now"] == "physician" else "clinician_speaker"
+        return f"{m.group(1)}{_token(label)}{m.group(2) or ''}:"
 
     out = _SPEAKER.sub(speaker, text)
+    slot["now"] = "physician"
     out = marks.sub(_DOCTORS, "physicians", out, keep=lambda m: _names_seen(m, remember))
     out = marks.sub(_DOCTOR, "physician", out, keep=lambda m: _person_split(m, remember))
-    out = marks.sub(_WITH_DEGREE, "physician", out, keep=lambda m: _person_split(m, remember, trim=True))
-    slot = "name"  # later bare mentions of "Mr. Doe" are "[name]"
+    out = marks.sub(_WITH_DEGREE, "physician", out, keep=lambda m: _person_split(m, remember, trim=True),
+                    slot_of=by_degree)
+    slot["now"] = "name"  # later bare mentions of "Mr. Doe" are "[name]"
     out = marks.sub(_MISTER, "name", out, keep=lambda m: _person_split(m, remember))
     for surname in sorted(surnames, key=len, reverse=True):
         bare = re.compile(rf"(?<![\w'’-]){re.escape(surname)}(?![\w-])")
         out = marks.sub(bare, surnames[surname], out, keep=lambda m: None if _is_eponym(m) else ("", m.group(0), ""))
     return out
+
+
+def _person_slot(degrees: str) -> str:
+    """"clinician" for a nurse's, physician assistant's or pharmacist's degrees alone (RN, N.P.,
+    PA, PharmD), else "physician" (an M.D., D.O. or MBBS among them decides)."""
+    if _NON_PHYSICIAN.search(degrees) and not _PHYSICIAN_DEGREE.search(degrees):
+        return "clinician"
+    return "physician"
 
 
 def _names_seen(m: re.Match[str], remember: Callable[[str], None]) -> tuple[str, str, str]:
@@ -455,41 +527,90 @@ def _person_split(m: re.Match[str], remember: Callable[[str], None], *, trim: bo
     return head, whole, _sentence_stop(m)
 
 
-def _institutions(text: str, marks: _Marks) -> str:
-    """Named hospitals and universities (known names and abbreviations first, then the patterns)."""
-    out = marks.sub(_KNOWN_HOSPITAL, "hospital", text)
-    out = marks.sub(_KNOWN_UNIVERSITY, "university", out)
-    out = _OF_INSTITUTION.sub(lambda m: _generic_institution(m, marks), out)
-    out = _INSTITUTION.sub(lambda m: _generic_institution(m, marks), out)
+def _institutions(text: str, marks: _Marks, abbreviations: dict[str, str] | None = None) -> str:
+    """Named hospitals and universities (known names and abbreviations first, then the patterns),
+    with an abbreviation introduced in parentheses after a name, then its later bare mentions.
+
+    Args:
+        text: The text.
+        marks: Where the replacements are counted.
+        abbreviations: Abbreviations known beforehand (from the case text) -> "hospital" or
+            "university"; abbreviations introduced here are added to it.
+    """
+    found: dict[str, str] = abbreviations if abbreviations is not None else {}
+    out = _KNOWN_HOSPITAL.sub(lambda m: _institution(m, marks, found, "hospital"), text)
+    out = _KNOWN_UNIVERSITY.sub(lambda m: _institution(m, marks, found, "university"), out)
+    out = _FOREIGN_INSTITUTION.sub(lambda m: _institution(m, marks, found, "hospital"), out)
+    for pattern in (_OF_INSTITUTION, _INSTITUTION):
+        out = pattern.sub(lambda m: _institution(m, marks, found), out)
     # "Massachusetts General Hospital (MGH)": the abbreviation repeats the name
     for slot in ("hospital", "university"):
         t = re.escape(_token(slot))
         out = re.sub(rf"{t}\s*\(\s*{_ANY_TOKEN}\s*\)", _token(slot), out)
+    for abbreviation in sorted(found, key=len, reverse=True):  # "SEMH", "SEMH's" -> "the hospital"
+        bare = re.compile(rf"(?<![\w-]){re.escape(abbreviation)}(?![\w-])")
+        out = marks.sub(bare, f"{found[abbreviation]}_again", out)
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _abbreviations_in_case(text: str) -> tuple[tuple[str, str], ...]:
+    """The institution abbreviations a case text introduces ("... Hospital (SEMH)"): a later text
+    about the case (an opinion, a review) that writes "SEMH" bare loses it too."""
+    found: dict[str, str] = {}
+    _institutions(text, _Marks(), found)
+    return tuple(found.items())
+
+
 def _kind_of(name: str) -> str:
-    return "hospital" if re.search(r"Hospital|Medical Cent|Health|Infirmary|Clinic|Cancer", name) else "university"
+    hospital = r"Hospital|H[ôo]pital|Medical Cent|Health|Infirmary|Clinic|[Kk]linik|Ospedale|Policlinico|Cancer"
+    return "hospital" if re.search(hospital, name) else "university"
 
 
-def _generic_institution(m: re.Match[str], marks: _Marks) -> str:
-    split = _named_place(m)
+def _institution(m: re.Match[str], marks: _Marks, found: dict[str, str], kind: str | None = None) -> str:
+    """One institution match: its placeholder, and its abbreviation in parentheses taken with it
+    (and remembered in ``found``) when the letters spell the name - else "(ICU)" is kept."""
+    name_end = m.start("paren") if m.group("paren") else m.end()
+    name, paren = m.string[m.start():name_end], m.group("paren") or ""
+    split = (("", name) if kind is not None else _named_place(name))
     if split is None:
         return m.group(0)
-    head, name = split
+    head, rest = split
+    kind = kind or _kind_of(rest)
     marks.counts["institution"] += 1
-    return head + _token(_kind_of(name))
+    if paren and _spells(m.group("abbr"), rest):
+        marks.counts["institution"] += 1
+        found.setdefault(m.group("abbr"), kind)
+        paren = ""
+    return head + _token(kind) + paren
 
 
-def _named_place(m: re.Match[str]) -> tuple[str, str] | None:
+def _spells(abbreviation: str, name: str) -> bool:
+    """Whether ``abbreviation``'s letters are, in order, initials of ``name``'s words, the first
+    one first ("SEMH" of "Saint Elowen Memorial Hospital", "HEGP" of "Hôpital Européen
+    Georges-Pompidou", "BWH" of "Brigham and Women's Hospital"); a clinical "(ICU)" or "(MRI)" is not."""
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    initials = [w[0].upper() for w in re.split(r"[\s-]+", plain) if w[:1].isalpha()]
+    if not initials or abbreviation[0] != initials[0]:
+        return False
+    rest = iter(initials)
+    return all(letter in rest for letter in abbreviation)
+
+
+def _named_place(name: str) -> tuple[str, str] | None:
     """Keep leading sentence words ("Then", "She", "At") a place pattern swallowed; None when no
-    name word is left before the institution word ("On Hospital Day 2")."""
-    words = m.group(0).split(" ")
+    name word is left before the institution word ("On Hospital Day 2") or only words naming a
+    kind of care are ("Home Health Care")."""
+    words = name.split(" ")
     head = ""
     while len(words) > 1 and words[0].lower() in _STOPWORDS:
         head += words.pop(0) + " "
     rest = " ".join(words)
     if re.match(rf"(?:{_INSTITUTION_HEAD})\b", rest) and not re.match(r"(?:Hospital|University|Infirmary)\s+of\s", rest):
+        return None
+    before_head = re.split(rf"\s(?:{_INSTITUTION_HEAD})\b", rest, maxsplit=1)[0].split()
+    if re.match(rf"(?:{_INSTITUTION_HEAD})\s", " ".join(words[len(before_head):]) + " ") and all(
+            w.lower() in _GENERIC_PLACE_WORDS for w in before_head):
         return None
     return head, rest
 
@@ -543,7 +664,7 @@ def _render(text: str) -> str:
         start = m.start() == 0 or re.search(r"(?:^|[.!?]\s+|\n[ \t>*_#]*)$", m.string[:m.start()]) is not None
         if (the and the[0] == "T") or (start and not the):
             words = words[:1].upper() + words[1:]
-        if slot.kind not in ("institution", "journal") and the and not slot.phrase.startswith("this "):
+        if slot.kind not in ("institution", "journal") and the and not slot.phrase.startswith(("this ", "a ")):
             words = the + words
         return words
 

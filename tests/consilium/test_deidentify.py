@@ -113,15 +113,16 @@ def test_case_number_variants_go(text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("The patient, described in Case 12-2019, had fever.", "The patient, described in this case, had fever."),
-    ("Discussed in Case No. 34 last year; fever persisted.", "Discussed in this case last year; fever persisted."),
-    ("The Case 12-2019 discussion was long.", "This case discussion was long."),
+    ("The patient, described in Case 12-2019, had fever.", "The patient, described in a case, had fever."),
+    ("Discussed in Case No. 34 last year; fever persisted.", "Discussed in a case last year; fever persisted."),
+    ("The Case 12-2019 discussion was long.", "A case discussion was long."),
     ("We present Case 5-2021 of the Case Records of the Massachusetts General Hospital, a woman with fever.",
-     "We present this case, a woman with fever."),
+     "We present a case, a woman with fever."),
 ])
-def test_a_case_number_inside_a_sentence_reads_as_this_case(text, expected):
+def test_a_case_number_inside_a_sentence_reads_as_a_case(text, expected):
     """Before: the number was cut out of the sentence ("described, had fever", "We present of, a
-    woman"); a sentence running through it now keeps reading, without the number."""
+    woman"); a sentence running through it now keeps reading, without the number ("a case": the
+    case has no title giving its own number, which would read "this case" - tested below)."""
     out = deidentify(text, PLAIN)
     assert out.text == expected
     assert out.counts["case_number"] == 1
@@ -304,3 +305,115 @@ def test_report_csv_has_a_row_per_case_and_kind():
     rows = list(csv.reader(io.StringIO(deidentification_csv(cases))))
     assert rows[0] == ["case_id", "kind", "count"] and len(rows) == 1 + 2 * len(IDENTIFIER_KINDS)
     assert all(r[2].isdigit() for r in rows[1:])
+
+
+# -- what a new user found (issue 23 check): invented hospitals, titles and case numbers ---------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("He was sent to Saint Elowen Memorial Hospital (SEMH). SEMH's team and SEMH agreed.",
+     "He was sent to a hospital. The hospital's team and the hospital agreed."),
+    ("Northgate University Medical Center (NUMC) referred her; at NUMC a biopsy was done.",
+     "A hospital referred her; at the hospital a biopsy was done."),
+    ("Seen at Hôpital Européen Georges-Pompidou (HEGP). The HEGP team agreed.",
+     "Seen at a hospital. The hospital team agreed."),
+    ("She studied at Wexford College of Medicine (WCM); WCM awarded her.",
+     "She studied at a university; the university awarded her."),
+    # letters that do not spell the name are clinical, not an abbreviation of it
+    ("Then Riverside Community Hospital (ICU) sent him to the ICU.", "Then a hospital (ICU) sent him to the ICU."),
+    ("Saint Elowen Memorial Hospital (MRI) and MRI of the head.", "A hospital (MRI) and MRI of the head."),
+])
+def test_an_abbreviation_introduced_after_a_hospital_goes_with_it_and_later(text, expected):
+    """Before: only the known list (MGH, BIDMC ...) was caught: "a hospital (SEMH)" and every later
+    bare "SEMH" stayed."""
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+def test_an_abbreviation_introduced_in_the_case_text_goes_from_a_later_opinion_and_is_counted():
+    case = Case(case_id="invented-0002", title="", text="She was seen at Saint Elowen Memorial Hospital (SEMH).")
+    assert deidentify(case.text, case).counts["institution"] == 2  # the name and its abbreviation
+    out = deidentify("Transfer her back to SEMH for follow-up.", case)
+    assert out.text == "Transfer her back to the hospital for follow-up."
+    assert out.counts["institution"] == 1
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Stanford Health Care sent the slides.", "A hospital sent the slides."),
+    ("She was treated at Hôpital Européen Georges-Pompidou in Paris.", "She was treated at a hospital in Paris."),
+    ("He was admitted to Hospital Universitario La Paz.", "He was admitted to a hospital."),
+    ("Biopsy at Klinikum Großhadern, then Universitätsklinikum Hamburg-Eppendorf.", "Biopsy at a hospital, then a hospital."),
+    ("She came from Ospedale San Raffaele with fever.", "She came from a hospital with fever."),
+    ("Centre Hospitalier Universitaire de Bordeaux sent her.", "A hospital sent her."),
+])
+def test_institutions_named_in_other_words_and_languages_go(text, expected):
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "She needed Home Health Care after discharge.", "On Hospital Day 2 the fever resolved.",
+    "The Hospital Anxiety and Depression Scale score was 12.", "She was seen in the Infectious Diseases Clinic.",
+])
+def test_wording_near_the_new_institution_rules_is_kept(text):
+    assert strip_identifiers(text, PLAIN) == text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Dr. med. Hans-Jürgen Müller examined her.", "A physician examined her."),
+    ("Dr. med. dent. Lena Vogt examined her teeth.", "A physician examined her teeth."),
+    ("Priv.-Doz. Dr. Jörg Weiß reviewed the slides; Weiß agreed.", "A physician reviewed the slides; a physician agreed."),
+    ("Univ.-Prof. Dr. med. Anna Kühn agreed.", "A physician agreed."),
+    ("Prof. Dr. Emil Brandt-Ohlsen (Pathology): The biopsy showed granulomas.",
+     "Physician (Pathology): The biopsy showed granulomas."),
+])
+def test_german_academic_titles_go_with_the_name(text, expected):
+    """Before: "Dr. med. Hans-Jürgen Müller" survived whole."""
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("J. Smith, RN, examined her.", "A clinician examined her."),
+    ("Maria Olsen, N.P., and Dr. Chen agreed; Olsen wrote the note.",
+     "A clinician and a physician agreed; a clinician wrote the note."),
+    ("Aled Price, P.A. (Surgery): The wound was clean.", "Clinician (Surgery): The wound was clean."),
+    ("Jane O'Neil, M.D., R.N., agreed.", "A physician agreed."),  # a physician's degree decides
+])
+def test_a_nurse_or_assistant_is_a_clinician_not_a_physician(text, expected):
+    """Before: "J. Smith, RN" became "a physician"."""
+    assert strip_identifiers(text, PLAIN) == expected
+
+
+TITLED = "A 34-Year-Old Woman with Progressive Dyspnea"
+
+
+@pytest.mark.parametrize("title, first_line", [
+    (f"Case No. 15 of 2031: {TITLED}", f"Case No. 15 of 2031: {TITLED}"),
+    (f"Case No. 15 of 2031: {TITLED}", TITLED),  # the title has the prefix, the text line not
+    (TITLED, f"Case 15-2031: {TITLED}"),  # and the other way round
+    (f"Case 15–2031. {TITLED}", f"CASE 15-2031 — {TITLED}"),
+    (f"Case 15-2031: {TITLED}", f"Case No. 15 of 2031: {TITLED}"),
+])
+def test_a_title_line_goes_whatever_case_number_prefix_either_side_carries(title, first_line):
+    """Before: a title field starting "Case No. 15 of 2031:" no longer equalled its line once the
+    line's case number was gone, and the title line reached every stage."""
+    case = Case(case_id="invented-0003", title=title, text="t")
+    out = deidentify(f"{first_line}\nA 34-year-old woman had progressive dyspnea.", case)
+    assert out.text == "A 34-year-old woman had progressive dyspnea."
+    assert out.counts["title"] == 1
+
+
+@pytest.mark.parametrize("title, text, expected", [
+    ("", "A similar presentation was described in Case 22–2029 of this series.",
+     "A similar presentation was described in a case of this series."),
+    ("Case 12-2029: A Man with Fever and Rash", "As in Case 12-2029, he had fever; unlike Case 3-2027, no rash.",
+     "As in this case, he had fever; unlike a case, no rash."),
+    ("Case No. 12 of 2029: A Man with Fever and Rash", "The Case 12–2029 discussion was long.",
+     "This case discussion was long."),
+    ("", "The Case 12-2019 discussion was long.", "A case discussion was long."),
+])
+def test_a_case_number_in_a_sentence_is_this_case_only_when_it_is_the_cases_own(title, text, expected):
+    """Before: every case number a sentence ran through read "this case", also another case's
+    ("described in Case 22-2029 of this series" -> "described in this case of this series")."""
+    case = Case(case_id="invented-0004", title=title, text="t")
+    out = deidentify(text, case)
+    assert out.text == expected
+    assert out.counts["case_number"] == text.count("Case ")
