@@ -24,15 +24,34 @@ consilium (SPEC §5.3), so no stage gets it.
 "available at", "doi:", a parenthesis left empty, a clause left with nothing else): DOIs, web
 addresses, e-mail addresses, manuscript ids, the case id, journal citations and the case-record
 series name, case-record numbers heading a line or standing in a parenthesis or list,
-medical-record numbers, title lines. Replaced by a neutral phrase so the sentence still reads: a
-case-record number a sentence runs through by "this case" ("described in Case 12-2019, she" ->
-"described in this case, she"), a date by ``[date]`` (a range by one ``[date]``); a titled
-or degreed person by "a physician" (a speaker label ``Dr. Jane Smith (Medicine):`` by
-``Physician (Medicine):``), "Mr./Mrs./Ms. Doe" by ``[name]``, a later bare mention of a surname
-seen with a title by "a physician"; a hospital (by name or abbreviation: "Massachusetts General
-Hospital", "MGH", "Brigham and Women's") by "a hospital", a university or medical school by "a
-university", a named journal by "a journal". A bare year ("in 2015") is kept (as in HIPAA's
-safe harbour); so are relative times, ages and eponyms ("Graves' disease").
+medical-record numbers, title lines (also when the title field and the line differ by a case-number
+prefix: "Case No. 15 of 2031: A ..." against "A ..." or "Case 15-2031: A ..."). Replaced by a
+neutral phrase so the sentence still reads: a case-record number a sentence runs through by "this
+case" when it is the case's own number - the one opening its title or its text's first line, the
+only places that say so - and by "a case" otherwise ("described in Case 22-2029 of this series"
+names another case of the series: "described in a case of this series"); a date by ``[date]`` (a
+range by one ``[date]``); a titled or degreed person by "a physician" (titles in chains and German
+academic titles included: "Univ.-Prof. Dr. med.", "Priv.-Doz.", "Dr. med. dent."; a speaker label
+``Dr. Jane Smith (Medicine):`` by ``Physician (Medicine):``) - by "a clinician" (``Clinician
+(Surgery):``) when the only degrees are a nurse's, physician assistant's or pharmacist's (RN, N.P.,
+PA, PharmD) -, "Mr./Mrs./Ms. Doe" by ``[name]``, a later bare mention of a surname seen with a
+title by the same phrase; a hospital (by name or known abbreviation: "Massachusetts General
+Hospital", "MGH", "Brigham and Women's", "Stanford Health Care"; head first in other languages:
+"Hôpital Européen Georges-Pompidou", "Klinikum Großhadern", "Ospedale San Raffaele", "Centre
+Hospitalier Universitaire de Bordeaux", "Hospital Universitario La Paz") by "a hospital", a
+university or medical school by "a university", a named journal by "a journal". An abbreviation
+in parentheses right after such a name goes with it when its letters are, in order, initials of
+the name ("Saint Elowen Memorial Hospital (SEMH)"; "(ICU)" or "(MRI)" after a name are clinical
+and stay) and is remembered: its later bare mentions, also in a model's text about the case, read
+"the hospital" ("SEMH's team" -> "the hospital's team"). A bare year ("in 2015") is kept (as in
+HIPAA's safe harbour); so are relative times, ages and eponyms ("Graves' disease").
+
+**Left on purpose.** A clinic named by a place ("Harbourview Clinic"): "Clinic" follows a service
+as often as a name ("the Infectious Diseases Clinic", "the Memory Clinic", "the Pain Clinic"), and
+telling a place word from a service word would need a list of every service, so only the known
+names ("Mayo Clinic", "Cleveland Clinic") go. Generic words before "Hospital" or "Health Care"
+("General Hospital", "Home Health Care") name a kind of care, not a place, and stay. Initials in
+parentheses after a person are not taken: a parenthesis there is the speaker's service.
 
 **Why rules of our own, not a tool.** Two PII tools were considered (December 2026).
 ``scrubadub`` 2.0.1 (its last release 2023) was installed and run on an invented record: out
@@ -410,7 +429,8 @@ def _sentence_stop(m: re.Match[str]) -> str:
 
 def _drop_title_lines(text: str, title: str, marks: _Marks) -> str:
     """Remove lines that are the title alone (a heading, optionally ``Title:``-prefixed, or after
-    a removed case number)."""
+    a removed case number); a case-number prefix of the title itself is not compared, so the
+    title field and the line may each carry one or not."""
     words = title.split()
     if len(words) < _MIN_TITLE_WORDS:
         return text  # a one- or two-word title ("Fever") is ordinary clinical wording
