@@ -17,6 +17,7 @@ from evolve.llm import (
     fence,
     parse_json_object,
     response_format,
+    validation_problem,
 )
 from evolve.rubric import Criterion
 
@@ -123,5 +124,5 @@ def parse_drift(result: Result) -> DriftCheck:
             data["rationale"] = data["rationale"][:DRIFT_RATIONALE_MAX_CHARS]
         verdict = DriftVerdict.model_validate(data)
     except (ValueError, ValidationError) as exc:
-        return DriftCheck(status="model_failure", error=f"invalid output: {str(exc)[:300]}", **tokens)
+        return DriftCheck(status="model_failure", error=f"invalid output: {validation_problem(exc)}", **tokens)
     return DriftCheck(status="ok", verdict=verdict, **tokens)

@@ -27,7 +27,7 @@ from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
 from evolve.judge import Judge, derive_seed
-from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object
+from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object, validation_problem
 from evolve.rubric import (
     Criterion,
     Rubric,
@@ -369,7 +369,7 @@ class CriterionRun:
             try:
                 reply = MutationReply.model_validate(parse_json_object(res.text))
             except (ValueError, ValidationError) as exc:
-                proposals.append(Proposal(attempt=attempt, parent_id=pid, text=None, note=f"invalid: {str(exc)[:150]}", **tokens))
+                proposals.append(Proposal(attempt=attempt, parent_id=pid, text=None, note=f"invalid: {validation_problem(exc)}", **tokens))
                 continue
             proposals.append(Proposal(attempt=attempt, parent_id=pid, text=reply.guidance, note=reply.analysis, **tokens))
         return proposals

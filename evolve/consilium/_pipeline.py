@@ -77,6 +77,7 @@ from evolve.llm import (
     parse_json_object,
     response_format,
     strip_length_limits,
+    validation_problem,
 )
 
 __all__ = [
@@ -301,11 +302,9 @@ class _Trace:
 
 
 def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:4]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(answer)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "the answer does not match the required JSON fields (" + "; ".join(parts) + ")"
+    """The re-ask's problem: each field and its rule, never the value (a re-ask must not quote
+    the answer's identifiers back; :func:`~evolve.llm.validation_problem`)."""
+    return f"the answer does not match the required JSON fields ({validation_problem(exc, values=False)})"
 
 
 def _json_reply(model: type[BaseModel], text: str, prepare: Callable[[dict], None] | None = None) -> BaseModel:

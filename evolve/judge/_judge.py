@@ -18,6 +18,7 @@ from evolve.llm import (
     fence,
     parse_json_object,
     response_format,
+    validation_problem,
 )
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 
@@ -216,7 +217,7 @@ class Judge:
                 data["rationale"] = data["rationale"][: self.settings.rationale_max_chars]
             verdict: Any = model.model_validate(data)
         except (ValueError, ValidationError) as exc:
-            return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {str(exc)[:200]}", **common)
+            return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {validation_problem(exc)}", **common)
         if verdict.score == NOT_EVALUABLE:
             return JudgeOutcome(outcome="not_evaluable", rationale=verdict.rationale, **common)
         return JudgeOutcome(outcome="score", score=int(verdict.score), rationale=verdict.rationale, **common)

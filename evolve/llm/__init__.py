@@ -24,7 +24,7 @@ from evolve.llm._providers import (
     strip_length_limits,
 )
 from evolve.llm._secrets import REDACTED, url_credentials
-from evolve.llm._structured import fence, parse_json_object, response_format
+from evolve.llm._structured import fence, parse_json_object, response_format, validation_problem
 from evolve.llm._types import MAX_CONTEXT_TOKENS, MAX_OUTPUT_TOKENS, MAX_SEED, CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
@@ -51,4 +51,5 @@ __all__ = [
     "response_format",
     "strip_length_limits",
     "url_credentials",
+    "validation_problem",
 ]

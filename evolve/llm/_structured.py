@@ -10,9 +10,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-__all__ = ["fence", "parse_json_object", "response_format"]
+__all__ = ["fence", "parse_json_object", "response_format", "validation_problem"]
 
 _MARKER = re.compile(r"<<<|>>>")
 
@@ -65,3 +65,75 @@ def parse_json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     return value
+
+
+_TYPE_NAMES = {"int": "an integer", "bool": "a boolean (true or false)", "string": "a string", "float": "a number",
+               "list": "a list", "dict": "an object", "model": "an object"}
+_BOUNDS = {"less_than_equal": ("le", "above the maximum"), "less_than": ("lt", "not below"),
+           "greater_than_equal": ("ge", "below the minimum"), "greater_than": ("gt", "not above")}
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``value`` as JSON (``"false"`` for a string, ``false`` for a boolean), cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _rule(err: Any) -> str:
+    """What one pydantic error says about its value: the value and the rule it breaks."""
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        return "missing"
+    if kind == "extra_forbidden":
+        return f"{_shown(value)} is not a field of the schema"
+    if kind == "literal_error":
+        return f"{_shown(value)} is not one of {ctx.get('expected', '')}".rstrip()
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"{_shown(value)} is {words} {ctx.get(key)}"
+    if kind == "string_too_long":
+        return f"{len(value)} characters, over the limit of {ctx.get('max_length')}"
+    if kind == "string_too_short":
+        return f"{len(value)} characters, under the minimum of {ctx.get('min_length')}"
+    if kind.endswith("_type") and kind.removesuffix("_type") in _TYPE_NAMES:
+        return f"{_shown(value)} is not {_TYPE_NAMES[kind.removesuffix('_type')]}"
+    message = str(err.get("msg", "")).removeprefix("Value error, ")
+    if kind == "value_error" and (repr(value) in message or _shown(value) in message):
+        return message  # the validator's own message names the value
+    return f"{_shown(value)}: {message}"
+
+
+def validation_problem(exc: ValueError, *, values: bool = True, limit: int = 4) -> str:
+    """One line naming what a reply broke: for a pydantic ``ValidationError``, each field (dotted
+    path; ``(answer)`` for the reply as a whole), then its value and the rule, e.g.
+    ``therapy: 0 is not one of -1, 1, 2, 3, 4 or 5``, problems joined by ``"; "``; for any other
+    ``ValueError`` (e.g. :func:`parse_json_object`'s), its message on one line.
+
+    Args:
+        exc: The error of reading a reply (``parse_json_object`` or ``Model.model_validate``).
+        values: Quote the offending values (JSON, at most 40 characters each; a string that is too
+            long or short is given by its length). False gives pydantic's own rule text without
+            any value (for text sent back to a model, which must not quote identifiers).
+        limit: At most this many problems are named; with ``values`` the rest are counted
+            (``+N more``).
+
+    Returns:
+        A single line (with ``values``, runs of whitespace and newlines become one space; a
+        message other than a ``ValidationError``'s is cut to 200 characters).
+    """
+    if not isinstance(exc, ValidationError):
+        return " ".join(str(exc).split())[:200]
+    errors = exc.errors()
+    parts = []
+    for err in errors[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "(answer)"
+        parts.append(f"{where}: {_rule(err) if values else err['msg']}")
+    if not values:  # the consilium's re-ask text, unchanged (it is part of cached requests)
+        return "; ".join(parts)
+    more = len(errors) - limit
+    line = "; ".join(parts) + (f"; +{more} more" if more > 0 else "")
+    return " ".join(line.split())

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from evolve.errors import RunError
 from evolve.judge import prompt_hash
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, parse_json_object
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, parse_json_object, validation_problem
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
 from evolve.otb._config import OtbConfig, Task, read_otb_config
 from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
@@ -199,8 +199,10 @@ def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure, *, limits_sent:
         if not limits_sent:
             _clip_rationale(data, fmt["json_schema"]["schema"])
         return model.model_validate(data).model_dump(), ""
-    except (ValueError, ValidationError) as exc:
-        return None, f"reply does not fit the {rubric} schema ({str(exc).splitlines()[0][:200]})"
+    except ValidationError as exc:  # one line naming each field, its value and the rule
+        return None, f"reply does not fit the {rubric} schema: {validation_problem(exc)}"
+    except ValueError as exc:
+        return None, f"reply is not one JSON object: {validation_problem(exc)}"
 
 
 def _clip_rationale(data: dict, schema: dict) -> None:

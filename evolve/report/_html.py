@@ -23,6 +23,7 @@ figure { margin: 0; flex: 1 1 420px; max-width: 100%; }
 figure.wide { flex-basis: 100%; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e0e0e0; }
 figcaption { font-size: 0.85rem; color: #616161; }
+p.note { flex-basis: 100%; color: #616161; font-style: italic; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.85rem; display: block; overflow-x: auto; }
 th, td { border: 1px solid #e0e0e0; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; }
@@ -48,13 +49,21 @@ def figure_html(draw: Callable[[Axes], object], caption: str, *, size: tuple[flo
 
 def grid_html(draws: Sequence[Callable[[Axes], object]], caption: str, *, cell: tuple[float, float] = (4.5, 3.5),
               columns: int = 3, dpi: int = 100) -> str:
-    """Several panels in one figure (small multiples), ``columns`` to a row."""
+    """Several panels in one figure (small multiples), ``columns`` to a row; with no panel, a
+    note (:func:`note_html`) saying there is nothing to draw, never an empty image."""
+    if not draws:
+        return note_html(f"{caption}: nothing to draw.")
     rows = -(-len(draws) // columns)
     cols = min(columns, len(draws))
     fig = Figure(figsize=(cell[0] * cols, cell[1] * rows), layout="constrained")
     for i, draw in enumerate(draws):
         draw(fig.add_subplot(rows, cols, i + 1))
     return _png_figure(fig, caption, dpi, wide=cols > 1)
+
+
+def note_html(text: str) -> str:
+    """A sentence standing where a figure would be (why there is none)."""
+    return f'<p class="note">{html.escape(text)}</p>'
 
 
 def _png_figure(fig: Figure, caption: str, dpi: int, *, wide: bool) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from evolve.report import _figures as fig
-from evolve.report._html import figure_html, grid_html, page, section, tables
+from evolve.report._html import figure_html, grid_html, note_html, page, section, tables
 
 AGREEMENT_ROWS = (("no-guidance", "no guidance"), ("best-initial", "best initial"), ("training-median", "training median"),
                   ("winner", "winner"), ("ceiling", "physician vs physician"))
@@ -144,20 +144,39 @@ def otb_html(report: Mapping, markdown_text: str) -> str:
     """The HTML page of an OpenTumorBoard run: per task, each model's mean judge score and flag
     rates with case-clustered 95% intervals, then the Markdown tables.
 
+    A model with nothing to draw in a task (no scored item and no malformed answer: e.g. every
+    judge reply failed) gets no row, and the caption names it; a task where no model has
+    anything to draw gets a sentence saying so instead of a figure.
+
     Args:
         report: What :func:`~evolve.report.build_otb_report` returns (``otb_report.json``).
         markdown_text: ``otb_report.md``.
     """
     main = report.get("tables", {}).get("main", [])
-    figures = []
-    for task in sorted({r["task"] for r in main}):
-        rows = [r for r in main if r["task"] == task]
-        panels = [partial(_otb_panel, rows, metric, label, task) for metric, label in OTB_METRICS
-                  if any(r.get(metric) is not None for r in rows)]
-        figures.append(grid_html(panels, f"{task}: each model's mean score and flag rates, case-clustered 95% intervals",
-                                 cell=(4.5, 2.0 + 0.4 * len(rows))))
+    figures = [_otb_task_figure(task, [r for r in main if r["task"] == task]) for task in sorted({r["task"] for r in main})]
     parts = [section("Scores with intervals", figures), tables(markdown_text)]
     return page(f"OpenTumorBoard report: {report.get('run_dir', '')}", parts)
+
+
+def _no_scored_item(row: Mapping) -> str:
+    """``model (no scored item: j judge failures of n items)``."""
+    failures = row.get("judge_failures", 0)
+    return (f"{row['model']} (no scored item: {failures} judge failure{'' if failures == 1 else 's'} of "
+            f"{row.get('items', 0)} item{'' if row.get('items', 0) == 1 else 's'})")
+
+
+def _otb_task_figure(task: str, rows: list[Mapping]) -> str:
+    """One task's panels (mean, then the flag rates that have a value) over the models with a
+    value, or a note when no model has one."""
+    drawn = [r for r in rows if any(r.get(metric) is not None for metric, _ in OTB_METRICS)]
+    empty = "; ".join(_no_scored_item(r) for r in rows if r not in drawn)
+    if not drawn:
+        return note_html(f"{task}: no figure, no model has a scored item - {empty}. Judge failures and their reasons "
+                         "are in judge_scores.jsonl (outcome, error).")
+    panels = [partial(_otb_panel, drawn, metric, label, task) for metric, label in OTB_METRICS
+              if any(r.get(metric) is not None for r in drawn)]
+    caption = f"{task}: each model's mean score and flag rates, case-clustered 95% intervals"
+    return grid_html(panels, caption + (f"; not drawn: {empty}" if empty else ""), cell=(4.5, 2.0 + 0.4 * len(drawn)))
 
 
 def _otb_panel(rows, metric: str, label: str, task: str, ax) -> None:

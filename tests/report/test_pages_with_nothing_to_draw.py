@@ -1,0 +1,60 @@
+"""Report pages built from report dicts with nothing to draw (no row, one row, every value None)
+are written whole: a sentence stands where a figure would be, never an empty image or a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from evolve.report._html import grid_html
+from evolve.report._pages import bench_html, calibration_html, otb_html
+
+
+def _otb_row(task: str, model: str, **values) -> dict:
+    base = {"task": task, "model": model, "items": 2, "scored": 0, "format_failures": 0, "judge_failures": 2,
+            "mean": None, "mean_low": None, "mean_high": None, "critical_error_rate": None, "unsupported_claim_rate": None}
+    return {**base, **values}
+
+
+def test_a_grid_with_no_panel_is_a_note_not_an_empty_image():
+    assert grid_html([], "stop reasons") == '<p class="note">stop reasons: nothing to draw.</p>'
+
+
+def test_an_otb_task_with_no_scored_item_says_so_instead_of_a_figure():
+    page = otb_html({"tables": {"main": [_otb_row("turn", "m<1>")]}}, "| a |\n|---|\n| 1 |\n")
+    assert "<img" not in page and "<table>" in page
+    assert "turn: no figure, no model has a scored item - m&lt;1&gt; (no scored item: 2 judge failures of 2 items)" in page
+
+
+def test_only_the_models_with_a_value_are_drawn_and_the_others_named():
+    rows = [_otb_row("board", "a", scored=2, judge_failures=0, mean=3.0, mean_low=2.0, mean_high=4.0),
+            _otb_row("board", "b", items=1, judge_failures=1)]
+    page = otb_html({"tables": {"main": rows}}, "")
+    assert page.count("<img") == 1
+    assert "not drawn: b (no scored item: 1 judge failure of 1 item)" in page
+
+
+def test_malformed_answers_alone_still_give_a_mean_at_the_floor_and_a_figure():
+    row = _otb_row("board", "a", format_failures=2, judge_failures=0, mean=1.0, mean_low=1.0, mean_high=1.0)
+    assert otb_html({"tables": {"main": [row]}}, "").count("<img") == 1
+
+
+@pytest.mark.parametrize("report", [
+    {},
+    {"criteria": {"c": {}}},
+    {"criteria": {"c": {"candidates": [], "agreement": {"winner": {"validation": {"mae": None}}},
+                        "verdicts": {"best_initial": {"verdict": "better", "estimate": None}},
+                        "confusion": {"matrix": [[0]], "labels": [0]}, "audit": {"initials": []}}}},
+])
+def test_a_calibration_page_with_nothing_to_draw_is_written(report):
+    page = calibration_html(report, "")
+    assert page.startswith("<!DOCTYPE html>") and "Drift audit" in page
+
+
+@pytest.mark.parametrize("report", [
+    {},
+    {"pipelines": [{"model": "m", "condition": "c", "topology": "t", "rounds_completed": 0, "stop_reason": "failure",
+                    "tokens": 0, "quality": None}], "tables": {"table4": []}},
+])
+def test_a_bench_page_with_nothing_to_draw_is_written(report):
+    page = bench_html(report, "")
+    assert page.startswith("<!DOCTYPE html>") and "Quality against tokens" in page
