@@ -27,7 +27,7 @@ from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError
 from evolve.judge import Judge, derive_seed
-from evolve.llm import CallFailure, ChatRequest, Client, parse_json_object, validation_problem
+from evolve.llm import CallFailure, ChatRequest, Client, limits_sent, parse_json_object, validation_problem
 from evolve.rubric import (
     Criterion,
     Rubric,
@@ -914,7 +914,7 @@ def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPl
     pool = ThreadPoolExecutor(max_workers=min(config.parallel_criteria, len(plan.criteria)), thread_name_prefix="criterion")
     interrupted = False
     try:
-        judge = Judge(plan.rubric, plan.protocol, config.judge)
+        judge = Judge(plan.rubric, plan.protocol, config.judge, schema_limits=limits_sent(client))
         for i, c in enumerate(plan.criteria):
             train, val = plan.items[c.criterion_id]
             runs.append(CriterionRun(

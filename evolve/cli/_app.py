@@ -28,6 +28,11 @@ def in_range(low: float, high: float) -> Callable[[Any], Any]:
     return check
 
 
+def count_noun(n: int, noun: str) -> str:
+    """``1 judge call``, ``2 judge calls`` (``noun`` singular; an ``s`` added unless ``n`` is 1)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 MAX_N_BOOT = 100_000
 """Most bootstrap replicates a report command accepts (the default is 2,000)."""
 
@@ -944,16 +949,16 @@ def bench_run(
         _print_split_fallbacks(result.judge)
     _print_bench_report(result.run_dir)
     run = result.run_dir
-    out.print(f"wrote {run}: {result.n_ok} pipeline runs with a record, {result.n_failed} failed "
+    out.print(f"wrote {run}: {count_noun(result.n_ok, 'pipeline run')} with a record, {result.n_failed} failed "
               f"(cases/, journal.jsonl, manifest.json)", highlight=False, soft_wrap=True)
     for key, folder in result.records.items():
         out.print(f"records: {folder}  rating pack: {result.packs[key]}", highlight=False, soft_wrap=True)
     if result.judge is not None:
-        out.print(f"judge scores: {result.judge.path} ({result.judge.rows} calls)", highlight=False, soft_wrap=True)
+        out.print(f"judge scores: {result.judge.path} ({count_noun(result.judge.rows, 'call')})", highlight=False, soft_wrap=True)
     if result.report is not None:
         out.print(f"bench report: {run / BenchFolder.REPORT_MD}", highlight=False, soft_wrap=True)
     if result.n_failed:
-        err.print(f"warning: {result.n_failed} of {result.n_ok + result.n_failed} pipeline runs failed "
+        err.print(f"warning: {result.n_failed} of {count_noun(result.n_ok + result.n_failed, 'pipeline run')} failed "
                   f"(the reasons are above and in {run / 'journal.jsonl'})", highlight=False, soft_wrap=True)
     if result.runs and not result.n_ok:
         raise typer.Exit(code=1)  # nothing was generated: not a success
@@ -997,8 +1002,8 @@ def bench_judge(
     for warning in result.warnings:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
-    out.print(f"wrote {result.path}: {result.rows} judge calls ({counts}; {result.cached} from the cache), "
-              f"{result.skipped_runs} failed pipeline runs not judged", highlight=False, soft_wrap=True)
+    out.print(f"wrote {result.path}: {count_noun(result.rows, 'judge call')} ({counts}; {result.cached} from the cache), "
+              f"{count_noun(result.skipped_runs, 'failed pipeline run')} not judged", highlight=False, soft_wrap=True)
     _print_split_fallbacks(result)
     if result.judge_file is not None:
         out.print(f"judge file: {result.judge_file.path} (sha256 {result.judge_file.sha256[:16]}…, copied to "

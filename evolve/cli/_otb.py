@@ -29,6 +29,7 @@ from evolve.cli._app import (
     _refuse_options_on_resume,
     _RichProgress,
     _run_price,
+    count_noun,
     err,
     in_range,
     out,
@@ -38,18 +39,13 @@ from evolve.errors import EvolveError
 otb_app = typer.Typer(no_args_is_help=True, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 judge failure``, ``2 judge failures``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _print_summary(run_dir: Path, report: dict | None) -> None:
     for r in (report or {}).get("tables", {}).get("main", []):
         mean = (": no scored item of" if r["mean"] is None
                 else f" {r['mean']:.2f} [{r['mean_low']:.2f}, {r['mean_high']:.2f}] over")
         name = "conclusion alignment" if r["task"] == "board" else "clinical equivalence"
-        out.print(f"{r['task']} {r['model']}: {name}{mean} {_count(r['items'], 'item')} ({r['format_failures']} "
-                  f"malformed, {_count(r['judge_failures'], 'judge failure')})", highlight=False, soft_wrap=True)
+        out.print(f"{r['task']} {r['model']}: {name}{mean} {count_noun(r['items'], 'item')} ({r['format_failures']} "
+                  f"malformed, {count_noun(r['judge_failures'], 'judge failure')})", highlight=False, soft_wrap=True)
         if r["judge_failures"] and not r["scored"]:
             err.print(f"warning: {r['task']} {r['model']}: every judge call failed; the reasons are in "
                       f"{run_dir / 'judge_scores.jsonl'} (outcome judge_failure, error)", highlight=False, soft_wrap=True)
@@ -172,8 +168,8 @@ def otb_judge(
     for warning in result.warnings:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     guided = f", guided on {', '.join(sorted(result.guidance))}" if result.guidance else ""
-    out.print(f"{_count(result.calls, 'judge call')} ({result.cached} from the cache, "
-              f"{_count(result.failures, 'judge failure')}{guided})",
+    out.print(f"{count_noun(result.calls, 'judge call')} ({result.cached} from the cache, "
+              f"{count_noun(result.failures, 'judge failure')}{guided})",
               highlight=False, soft_wrap=True)
     _print_summary(run_dir, report)
 

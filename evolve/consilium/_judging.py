@@ -45,6 +45,7 @@ from evolve.consilium._runner import (
 from evolve.data import consilium_targets
 from evolve.errors import ConfigError, RunError
 from evolve.judge import Judge
+from evolve.llm import limits_sent
 from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric, run_prompts_root
 from evolve.runs import (
     BenchFolder,
@@ -359,7 +360,8 @@ def judge_bench(
     if n_repeats < 1:
         raise ConfigError(f"judge repeats must be >= 1, got {n_repeats}; pass --repeats 1 or more.")
     rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
-    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge)
+    limits = config.endpoint.schema_limits if client is None else limits_sent(client)  # what the calls send
+    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge, schema_limits=limits)
     guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
     result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance,
                               free_form_roles=free_form_roles)

@@ -77,6 +77,7 @@ from evolve.llm import (
     parse_json_object,
     response_format,
     strip_length_limits,
+    validate_reply,
     validation_problem,
 )
 
@@ -307,15 +308,13 @@ def _validation_message(exc: ValidationError) -> str:
     return f"the answer does not match the required JSON fields ({validation_problem(exc, values=False)})"
 
 
-def _json_reply(model: type[BaseModel], text: str, prepare: Callable[[dict], None] | None = None) -> BaseModel:
+def _json_reply(model: type[BaseModel], text: str, *, limits: bool = True) -> BaseModel:
     try:
         data = parse_json_object(text)
     except ValueError as exc:
         raise _Invalid(f"the answer is not a single valid JSON object ({str(exc)[:120]})") from exc
-    if prepare is not None:
-        prepare(data)
     try:
-        return model.model_validate(data)
+        return validate_reply(data, model, schema_limits=limits)
     except ValidationError as exc:
         raise _Invalid(_validation_message(exc)) from exc
 
@@ -548,7 +547,7 @@ class ConsiliumPipeline:
                 Message(role="system", content=render("role_assignment.system")),
                 Message(role="user", content=render("role_assignment.user", case=case_block(case))),
             ),
-            parse=functools.partial(_parse_roles, case=case),
+            parse=functools.partial(_parse_roles, case=case, limits=self.settings.schema_limits),
         )
 
     def _role_consolidation_ask(self, case: Case, model: str, proposals: Sequence[str]) -> _Ask[RoleAssignmentReply]:
@@ -561,7 +560,7 @@ class ConsiliumPipeline:
                     proposals=numbered_blocks("PANEL PROPOSAL", [strip_identifiers(p, case) for p in proposals]),
                 )),
             ),
-            parse=functools.partial(_parse_roles, case=case),
+            parse=functools.partial(_parse_roles, case=case, limits=self.settings.schema_limits),
         )
 
     # -- the whole case ------------------------------------------------------------------------
@@ -942,11 +941,13 @@ def _panel_text(reply: RoleAssignmentReply) -> str:
     return "\n".join([*lines, f"Why this panel: {reply.panel_rationale}"])
 
 
-def _parse_roles(text: str, case: Case) -> _Parsed[RoleAssignmentReply]:
+def _parse_roles(text: str, case: Case, *, limits: bool = True) -> _Parsed[RoleAssignmentReply]:
     """The panel, its names and rationales stripped of ``case``'s identifiers (a model may name a
     role after a physician or hospital of the case record, and role names reach every later
-    prompt), then checked: a name left empty or duplicated by stripping is re-asked."""
-    reply: RoleAssignmentReply = _json_reply(RoleAssignmentReply, text, _clip_rationales)  # type: ignore[assignment]
+    prompt), then checked: a name left empty or duplicated by stripping is re-asked. The length
+    limits are read as sent (``limits``: the settings' ``schema_limits``): sent, a rationale
+    over its limit is re-asked, never clipped; not sent, it is read whole."""
+    reply: RoleAssignmentReply = _json_reply(RoleAssignmentReply, text, limits=limits)  # type: ignore[assignment]
     roles = [
         r.model_copy(update={"name": strip_identifiers(r.name, case), "rationale": strip_identifiers(r.rationale, case)})
         for r in reply.roles
@@ -966,22 +967,6 @@ _LIMIT_OF_STAGE = {  # stage -> its output limit in the configuration (generatio
     "opinion_consolidation": "opinion", "synthesis": "consilium", "vote": "consilium", "moderator": "consilium",
     "finalizer": "finalizer",
 }
-
-_SCHEMA = RoleAssignmentReply.model_json_schema()
-_ROLE_RATIONALE_MAX = _SCHEMA["$defs"]["RoleReply"]["properties"]["rationale"]["maxLength"]
-_PANEL_RATIONALE_MAX = _SCHEMA["properties"]["panel_rationale"]["maxLength"]
-
-
-def _clip_rationales(data: dict) -> None:
-    """Clip rationales to the schema's limits (per role and for the panel, characters): an
-    endpoint that ignores ``maxLength`` gets a clipped rationale, not a re-ask."""
-    if isinstance(data.get("panel_rationale"), str):
-        data["panel_rationale"] = data["panel_rationale"][:_PANEL_RATIONALE_MAX]
-    roles = data.get("roles")
-    if isinstance(roles, list):
-        for r in roles:
-            if isinstance(r, dict) and isinstance(r.get("rationale"), str):
-                r["rationale"] = r["rationale"][:_ROLE_RATIONALE_MAX]
 
 
 def _parse_free_form_opinion(text: str) -> _Parsed[_OpinionValue]:

@@ -18,6 +18,7 @@ from evolve.llm import (
     fence,
     parse_json_object,
     response_format,
+    validate_reply,
     validation_problem,
 )
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
@@ -108,12 +109,17 @@ class Judge:
         rubric: The rubric the criteria come from.
         protocol: Fixed protocol text (``judge_prompts/<rubric>/protocol.md``).
         settings: Decoding settings.
+        schema_limits: Whether the endpoint is sent the rationale's ``maxLength`` (the client's
+            :func:`~evolve.llm.limits_sent`). Sent, a longer rationale is a ``model_failure``
+            (never clipped); not sent, it is read whole (the model was never told the limit).
     """
 
-    def __init__(self, rubric: Rubric, protocol: str, settings: JudgeSettings | None = None) -> None:
+    def __init__(self, rubric: Rubric, protocol: str, settings: JudgeSettings | None = None, *,
+                 schema_limits: bool = True) -> None:
         self.rubric = rubric
         self.protocol = protocol.strip()
         self.settings = settings or JudgeSettings()
+        self.schema_limits = schema_limits
         self._formats: dict[str, tuple[type[BaseModel], dict]] = {}
 
     def _format(self, criterion: Criterion) -> tuple[type[BaseModel], dict]:
@@ -191,7 +197,9 @@ class Judge:
         )
 
     def parse(self, request: ChatRequest, result: ChatResponse | CallFailure, criterion: Criterion) -> JudgeOutcome:
-        """Turn a call result into a :class:`JudgeOutcome` (failures -> ``model_failure``)."""
+        """Turn a call result into a :class:`JudgeOutcome` (failures -> ``model_failure``: an
+        endpoint error, a cut reply, or one not fitting the schema sent - with ``schema_limits``
+        a rationale over ``rationale_max_chars`` included)."""
         phash = prompt_hash(request)
         if isinstance(result, CallFailure):
             return JudgeOutcome(outcome="model_failure", rationale=f"endpoint: {result.error}", prompt_hash=phash)
@@ -210,12 +218,9 @@ class Judge:
             )
         model, _ = self._format(criterion)
         try:
-            data = parse_json_object(result.text)
-            # maxLength bounds generation; an endpoint that ignores it gets its rationale clipped,
-            # not a model_failure
-            if isinstance(data.get("rationale"), str):
-                data["rationale"] = data["rationale"][: self.settings.rationale_max_chars]
-            verdict: Any = model.model_validate(data)
+            # the limits sent are the limits read: a longer rationale than the schema sent
+            # allowed is a model_failure, never clipped (evolve.llm.validate_reply)
+            verdict: Any = validate_reply(parse_json_object(result.text), model, schema_limits=self.schema_limits)
         except (ValueError, ValidationError) as exc:
             return JudgeOutcome(outcome="model_failure", rationale=f"invalid output: {validation_problem(exc)}", **common)
         if verdict.score == NOT_EVALUABLE:

@@ -23,6 +23,7 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
+from evolve.llm._schema import limits_sent, validate_reply
 from evolve.llm._secrets import REDACTED, url_credentials
 from evolve.llm._structured import fence, parse_json_object, response_format, validation_problem
 from evolve.llm._types import MAX_CONTEXT_TOKENS, MAX_OUTPUT_TOKENS, MAX_SEED, CallFailure, ChatRequest, ChatResponse, Message, Usage
@@ -46,10 +47,12 @@ __all__ = [
     "Usage",
     "fence",
     "get_provider",
+    "limits_sent",
     "parse_json_object",
     "register_provider",
     "response_format",
     "strip_length_limits",
     "url_credentials",
+    "validate_reply",
     "validation_problem",
 ]

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from evolve.errors import RunError
 from evolve.judge import prompt_hash
-from evolve.llm import CallFailure, ChatRequest, ChatResponse, parse_json_object, validation_problem
+from evolve.llm import CallFailure, ChatRequest, ChatResponse, limits_sent, parse_json_object, validate_reply, validation_problem
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
 from evolve.otb._config import OtbConfig, Task, read_otb_config
 from evolve.otb._prompts import JUDGE_RUBRIC_VERSION, Rubric, judge_messages, judge_schema
@@ -185,40 +185,22 @@ def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure, *, limits_sent:
 
     Args:
         limits_sent: Whether the endpoint was told the rationale's length limit (the
-            endpoint's ``schema_limits``). When it was not, a longer rationale breaks nothing it
-            was asked for: it is clipped to the limit (as the calibration judge does), not a
-            judge failure. Every other field is validated as sent, never coerced.
+            endpoint's ``schema_limits``). Told, a longer rationale is a judge failure (never
+            clipped); not told, it breaks nothing it was asked for and is read whole
+            (:func:`evolve.llm.validate_reply`). Every other field is validated as sent, never
+            coerced.
     """
     if isinstance(res, CallFailure):
         return None, f"endpoint: {res.error}"
     if res.finish_reason != "stop":
         return None, f"reply cut (finish_reason={res.finish_reason}); raise the judge's max_tokens"
-    model, fmt = judge_schema(rubric)
+    model, _ = judge_schema(rubric)
     try:
-        data = parse_json_object(res.text)
-        if not limits_sent:
-            _clip_rationale(data, fmt["json_schema"]["schema"])
-        return model.model_validate(data).model_dump(), ""
+        return validate_reply(parse_json_object(res.text), model, schema_limits=limits_sent).model_dump(), ""
     except ValidationError as exc:  # one line naming each field, its value and the rule
         return None, f"reply does not fit the {rubric} schema: {validation_problem(exc)}"
     except ValueError as exc:
         return None, f"reply is not one JSON object: {validation_problem(exc)}"
-
-
-def _clip_rationale(data: dict, schema: dict) -> None:
-    """Clip the reply's ``rationale`` (top level, or inside its one nested object) to the
-    schema's ``maxLength``, in place."""
-    props = schema.get("properties", {})
-    if "rationale" not in props:  # conclusion_alignment: {"conclusion_alignment": {"score", "rationale"}}
-        (key, ref), = props.items()
-        inner = data.get(key)
-        nested = schema.get("$defs", {}).get(str(ref.get("$ref", "")).rsplit("/", 1)[-1], {})
-        if isinstance(inner, dict):
-            _clip_rationale(inner, nested)
-        return
-    limit = props["rationale"].get("maxLength")
-    if isinstance(data.get("rationale"), str) and isinstance(limit, int):
-        data["rationale"] = data["rationale"][:limit]
 
 
 def _score_row(row: dict, rubric: Rubric, request: ChatRequest, res: Any, reply: dict | None, error: str,
@@ -353,9 +335,10 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         progress.phase("judging", len(plan), key=PROGRESS_KEY, unit="judge calls")
         results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY))
+        told = limits_sent(client)  # the length limits the calls were sent with
     scores = []
     for (row, rubric, request), res in zip(plan, results):
-        reply, error = _read_reply(rubric, res, limits_sent=config.endpoint.schema_limits)
+        reply, error = _read_reply(rubric, res, limits_sent=told)
         scores.append(_score_row(row, rubric, request, res, reply, error, guidance))
     result.failures = sum(s["outcome"] == "judge_failure" for s in scores)
     result.cached = sum(s["cached"] for s in scores)

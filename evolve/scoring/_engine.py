@@ -15,7 +15,7 @@ from evolve.calibrated import CriterionJudge, JudgeFile, JudgeGuidance
 from evolve.data import Target, shorten
 from evolve.errors import ConfigError, PackError
 from evolve.judge import Judge, JudgeSettings, derive_seed
-from evolve.llm import Client
+from evolve.llm import Client, limits_sent
 from evolve.rubric import Criterion
 from evolve.runs import (
     Event,
@@ -176,7 +176,7 @@ def score_targets(
                    targets=len(targets.pack.targets))
     settings: JudgeSettings = judge.judge if model is None else judge.judge.model_copy(update={"model": model})
     bundle = judge.bundle()
-    scorer = Judge(bundle.rubric, bundle.protocol, settings)
+    scorer = Judge(bundle.rubric, bundle.protocol, settings, schema_limits=limits_sent(client))
     jobs = _jobs(judge, targets, chosen, scorer)
     progress = progress or NoProgress()
     progress.phase("judging", len(jobs), key="judge", unit="judge calls")

@@ -84,8 +84,12 @@ def test_outcomes_are_typed_and_failures_never_zero(judge, result, outcome, scor
     assert len(out.prompt_hash) == 16
 
 
-def test_a_rationale_longer_than_the_schema_allows_is_clipped_not_failed(judge):
+def test_a_rationale_longer_than_the_limit_sent_fails_and_one_never_sent_is_read_whole(judge):
+    """The limits sent are the limits read: never clipped (evolve.llm.validate_reply)."""
     crit = judge.rubric.criteria[0]
     req = judge.request(CASE, TARGET, crit, None, seed=1)
-    out = judge.parse(req, ChatResponse(text=json.dumps({"rationale": "x" * 500, "score": "1"})), crit)
-    assert out.outcome == "score" and out.score == 1 and len(out.rationale) == 200
+    long = ChatResponse(text=json.dumps({"rationale": "x" * 500, "score": "1"}))
+    told = judge.parse(req, long, crit)
+    assert told.outcome == "model_failure" and told.score is None and "200" in told.rationale
+    untold = Judge(judge.rubric, judge.protocol, judge.settings, schema_limits=False).parse(req, long, crit)
+    assert untold.outcome == "score" and untold.score == 1 and untold.rationale == "x" * 500

@@ -170,8 +170,10 @@ def test_a_reply_stored_by_an_older_version_outside_the_schema_is_not_replayed(t
 def test_a_long_rationale_is_checked_against_the_schema_as_sent(tmp_path: Path, schema_limits: bool, asked: int) -> None:
     """With the length limits sent, an over-long rationale breaks the schema (not cached); without
     them (``schema_limits`` off) the endpoint was never told the limit, so the reply fits what was
-    sent and is cached - the judge clips the rationale and scores it either way."""
+    sent and is cached. The judge reads the limits sent: a model_failure with them, the whole
+    rationale scored without them (never clipped)."""
     judge, request, crit = _calibration_judge()
+    judge = Judge(judge.rubric, judge.protocol, judge.settings, schema_limits=schema_limits)
     long = json.dumps({"rationale": "x" * 500, "score": "1"})  # rationale_max_chars is 200
     server = LoopbackChatServer(lambda body: long)
     try:
@@ -179,7 +181,10 @@ def test_a_long_rationale_is_checked_against_the_schema_as_sent(tmp_path: Path, 
             provider = OpenAICompatibleProvider(server.base_url, endpoint_id="judge-endpoint", schema_limits=schema_limits)
             with Client(provider, cache=ResponseCache(tmp_path / "c.sqlite")) as client:
                 outcome = judge.parse(request, client.complete(request), crit)
-                assert outcome.outcome == "score" and len(outcome.rationale) == 200
+                if schema_limits:
+                    assert outcome.outcome == "model_failure" and outcome.score is None
+                else:
+                    assert outcome.outcome == "score" and outcome.rationale == "x" * 500
         sent = server.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["rationale"]
         assert ("maxLength" in sent) is schema_limits
         assert len(server.bodies) == asked

@@ -1,5 +1,5 @@
 """An OpenTumorBoard judge rationale longer than its limit: a judge failure when the endpoint was
-told the limit (``schema_limits`` on), clipped when it was not (the schema sent had no limit)."""
+told the limit (``schema_limits`` on), read whole when it was not (the schema sent had no limit)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ BOARD = {"therapy": 5, "surgery": -1, "next_action": 1, "clinical_trial": -1, "r
     ("conclusion_alignment", {"conclusion_alignment": {"score": 3, "rationale": "x" * 1500}},
      ("conclusion_alignment", "rationale")),
 ])
-def test_a_long_rationale_is_clipped_only_when_the_endpoint_was_not_told_the_limit(rubric, reply, path):
+def test_a_long_rationale_fails_only_when_the_endpoint_was_told_the_limit(rubric, reply, path):
     """With ``schema_limits`` off the schema sent has no maxLength: a longer rationale breaks
-    nothing asked for (and the cache keeps it), so it is clipped, not a judge failure; with the
-    limit sent it is outside the schema: a judge failure, never cached."""
+    nothing asked for (and the cache keeps it), so it is read whole, not a judge failure; with
+    the limit sent it is outside the schema: a judge failure, never cached, never clipped."""
     response = ChatResponse(text=json.dumps(reply))
     told, _ = _read_reply(rubric, response)
     untold, error = _read_reply(rubric, response, limits_sent=False)
@@ -31,6 +31,6 @@ def test_a_long_rationale_is_clipped_only_when_the_endpoint_was_not_told_the_lim
     value = untold
     for key in path:
         value = value[key]  # type: ignore[index]
-    assert error == "" and len(value) == (1200 if rubric == "four_decisions" else 1000)
+    assert error == "" and value == "x" * 1500
     bad, why = _read_reply(rubric, ChatResponse(text=json.dumps({**reply, "extra": 1})), limits_sent=False)
     assert bad is None and "does not fit" in why  # every other field still validated as sent
