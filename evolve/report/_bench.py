@@ -953,9 +953,9 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
         RunError, DataError, ValueError: As :func:`build_bench_report`.
     """
     run_dir = Path(run_dir)
-    report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
     folder = BenchFolder(run_dir)
-    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+    with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
+        report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
         folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         markdown = render_bench_markdown(report)
         folder.write(folder.REPORT_MD, markdown)

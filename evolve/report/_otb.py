@@ -244,8 +244,8 @@ def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, 
         RunError: As :func:`build_otb_report`.
     """
     folder = OtbFolder(run_dir)
-    report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
-    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+    with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
+        report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
         folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
         markdown = render_otb_markdown(report)
         folder.write(folder.REPORT_MD, markdown)

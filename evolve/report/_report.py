@@ -944,9 +944,9 @@ def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bo
     gives it one). ``prompts_root``: as for :func:`build_report`.
     """
     run_dir = Path(run_dir)
-    report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
     folder = CalibrationFolder(run_dir)
-    with folder.exclusive():  # built first (a refusal writes nothing); written by one process at a time
+    with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
+        report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
         folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
         markdown = render_markdown(report)
         folder.write(folder.REPORT_MD, markdown)

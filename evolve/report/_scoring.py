@@ -300,9 +300,9 @@ def write_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
         The report dict (see :func:`build_scoring_report`).
     """
     folder = ScoringFolder(run_dir)
-    report = build_scoring_report(folder.path, n_boot=n_boot, seed=seed)
-    md = scoring_markdown(report)
-    with folder.exclusive():  # one process writes a run folder
+    with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
+        report = build_scoring_report(folder.path, n_boot=n_boot, seed=seed)
+        md = scoring_markdown(report)
         folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
         folder.write(folder.REPORT_MD, md)
         if html:

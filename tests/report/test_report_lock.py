@@ -38,3 +38,31 @@ def test_bench_report_is_refused_while_another_process_writes_the_run_and_rebuil
     rebuilt = CliRunner().invoke(app, ["bench", "report", str(run), "--no-html"])
     assert rebuilt.exit_code == 0, rebuilt.output
     assert (run / "bench_report.json").is_file() and not (run / ".lock").exists()
+
+
+_HOLD_CALIBRATION = """
+import sys, time
+from evolve.runs import CalibrationFolder
+with CalibrationFolder(sys.argv[1]).exclusive():
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_report_of_a_run_still_being_written_names_its_writer_not_a_missing_file(tmp_path):
+    """Before (issue 24 new-user check): `evolve report` on a calibration still running read the
+    run first and said "scores.csv: not found ... complete the run with --resume" - advice the
+    lock would then refuse. The lock is now taken before anything is read."""
+    run = tmp_path / "archives" / "running"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}", encoding="utf-8")  # started, nothing scored yet
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_CALIBRATION, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        refused = CliRunner().invoke(app, ["report", str(run), "--no-html"])
+        assert refused.exit_code == 2, refused.output
+        assert f"being written by process {holder.pid} " in refused.output, refused.output
+        assert "not found" not in refused.output and "--resume" not in refused.output.split("process")[0]
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
