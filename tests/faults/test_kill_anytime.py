@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
+from evolve.runs import RunFolder
 from tests.faults.test_fault_injection import FaultyEndpoint
 
 runner = CliRunner()
@@ -44,16 +45,23 @@ def _tables(run: Path) -> dict[str, pd.DataFrame]:
     return {"scores": scores, "candidates": candidates}
 
 
+def _files(run: Path) -> dict[Path, int]:
+    """The run's files and their modification times, without the lock file: a killed holder
+    leaves it behind (it is no lock then), and the next process to take the lock removes it."""
+    if not run.exists():
+        return {}
+    return {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file() and p.name != RunFolder.LOCK}
+
+
 def _one_line_or_report(run: Path) -> None:
     """``evolve report`` reports, or refuses in one line; nothing half-written either way."""
-    before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} if run.exists() else {}
+    before = _files(run)
     result = subprocess.run([*_CLI, "report", str(run)], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     if result.returncode != 0:
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-        after = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} if run.exists() else {}
-        assert after == before  # a refusal writes nothing
+        assert _files(run) == before  # a refusal writes nothing
     for path in run.rglob("*"):
         assert not (path.is_file() and path.stat().st_size == 0 and path.suffix in {".csv", ".json", ".md"}), path
 
