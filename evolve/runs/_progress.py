@@ -105,35 +105,79 @@ def on_call(progress: ProgressHook, key: str) -> Callable[[int, Result], None]:
 
 @dataclass(frozen=True)
 class Price:
-    """What an endpoint charges.
+    """What an endpoint charges, in USD per million tokens.
+
+    A prompt's tokens include those the server served from its prefix cache (OpenAI-style
+    ``usage.prompt_tokens_details.cached_tokens``); those are charged the cached-input price
+    when one is given, else the ordinary input price. Calls sent through a Batch API are
+    charged the batch prices when given, else the interactive ones; their cached tokens are
+    charged the cached-input price too (the cheaper of it and the batch input price).
 
     Attributes:
-        input_usd_per_m: USD per million input (prompt) tokens.
-        output_usd_per_m: USD per million output (completion) tokens.
+        input_usd_per_m: USD per million input (prompt) tokens, >= 0.
+        output_usd_per_m: USD per million output (completion) tokens, >= 0.
+        cached_input_usd_per_m: USD per million input tokens served from the server's prefix
+            cache; None: charged as ordinary input.
+        batch_input_usd_per_m: USD per million input tokens of a batch call; None: the
+            interactive input price.
+        batch_output_usd_per_m: USD per million output tokens of a batch call; None: the
+            interactive output price.
     """
 
     input_usd_per_m: float
     output_usd_per_m: float
+    cached_input_usd_per_m: float | None = None
+    batch_input_usd_per_m: float | None = None
+    batch_output_usd_per_m: float | None = None
 
-    def usd(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """USD for ``prompt_tokens`` input and ``completion_tokens`` output tokens."""
-        return (prompt_tokens * self.input_usd_per_m + completion_tokens * self.output_usd_per_m) / 1e6
+    def usd(self, prompt_tokens: float, completion_tokens: float, *, cached_prompt_tokens: float = 0,
+            batch: bool = False) -> float:
+        """USD for ``prompt_tokens`` input and ``completion_tokens`` output tokens.
+
+        Args:
+            prompt_tokens: Input tokens, the cached ones included.
+            completion_tokens: Output tokens.
+            cached_prompt_tokens: Of ``prompt_tokens``, those served from the server's prefix
+                cache (clipped to ``prompt_tokens``).
+            batch: The tokens were sent through a Batch API.
+        """
+        input_price = self.input_usd_per_m
+        output_price = self.output_usd_per_m
+        if batch:
+            input_price = input_price if self.batch_input_usd_per_m is None else self.batch_input_usd_per_m
+            output_price = output_price if self.batch_output_usd_per_m is None else self.batch_output_usd_per_m
+        cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
+        cached_price = input_price if self.cached_input_usd_per_m is None else min(self.cached_input_usd_per_m, input_price)
+        return ((prompt_tokens - cached) * input_price + cached * cached_price + completion_tokens * output_price) / 1e6
 
 
-def price_of(price_in: float | None, price_out: float | None) -> Price | None:
-    """The price from ``--price-in``/``--price-out`` (USD per million tokens); None when neither is given.
+def price_of(price_in: float | None, price_out: float | None, *, cached_in: float | None = None,
+             batch_in: float | None = None, batch_out: float | None = None) -> Price | None:
+    """The price from ``--price-in``/``--price-out`` (USD per million tokens) and the optional
+    ``--price-cached-in``, ``--price-batch-in``/``--price-batch-out``; None when neither input
+    nor output price is given.
 
     Raises:
-        ConfigError: Only one of them is given, or one is negative.
+        ConfigError: Only one of input and output price is given, a cached or batch price is
+            given without them, only one of the batch prices is given, or a price is negative.
     """
+    extras = {"price_cached_in": cached_in, "price_batch_in": batch_in, "price_batch_out": batch_out}
     if price_in is None and price_out is None:
+        given = [name for name, value in extras.items() if value is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)} needs the ordinary prices too: give --price-in and --price-out "
+                              "(or endpoint.price_in and endpoint.price_out), in USD per million tokens")
         return None
     if price_in is None or price_out is None:
         raise ConfigError("give both prices, input and output (--price-in and --price-out, or endpoint.price_in and "
                           "endpoint.price_out), in USD per million tokens")
-    if price_in < 0 or price_out < 0:
-        raise ConfigError(f"prices cannot be negative (price_in {price_in}, price_out {price_out} USD per million tokens)")
-    return Price(price_in, price_out)
+    if (batch_in is None) != (batch_out is None):
+        raise ConfigError("give both batch prices, input and output (--price-batch-in and --price-batch-out), "
+                          "in USD per million tokens, or neither")
+    for name, value in {"price_in": price_in, "price_out": price_out, **extras}.items():
+        if value is not None and value < 0:
+            raise ConfigError(f"prices cannot be negative ({name} {value} USD per million tokens)")
+    return Price(price_in, price_out, cached_in, batch_in, batch_out)
 
 
 @dataclass
