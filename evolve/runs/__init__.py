@@ -11,6 +11,9 @@ server:
 * :class:`ProgressHook` - how engines report progress (:class:`NoProgress` draws nothing;
   :func:`on_call` feeds it from a client's calls); :class:`CallMeter` - calls, tokens and USD
   of a phase (what a progress line shows, priced by a :class:`Price`);
+* :class:`CallPlan` - what a run would send, phase by phase (:class:`PhasePlan`: calls,
+  prompt and completion tokens as a range), priced and timed before anything is paid
+  (``--plan``); :func:`count_tokens` counts prompts with the server's tokenizer or estimates;
 * :func:`check_resumable`, :func:`check_same_settings` - the one resume check;
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
@@ -62,11 +65,19 @@ from evolve.runs._folder import (
 )
 from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
 from evolve.runs._lock import lock_holder, locks_run, run_lock
+from evolve.runs._plan import CHARS_PER_TOKEN, CallPlan, PhasePlan, count_tokens, estimate_tokens, prompt_text, tokenize_url
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
     "CALL_COUNTS",
+    "CHARS_PER_TOKEN",
+    "CallPlan",
+    "PhasePlan",
+    "count_tokens",
+    "estimate_tokens",
+    "prompt_text",
+    "tokenize_url",
     "JOURNAL_VERSION",
     "REPLAYED_EVENTS",
     "RESUME_EVENTS",

@@ -1,0 +1,359 @@
+"""A run's cost before it is paid: calls, tokens, USD and hours by phase (``--plan``).
+
+A plan counts what a command would send, phase by phase, without sending anything. Where the
+count depends on what the model answers (racing prunes some mutants early, a run may stop at
+the accepted budget) a phase gives a range: ``calls_low`` if every uncertain call is saved,
+``calls_high`` if none is. Prompt tokens come from the requests the command would really send,
+counted by the server's tokenizer when it offers one (llama.cpp and vLLM serve ``POST
+/tokenize`` at the server root) or estimated at a stated number of characters per token.
+Completion tokens are always an estimate (the model decides how long it answers); the plan
+says where the estimate comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evolve.runs._progress import Price
+
+__all__ = [
+    "CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "count_tokens", "estimate_tokens", "has_batch_prices", "prompt_text",
+    "tokenize_url",
+]
+
+CHARS_PER_TOKEN = 3.5
+"""Characters per token of the estimate when no tokenizer answers: English prose with some
+JSON and markup runs at 3-4 characters per token in the BPE vocabularies of current models;
+3.5 errs towards more tokens (a plan should not promise less than it costs)."""
+
+
+class PhasePlan(BaseModel):
+    """The calls of one phase of a run, and their tokens, as a range.
+
+    Attributes:
+        phase: What the phase does (``"initial evaluation"``, ``"evolution (racing)"``, ...).
+        calls_low: Fewest model calls the phase makes (racing: every mutant pruned at the first
+            rung); cache hits of requests repeated within the run are not calls.
+        calls_high: Most model calls (racing: none pruned); ``>= calls_low``.
+        prompt_tokens_low: Input tokens of ``calls_low`` calls.
+        prompt_tokens_high: Input tokens of ``calls_high`` calls.
+        completion_tokens_low: Output tokens of ``calls_low`` calls (an estimate).
+        completion_tokens_high: Output tokens of ``calls_high`` calls (an estimate).
+        batchable: The phase is not interactive (no call waits on another's answer), so
+            ``--batch`` may send it through a provider's Batch API at batch prices.
+        note: One line on how the count was made, or what makes it a range.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    phase: str
+    calls_low: int = Field(ge=0)
+    calls_high: int = Field(ge=0)
+    prompt_tokens_low: int = Field(default=0, ge=0)
+    prompt_tokens_high: int = Field(default=0, ge=0)
+    completion_tokens_low: int = Field(default=0, ge=0)
+    completion_tokens_high: int = Field(default=0, ge=0)
+    batchable: bool = False
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PhasePlan:
+        for name in ("calls", "prompt_tokens", "completion_tokens"):
+            low, high = getattr(self, f"{name}_low"), getattr(self, f"{name}_high")
+            if low > high:
+                raise ValueError(f"phase {self.phase!r}: {name}_low ({low}) exceeds {name}_high ({high})")
+        return self
+
+    @classmethod
+    def of_calls(
+        cls, phase: str, calls_low: int, calls_high: int, *, prompt_tokens_per_call: float,
+        completion_tokens_per_call: float, batchable: bool = False, note: str = "",
+    ) -> PhasePlan:
+        """A phase whose calls all have the same mean size (tokens rounded up).
+
+        Args:
+            phase: The phase's name.
+            calls_low: Fewest calls.
+            calls_high: Most calls.
+            prompt_tokens_per_call: Mean input tokens of one call.
+            completion_tokens_per_call: Mean output tokens of one call.
+            batchable: See :attr:`batchable`.
+            note: See :attr:`note`.
+        """
+        def tokens(calls: int, per_call: float) -> int:
+            return math.ceil(calls * per_call)
+
+        return cls(phase=phase, calls_low=calls_low, calls_high=calls_high,
+                   prompt_tokens_low=tokens(calls_low, prompt_tokens_per_call),
+                   prompt_tokens_high=tokens(calls_high, prompt_tokens_per_call),
+                   completion_tokens_low=tokens(calls_low, completion_tokens_per_call),
+                   completion_tokens_high=tokens(calls_high, completion_tokens_per_call),
+                   batchable=batchable, note=note)
+
+    def usd(self, price: Price, *, batch: bool = False) -> tuple[float, float]:
+        """``(low, high)`` USD of the phase at ``price``.
+
+        Args:
+            price: What the endpoint charges.
+            batch: Price the phase at the batch prices if it is :attr:`batchable` and ``price``
+                has them (``batch_input_usd_per_m``/``batch_output_usd_per_m``); else the
+                interactive prices.
+        """
+        rate_in, rate_out = _rates(price, batch=batch and self.batchable)
+        low = (self.prompt_tokens_low * rate_in + self.completion_tokens_low * rate_out) / 1e6
+        high = (self.prompt_tokens_high * rate_in + self.completion_tokens_high * rate_out) / 1e6
+        return low, high
+
+
+def _rates(price: Price, *, batch: bool) -> tuple[float, float]:
+    """Input and output USD per million tokens: batch prices when asked and known."""
+    if batch:
+        batch_in = getattr(price, "batch_input_usd_per_m", None)
+        batch_out = getattr(price, "batch_output_usd_per_m", None)
+        if batch_in is not None and batch_out is not None:
+            return batch_in, batch_out
+    return price.input_usd_per_m, price.output_usd_per_m
+
+
+def has_batch_prices(price: Price | None) -> bool:
+    """Whether ``price`` carries batch prices."""
+    return (price is not None and getattr(price, "batch_input_usd_per_m", None) is not None
+            and getattr(price, "batch_output_usd_per_m", None) is not None)
+
+
+class CallPlan(BaseModel):
+    """What a command would send, phase by phase, before anything is sent.
+
+    Attributes:
+        command: The command planned (``"evolve calibrate"``, ``"evolve judge"``, ...).
+        phases: Its phases in the order they run.
+        token_source: How prompt tokens were counted: ``"the server's tokenizer (/tokenize)"``
+            or ``"estimate: 3.5 characters per token"``.
+        completion_source: How completion tokens were estimated.
+        notes: Further lines printed under the table (what the plan leaves out, assumptions).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str
+    phases: tuple[PhasePlan, ...]
+    token_source: str
+    completion_source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def totals(self) -> PhasePlan:
+        """All phases added up (``batchable`` when every phase is)."""
+        def add(field: str) -> int:
+            return sum(getattr(p, field) for p in self.phases)
+
+        return PhasePlan(
+            phase="total", calls_low=add("calls_low"), calls_high=add("calls_high"),
+            prompt_tokens_low=add("prompt_tokens_low"), prompt_tokens_high=add("prompt_tokens_high"),
+            completion_tokens_low=add("completion_tokens_low"), completion_tokens_high=add("completion_tokens_high"),
+            batchable=bool(self.phases) and all(p.batchable for p in self.phases),
+        )
+
+    def usd(self, price: Price, *, batch: bool = False) -> tuple[float, float]:
+        """``(low, high)`` USD of the whole plan; with ``batch`` the batchable phases at batch
+        prices (when ``price`` has them), the others at interactive prices."""
+        spans = [p.usd(price, batch=batch) for p in self.phases]
+        return sum(s[0] for s in spans), sum(s[1] for s in spans)
+
+    def hours(self, calls_per_hour: float) -> tuple[float, float]:
+        """``(low, high)`` hours at ``calls_per_hour`` calls per hour (> 0).
+
+        Raises:
+            ValueError: ``calls_per_hour`` is not positive.
+        """
+        if not calls_per_hour > 0:
+            raise ValueError(f"calls per hour must be positive, not {calls_per_hour}")
+        total = self.totals()
+        return total.calls_low / calls_per_hour, total.calls_high / calls_per_hour
+
+    def render(self, price: Price | None = None, calls_per_hour: float | None = None, *,
+               throughput_source: str = "") -> str:
+        """The plan as a plain-text table, with totals, USD and hours.
+
+        Args:
+            price: Prices the USD column and lines; None: no money shown (and a line saying how
+                to get it).
+            calls_per_hour: Throughput for the hours line; None: a line saying how to give it.
+            throughput_source: Where ``calls_per_hour`` comes from (e.g. ``"--calls-per-hour"``).
+
+        Returns:
+            Lines joined by newlines, ending without one.
+        """
+        rows = [(p, p.usd(price) if price else None) for p in self.phases]
+        total = self.totals()
+        header = ["phase", "calls", "prompt tokens", "completion tokens"] + (["USD"] if price else []) + ["batch"]
+        table = [header]
+        for phase, usd in [*rows, (total, self.usd(price) if price else None)]:
+            line = [phase.phase, _span(phase.calls_low, phase.calls_high),
+                    _span(phase.prompt_tokens_low, phase.prompt_tokens_high),
+                    _span(phase.completion_tokens_low, phase.completion_tokens_high)]
+            if usd is not None:
+                line.append(_usd_span(*usd))
+            line.append("" if phase is total else ("yes" if phase.batchable else "no"))
+            table.append(line)
+        lines = [f"Plan of {self.command} (no call made)", *_columns(table)]
+        lines += self._notes(price, calls_per_hour, throughput_source)
+        return "\n".join(lines)
+
+    def _notes(self, price: Price | None, calls_per_hour: float | None, throughput_source: str) -> list[str]:
+        lines = [""]
+        for p in self.phases:
+            if p.note:
+                lines.append(f"  {p.phase}: {p.note}")
+        lines.append(f"Prompt tokens: {self.token_source}.")
+        if self.completion_source:
+            lines.append(f"Completion tokens: {self.completion_source}.")
+        lines += list(self.notes)
+        lines.append(self._money_line(price))
+        lines.append(self._hours_line(calls_per_hour, throughput_source))
+        return lines
+
+    def _money_line(self, price: Price | None) -> str:
+        if price is None:
+            return "USD: give --price-in and --price-out (USD per million input and output tokens) to price the plan."
+        low, high = self.usd(price)
+        text = (f"USD at {price.input_usd_per_m:g}/{price.output_usd_per_m:g} per million input/output tokens: "
+                f"{_usd_span(low, high)}")
+        if has_batch_prices(price):
+            b_low, b_high = self.usd(price, batch=True)
+            text += f"; with --batch (batchable phases at batch prices): {_usd_span(b_low, b_high)}"
+        cached = getattr(price, "cached_input_usd_per_m", None)
+        if cached is not None:
+            text += (f". Prompt tokens the endpoint serves from its prefix cache cost {cached:g} per million instead; "
+                     "the plan counts every prompt token at the full price (an upper bound)")
+        return text + "."
+
+    def _hours_line(self, calls_per_hour: float | None, source: str) -> str:
+        if calls_per_hour is None:
+            return ("Hours: give --calls-per-hour (calls the endpoint answers per hour at this concurrency), or plan "
+                    "with --resume RUN to use the throughput that run measured.")
+        low, high = self.hours(calls_per_hour)
+        where = f" ({source})" if source else ""
+        return f"Hours at {calls_per_hour:,.0f} calls per hour{where}: {_hours_span(low, high)}."
+
+
+def _span(low: int, high: int) -> str:
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+
+def _usd_span(low: float, high: float) -> str:
+    return f"${low:,.2f}" if round(low, 2) == round(high, 2) else f"${low:,.2f}-${high:,.2f}"
+
+
+def _hours_span(low: float, high: float) -> str:
+    return f"{low:,.1f} h" if round(low, 1) == round(high, 1) else f"{low:,.1f}-{high:,.1f} h"
+
+
+def _columns(table: list[list[str]]) -> list[str]:
+    """Rows of cells aligned in columns (first column left, the others right)."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    out = []
+    for row in table:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True)]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def estimate_tokens(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    """Tokens of ``text`` at ``chars_per_token`` characters per token (rounded up, >= 1 for
+    a non-empty text)."""
+    return math.ceil(len(text) / chars_per_token)
+
+
+def tokenize_url(base_url: str) -> str:
+    """The tokenizer route of an OpenAI-compatible server: ``POST /tokenize`` at the server root
+    (the base URL without its ``/v1``), where llama.cpp's server and vLLM serve it."""
+    root = base_url.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[: -len("/v1")]
+    return f"{root}/tokenize"
+
+
+def count_tokens(
+    texts: Sequence[str], *, base_url: str | None = None, model: str | None = None,
+    headers: dict[str, str] | None = None, chars_per_token: float = CHARS_PER_TOKEN, timeout_s: float = 10.0,
+) -> tuple[list[int], str]:
+    """Tokens of each text: the server's tokenizer when it has one, else an estimate.
+
+    The tokenizer is tried once, on the first text; if it fails (no route, an error status, an
+    unreadable answer, no server) every text is estimated. Tokenizing sends no completion
+    request and costs nothing at the providers that offer it.
+
+    Args:
+        texts: The prompts (a request's messages joined, as the server would see them).
+        base_url: The endpoint's base URL (ending in ``/v1``); None: estimate.
+        model: Model id sent with the tokenize request (vLLM wants it; llama.cpp ignores it).
+        headers: Extra headers (e.g. ``Authorization``).
+        chars_per_token: Characters per token of the estimate.
+        timeout_s: Timeout of one tokenize request, seconds.
+
+    Returns:
+        ``(tokens, source)``: one count per text, and how they were counted
+        (``"the server's tokenizer (POST .../tokenize)"`` or ``"estimate: 3.5 characters per token"``).
+    """
+    estimate = f"estimate: {chars_per_token:g} characters per token"
+    if base_url is None or not texts:
+        return [estimate_tokens(t, chars_per_token) for t in texts], estimate
+    url = tokenize_url(base_url)
+    counts: list[int] = []
+    for text in texts:
+        n = _tokenize(url, text, model=model, headers=headers or {}, timeout_s=timeout_s)
+        if n is None:
+            if counts:  # the tokenizer answered before: an estimate for the rest would mix sources
+                n = estimate_tokens(text, chars_per_token)
+            else:
+                return [estimate_tokens(t, chars_per_token) for t in texts], f"{estimate} ({url} did not answer)"
+        counts.append(n)
+    return counts, f"the server's tokenizer (POST {url})"
+
+
+def _tokenize(url: str, text: str, *, model: str | None, headers: dict[str, str], timeout_s: float) -> int | None:
+    """Tokens of ``text`` by the server at ``url``, or None when it does not answer with them."""
+    body: dict[str, Any] = {"content": text, "add_special": False}
+    if model:
+        body["model"] = model
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - the user's endpoint
+            payload = json.loads(answer.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return _token_count(payload)
+
+
+def _token_count(payload: Any) -> int | None:
+    """The count in a tokenize answer: llama.cpp's ``{"tokens": [...]}``, vLLM's ``{"count": n,
+    "tokens": [...]}``; None for anything else."""
+    if not isinstance(payload, dict):
+        return None
+    count = payload.get("count")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    tokens = payload.get("tokens")
+    if isinstance(tokens, list):
+        return len(tokens)
+    return None
+
+
+def prompt_text(messages: Iterable[Any]) -> str:
+    """The text of a request's messages, joined as a tokenizer would see them (roles and
+    contents; a chat template adds a few tokens per message that this leaves out)."""
+    parts = []
+    for m in messages:
+        role = getattr(m, "role", None) or (m.get("role") if isinstance(m, dict) else "")
+        content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
+        parts.append(f"{role}\n{content or ''}")
+    return "\n".join(parts)
