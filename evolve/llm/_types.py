@@ -43,6 +43,10 @@ class ChatRequest(BaseModel):
         max_tokens: Output limit, tokens, 1..:data:`MAX_OUTPUT_TOKENS`.
         response_format: OpenAI ``response_format`` (e.g. a ``json_schema``), or None.
         tag: Free label for accounting (``judge``, ``mutation`` ...); part of the cache key.
+        affinity: Routing key for several replicas (:class:`~evolve.llm.RoutingProvider`):
+            calls with the same key go to the same replica, so its prefix cache stays warm
+            (the judges pass the case and target). Not sent, and NOT part of the cache key:
+            where a call went never changes its answer. ``""``: routed by the shared prefix.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -55,15 +59,18 @@ class ChatRequest(BaseModel):
     max_tokens: int = Field(default=1024, ge=1, le=MAX_OUTPUT_TOKENS)
     response_format: dict[str, Any] | None = None
     tag: str = ""
+    affinity: str = ""
 
     def cache_key(self, endpoint: str) -> str:
         """SHA-256 of the canonical JSON of this request plus the endpoint identity.
 
+        ``affinity`` is left out: it says where a call goes, not what it asks.
+
         Args:
-            endpoint: Identity of the serving endpoint (base URL or provider name).
+            endpoint: Identity of the serving endpoint (base URL, provider name or replica group).
         """
         payload = json.dumps(
-            {"endpoint": endpoint, "request": self.model_dump(mode="json")},
+            {"endpoint": endpoint, "request": self.model_dump(mode="json", exclude={"affinity"})},
             sort_keys=True,
             ensure_ascii=False,
             separators=(",", ":"),
@@ -85,6 +92,8 @@ class ChatResponse(BaseModel):
         cached_prompt_tokens: Prompt tokens the server served from its prefix cache.
         latency_s: Wall time of the HTTP call in seconds (0 when served from our cache).
         cached: True when served from the local response cache (no call made).
+        endpoint: The replica that answered (its URL), set by
+            :class:`~evolve.llm.RoutingProvider`; ``""`` with a single endpoint.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,6 +106,7 @@ class ChatResponse(BaseModel):
     cached_prompt_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    endpoint: str = ""
 
 
 class CallFailure(BaseModel):
@@ -118,6 +128,12 @@ class Usage(BaseModel):
         failures: Calls that failed after retries.
         prompt_tokens: Sum over endpoint calls and cache hits (the cost the run represents).
         completion_tokens: Same, output side.
+        billed_prompt_tokens: Prompt tokens of endpoint calls only (what was paid; cache hits
+            cost nothing), the server's prefix-cached ones included.
+        billed_completion_tokens: Completion tokens of endpoint calls only.
+        cached_prompt_tokens: Of ``billed_prompt_tokens``, those the server served from its
+            prefix cache (``usage.prompt_tokens_details.cached_tokens``; 0 where the endpoint
+            does not report them), priced at the cached-input price when one is given.
     """
 
     calls: int = 0
@@ -126,6 +142,9 @@ class Usage(BaseModel):
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    billed_prompt_tokens: int = 0
+    billed_completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
 
     def add(self, response: ChatResponse) -> None:
         """Count one response."""
@@ -133,6 +152,9 @@ class Usage(BaseModel):
             self.cache_hits += 1
         else:
             self.calls += 1
+            self.billed_prompt_tokens += response.prompt_tokens
+            self.billed_completion_tokens += response.completion_tokens
+            self.cached_prompt_tokens += response.cached_prompt_tokens
         self.prompt_tokens += response.prompt_tokens
         self.completion_tokens += response.completion_tokens
 

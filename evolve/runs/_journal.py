@@ -15,9 +15,11 @@ __all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS",
 
 JOURNAL_VERSION = 1
 
-CALL_COUNTS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens")
+CALL_COUNTS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens",
+               "billed_prompt_tokens", "billed_completion_tokens", "cached_prompt_tokens")
 """The order of the numbers of a ``calls`` event (one list per tag): the fields of
-:class:`evolve.llm.Usage`."""
+:class:`evolve.llm.Usage`. New counts are only ever appended: an older journal's shorter
+lists read as the first counts (the later ones absent, i.e. 0)."""
 
 
 class Event(str, Enum):
