@@ -46,6 +46,9 @@ class PhasePlan(BaseModel):
         prompt_tokens_high: Input tokens of ``calls_high`` calls.
         completion_tokens_low: Output tokens of ``calls_low`` calls (an estimate).
         completion_tokens_high: Output tokens of ``calls_high`` calls (an estimate).
+        cached_prompt_tokens_low: Of ``prompt_tokens_low``, those a warm prefix cache can serve
+            (the part of each prompt an earlier call of the run already sent); 0 when not known.
+        cached_prompt_tokens_high: The same of ``prompt_tokens_high``.
         batchable: The phase is not interactive (no call waits on another's answer), so
             ``--batch`` may send it through a provider's Batch API at batch prices.
         note: One line on how the count was made, or what makes it a range.
@@ -60,21 +63,26 @@ class PhasePlan(BaseModel):
     prompt_tokens_high: int = Field(default=0, ge=0)
     completion_tokens_low: int = Field(default=0, ge=0)
     completion_tokens_high: int = Field(default=0, ge=0)
+    cached_prompt_tokens_low: int = Field(default=0, ge=0)
+    cached_prompt_tokens_high: int = Field(default=0, ge=0)
     batchable: bool = False
     note: str = ""
 
     @model_validator(mode="after")
     def _ordered(self) -> PhasePlan:
-        for name in ("calls", "prompt_tokens", "completion_tokens"):
+        for name in ("calls", "prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
             low, high = getattr(self, f"{name}_low"), getattr(self, f"{name}_high")
             if low > high:
                 raise ValueError(f"phase {self.phase!r}: {name}_low ({low}) exceeds {name}_high ({high})")
+        if self.cached_prompt_tokens_high > self.prompt_tokens_high or self.cached_prompt_tokens_low > self.prompt_tokens_low:
+            raise ValueError(f"phase {self.phase!r}: more cached prompt tokens than prompt tokens")
         return self
 
     @classmethod
     def of_calls(
         cls, phase: str, calls_low: int, calls_high: int, *, prompt_tokens_per_call: float,
-        completion_tokens_per_call: float, batchable: bool = False, note: str = "",
+        completion_tokens_per_call: float | tuple[float, float], cached_share: float = 0.0,
+        batchable: bool = False, note: str = "",
     ) -> PhasePlan:
         """A phase whose calls all have the same mean size (tokens rounded up).
 
@@ -83,49 +91,51 @@ class PhasePlan(BaseModel):
             calls_low: Fewest calls.
             calls_high: Most calls.
             prompt_tokens_per_call: Mean input tokens of one call.
-            completion_tokens_per_call: Mean output tokens of one call.
+            completion_tokens_per_call: Mean output tokens of one call, or ``(low, high)`` per
+                call (the low end goes with ``calls_low``, the high end with ``calls_high``).
+            cached_share: Fraction (0..1) of the prompt tokens a warm prefix cache can serve.
             batchable: See :attr:`batchable`.
             note: See :attr:`note`.
-        """
-        def tokens(calls: int, per_call: float) -> int:
-            return math.ceil(calls * per_call)
 
+        Raises:
+            ValueError: A count is negative, a low end exceeds its high end, or
+                ``cached_share`` is outside 0..1.
+        """
+        if not 0.0 <= cached_share <= 1.0:
+            raise ValueError(f"cached_share must be within 0..1, not {cached_share}")
+        done_low, done_high = (completion_tokens_per_call if isinstance(completion_tokens_per_call, tuple)
+                               else (completion_tokens_per_call, completion_tokens_per_call))
+        prompt_low = math.ceil(calls_low * prompt_tokens_per_call)
+        prompt_high = math.ceil(calls_high * prompt_tokens_per_call)
         return cls(phase=phase, calls_low=calls_low, calls_high=calls_high,
-                   prompt_tokens_low=tokens(calls_low, prompt_tokens_per_call),
-                   prompt_tokens_high=tokens(calls_high, prompt_tokens_per_call),
-                   completion_tokens_low=tokens(calls_low, completion_tokens_per_call),
-                   completion_tokens_high=tokens(calls_high, completion_tokens_per_call),
+                   prompt_tokens_low=prompt_low, prompt_tokens_high=prompt_high,
+                   completion_tokens_low=math.ceil(calls_low * done_low),
+                   completion_tokens_high=math.ceil(calls_high * done_high),
+                   cached_prompt_tokens_low=math.floor(prompt_low * cached_share),
+                   cached_prompt_tokens_high=math.floor(prompt_high * cached_share),
                    batchable=batchable, note=note)
 
-    def usd(self, price: Price, *, batch: bool = False) -> tuple[float, float]:
+    def usd(self, price: Price, *, batch: bool = False, cached: bool = False) -> tuple[float, float]:
         """``(low, high)`` USD of the phase at ``price``.
 
         Args:
             price: What the endpoint charges.
-            batch: Price the phase at the batch prices if it is :attr:`batchable` and ``price``
-                has them (``batch_input_usd_per_m``/``batch_output_usd_per_m``); else the
-                interactive prices.
+            batch: Price the phase at the batch prices (``Price.batch_*``, each falling back on
+                the interactive price) if it is :attr:`batchable`; else the interactive prices.
+            cached: Charge :attr:`cached_prompt_tokens_low`/``_high`` at the cached-input price
+                (``Price.cached_input_usd_per_m``; the input price when None).
         """
-        rate_in, rate_out = _rates(price, batch=batch and self.batchable)
-        low = (self.prompt_tokens_low * rate_in + self.completion_tokens_low * rate_out) / 1e6
-        high = (self.prompt_tokens_high * rate_in + self.completion_tokens_high * rate_out) / 1e6
+        batch = batch and self.batchable
+        low = price.usd(self.prompt_tokens_low, self.completion_tokens_low, batch=batch,
+                        cached_prompt_tokens=self.cached_prompt_tokens_low if cached else 0)
+        high = price.usd(self.prompt_tokens_high, self.completion_tokens_high, batch=batch,
+                         cached_prompt_tokens=self.cached_prompt_tokens_high if cached else 0)
         return low, high
 
 
-def _rates(price: Price, *, batch: bool) -> tuple[float, float]:
-    """Input and output USD per million tokens: batch prices when asked and known."""
-    if batch:
-        batch_in = getattr(price, "batch_input_usd_per_m", None)
-        batch_out = getattr(price, "batch_output_usd_per_m", None)
-        if batch_in is not None and batch_out is not None:
-            return batch_in, batch_out
-    return price.input_usd_per_m, price.output_usd_per_m
-
-
 def has_batch_prices(price: Price | None) -> bool:
-    """Whether ``price`` carries batch prices."""
-    return (price is not None and getattr(price, "batch_input_usd_per_m", None) is not None
-            and getattr(price, "batch_output_usd_per_m", None) is not None)
+    """Whether ``price`` carries a batch price."""
+    return price is not None and (price.batch_input_usd_per_m is not None or price.batch_output_usd_per_m is not None)
 
 
 class CallPlan(BaseModel):
@@ -157,13 +167,16 @@ class CallPlan(BaseModel):
             phase="total", calls_low=add("calls_low"), calls_high=add("calls_high"),
             prompt_tokens_low=add("prompt_tokens_low"), prompt_tokens_high=add("prompt_tokens_high"),
             completion_tokens_low=add("completion_tokens_low"), completion_tokens_high=add("completion_tokens_high"),
+            cached_prompt_tokens_low=add("cached_prompt_tokens_low"),
+            cached_prompt_tokens_high=add("cached_prompt_tokens_high"),
             batchable=bool(self.phases) and all(p.batchable for p in self.phases),
         )
 
-    def usd(self, price: Price, *, batch: bool = False) -> tuple[float, float]:
-        """``(low, high)`` USD of the whole plan; with ``batch`` the batchable phases at batch
-        prices (when ``price`` has them), the others at interactive prices."""
-        spans = [p.usd(price, batch=batch) for p in self.phases]
+    def usd(self, price: Price, *, batch: bool = False, cached: bool = False) -> tuple[float, float]:
+        """``(low, high)`` USD of the whole plan (see :meth:`PhasePlan.usd`): with ``batch`` the
+        batchable phases at batch prices, the others at interactive prices; with ``cached`` the
+        prompt tokens a warm prefix cache can serve at the cached-input price."""
+        spans = [p.usd(price, batch=batch, cached=cached) for p in self.phases]
         return sum(s[0] for s in spans), sum(s[1] for s in spans)
 
     def hours(self, calls_per_hour: float) -> tuple[float, float]:
@@ -223,15 +236,16 @@ class CallPlan(BaseModel):
         if price is None:
             return "USD: give --price-in and --price-out (USD per million input and output tokens) to price the plan."
         low, high = self.usd(price)
-        text = (f"USD at {price.input_usd_per_m:g}/{price.output_usd_per_m:g} per million input/output tokens: "
-                f"{_usd_span(low, high)}")
+        text = (f"USD at {price.input_usd_per_m:g}/{price.output_usd_per_m:g} per million input/output tokens, "
+                f"every prompt token at the full price: {_usd_span(low, high)}")
+        cached = price.cached_input_usd_per_m is not None and self.totals().cached_prompt_tokens_high > 0
+        if cached:
+            c_low, c_high = self.usd(price, cached=True)
+            text += (f"; with a warm prefix cache serving the prompt prefixes the run repeats at "
+                     f"{price.cached_input_usd_per_m:g} per million (--price-cached-in): {_usd_span(c_low, c_high)}")
         if has_batch_prices(price):
-            b_low, b_high = self.usd(price, batch=True)
+            b_low, b_high = self.usd(price, batch=True, cached=cached)
             text += f"; with --batch (batchable phases at batch prices): {_usd_span(b_low, b_high)}"
-        cached = getattr(price, "cached_input_usd_per_m", None)
-        if cached is not None:
-            text += (f". Prompt tokens the endpoint serves from its prefix cache cost {cached:g} per million instead; "
-                     "the plan counts every prompt token at the full price (an upper bound)")
         return text + "."
 
     def _hours_line(self, calls_per_hour: float | None, source: str) -> str:
@@ -280,42 +294,58 @@ def tokenize_url(base_url: str) -> str:
     return f"{root}/tokenize"
 
 
+TOKENIZE_SAMPLE = 64
+"""Prompts sent to a server's tokenizer per plan at most; the others are counted at the
+characters per token measured on them (a paper-scale plan has 10^4-10^5 prompts)."""
+
+
 def count_tokens(
     texts: Sequence[str], *, base_url: str | None = None, model: str | None = None,
     headers: dict[str, str] | None = None, chars_per_token: float = CHARS_PER_TOKEN, timeout_s: float = 10.0,
+    sample: int = TOKENIZE_SAMPLE,
 ) -> tuple[list[int], str]:
     """Tokens of each text: the server's tokenizer when it has one, else an estimate.
 
-    The tokenizer is tried once, on the first text; if it fails (no route, an error status, an
-    unreadable answer, no server) every text is estimated. Tokenizing sends no completion
-    request and costs nothing at the providers that offer it.
+    The tokenizer is tried on the first text; if that fails (no route, an error status, an
+    unreadable answer, no server) every text is estimated at ``chars_per_token``. When it
+    answers, up to ``sample`` texts (evenly spread) are tokenized exactly and the others are
+    counted at the characters per token measured on those. Tokenizing sends no completion
+    request and costs nothing.
 
     Args:
-        texts: The prompts (a request's messages joined, as the server would see them).
-        base_url: The endpoint's base URL (ending in ``/v1``); None: estimate.
+        texts: The prompts (a request's messages joined, :func:`prompt_text`).
+        base_url: The endpoint's base URL (ending in ``/v1``); None: estimate (the embedded
+            endpoint is never started for a plan).
         model: Model id sent with the tokenize request (vLLM wants it; llama.cpp ignores it).
         headers: Extra headers (e.g. ``Authorization``).
-        chars_per_token: Characters per token of the estimate.
+        chars_per_token: Characters per token of the estimate, > 0.
         timeout_s: Timeout of one tokenize request, seconds.
+        sample: Most texts tokenized by the server (>= 1).
 
     Returns:
-        ``(tokens, source)``: one count per text, and how they were counted
-        (``"the server's tokenizer (POST .../tokenize)"`` or ``"estimate: 3.5 characters per token"``).
+        ``(tokens, source)``: one count per text, and one clause saying how they were counted
+        (``"the server's tokenizer (POST .../tokenize)"``, ``"estimate: 3.5 characters per token"``).
     """
     estimate = f"estimate: {chars_per_token:g} characters per token"
     if base_url is None or not texts:
         return [estimate_tokens(t, chars_per_token) for t in texts], estimate
     url = tokenize_url(base_url)
-    counts: list[int] = []
-    for text in texts:
-        n = _tokenize(url, text, model=model, headers=headers or {}, timeout_s=timeout_s)
-        if n is None:
-            if counts:  # the tokenizer answered before: an estimate for the rest would mix sources
-                n = estimate_tokens(text, chars_per_token)
-            else:
-                return [estimate_tokens(t, chars_per_token) for t in texts], f"{estimate} ({url} did not answer)"
-        counts.append(n)
-    return counts, f"the server's tokenizer (POST {url})"
+    chosen = sorted({round(i * (len(texts) - 1) / max(1, sample - 1)) for i in range(min(sample, len(texts)))})
+    exact: dict[int, int] = {}
+    for i in chosen:
+        n = _tokenize(url, texts[i], model=model, headers=headers or {}, timeout_s=timeout_s)
+        if n is None and not exact:
+            return ([estimate_tokens(t, chars_per_token) for t in texts],
+                    f"{estimate} (the server's tokenizer, POST {url}, did not answer)")
+        if n is not None:
+            exact[i] = n
+    if len(exact) == len(texts):
+        return [exact[i] for i in range(len(texts))], f"the server's tokenizer (POST {url})"
+    measured = sum(len(texts[i]) for i in exact) / max(1, sum(exact.values()))
+    measured = measured if measured > 0 else chars_per_token
+    counts = [exact[i] if i in exact else estimate_tokens(t, measured) for i, t in enumerate(texts)]
+    return counts, (f"the server's tokenizer (POST {url}) on {len(exact)} of {len(texts):,} prompts, "
+                    f"{measured:.2f} characters per token applied to the others")
 
 
 def _tokenize(url: str, text: str, *, model: str | None, headers: dict[str, str], timeout_s: float) -> int | None:
