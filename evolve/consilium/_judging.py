@@ -83,7 +83,7 @@ NO_GUIDANCE = "none"
 JUDGE_SCORE_COLUMNS: list[str] = [
     "case_id", "model", "condition", "topology", "component", "role", "criterion", "number", "repeat", "seed",
     "outcome", "score", "guidance_id", "rubric_version", "prompt_hash", "prompt_tokens", "completion_tokens",
-    "cached", "rationale",
+    "cached", "rationale", "cached_prompt_tokens",
 ]
 """Columns of ``judge_scores.csv``, in order (the contract the bench report reads).
 
@@ -239,7 +239,8 @@ def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHo
         out = judge.parse(request, res, crit)
         rows.append({**row, "outcome": out.outcome, "score": out.score, "prompt_hash": out.prompt_hash,
                      "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-                     "cached": out.cached, "rationale": out.rationale})
+                     "cached": out.cached, "rationale": out.rationale,
+                     "cached_prompt_tokens": out.cached_prompt_tokens})
     return rows
 
 

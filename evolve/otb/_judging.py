@@ -212,6 +212,7 @@ def _score_row(row: dict, rubric: Rubric, request: ChatRequest, res: Any, reply:
         "guided": rubric in guidance, "prompt_hash": prompt_hash(request),
         "prompt_tokens": getattr(res, "prompt_tokens", 0), "completion_tokens": getattr(res, "completion_tokens", 0),
         "cached": bool(getattr(res, "cached", False)),
+        "cached_prompt_tokens": getattr(res, "cached_prompt_tokens", 0),
     }
     if reply is not None:
         if rubric == "conclusion_alignment":

@@ -59,7 +59,10 @@ case file (final-report quality paired by case); anything else is refused.
 All reports end with **calls and tokens** (:func:`usage_report`): every model call of every
 process that worked on the run - retries, failures, cache hits, the audit's and the mutation
 LLM's calls included - summed from the journal (each paid call is journaled as it finishes, so
-a killed process loses none; calls it had sent and never saw answered are counted as in flight).
+a killed process loses none; calls it had sent and never saw answered are counted as in flight)
+- and the share of the prompt tokens sent that the server served from its prefix cache
+(:func:`prefix_cached_share`, from ``cached_prompt_tokens`` per call in the scores file) where the
+endpoint reports it.
 Reports are built from the run's files first and then written under the run folder's lock
 (:meth:`evolve.runs.RunFolder.exclusive`): a report rebuilt while another process writes the run
 is refused, having written nothing.
@@ -109,7 +112,7 @@ from evolve.report._report import (
     write_report,
 )
 from evolve.report._scoring import build_scoring_report, scoring_html, scoring_markdown, write_scoring_report
-from evolve.report._usage import render_usage, usage_report
+from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -145,10 +148,12 @@ __all__ = [
     "harmonise_role",
     "otb_html",
     "load_bench_run",
+    "prefix_cached_share",
     "render_bench_markdown",
     "render_comparison_markdown",
     "render_markdown",
     "render_otb_markdown",
+    "render_prefix_share",
     "render_usage",
     "scoring_html",
     "scoring_markdown",

@@ -78,7 +78,7 @@ from evolve.report._bench_cohort import (
 )
 from evolve.report._pages import bench_html
 from evolve.report._report import format_interval
-from evolve.report._usage import render_usage, usage_report
+from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import BenchFolder
 from evolve.stats import ClusterMeans, Interval
 
@@ -108,7 +108,7 @@ ALL = "all"
 JUDGE_SCORE_COLUMNS = [
     "case_id", "model", "condition", "topology", "component", "role", "criterion", "number",
     "repeat", "seed", "outcome", "score", "guidance_id", "rubric_version", "prompt_hash",
-    "prompt_tokens", "completion_tokens", "cached", "rationale",
+    "prompt_tokens", "completion_tokens", "cached", "rationale", "cached_prompt_tokens",
 ]
 """Columns of ``judge_scores.csv`` (the runner's output); the report needs those in
 :data:`_REQUIRED_SCORE_COLUMNS` and ignores the rest."""
@@ -753,8 +753,16 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "pipelines": _pipeline_records(pipes, quality),
         "anchored": anchored,
         "usage": usage_report(BenchFolder(run_dir).journal()),
+        "prefix_cached_share": _prefix_share(BenchFolder(run_dir)),
     }
     return _clean(report)
+
+
+def _prefix_share(folder: BenchFolder) -> float | None:
+    """:func:`~evolve.report.prefix_cached_share` over every row of ``judge_scores.csv`` (failed
+    calls included: their prompt was sent); None without the file."""
+    frame = folder.read_frame(folder.JUDGE_SCORES, optional=True, dtype=str, keep_default_na=False)
+    return None if frame is None else prefix_cached_share(frame)
 
 
 def _pipeline_records(pipes: pd.DataFrame, quality: pd.DataFrame | None) -> list[dict]:
@@ -922,6 +930,7 @@ def render_bench_markdown(report: dict) -> str:
                    f"{md_inline(r['exact_labels'])} |")
     out.append("")
     out += render_usage(report.get("usage"))
+    out += render_prefix_share(report.get("prefix_cached_share"), "judge_scores.csv")
     return "\n".join(out)
 
 

@@ -32,7 +32,7 @@ from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config
 from evolve.report._bench import _clean
 from evolve.report._pages import otb_html
 from evolve.report._report import format_interval
-from evolve.report._usage import render_usage, usage_report
+from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import OtbFolder
 from evolve.stats import ClusterMeans
 
@@ -116,8 +116,16 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
         "tables": {"main": main, "decisions": decisions, "question_types": types},
         "anchored": _anchored(folder),
         "usage": usage_report(folder.journal()),
+        "prefix_cached_share": _prefix_share(folder),
     }
     return _clean(report)
+
+
+def _prefix_share(folder: OtbFolder) -> float | None:
+    """:func:`~evolve.report.prefix_cached_share` over the judge calls of ``judge_scores.jsonl``
+    (read whole already by :func:`~evolve.otb.load_judged_items`, so well formed here)."""
+    text = folder.require(folder.JUDGE_SCORES).read_text(encoding="utf-8")
+    return prefix_cached_share([json.loads(line) for line in text.splitlines() if line.strip()])
 
 
 NOT_ANCHORED = (
@@ -232,6 +240,7 @@ def render_otb_markdown(report: dict) -> str:
                  f"{str(rec.get('sha256'))[:16]}…){'; anchors: ' + rated if rated else ''}. Raw judge means only: "
                  f"{md_inline(anchored['reason'])}"), ""]
     out += render_usage(report.get("usage"))
+    out += render_prefix_share(report.get("prefix_cached_share"), "judge_scores.jsonl")
     return "\n".join(out)
 
 

@@ -21,7 +21,7 @@ from evolve.report._holm import mark_holm
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
 from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_entries, render_holdout
-from evolve.report._usage import render_usage, usage_report
+from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
@@ -65,7 +65,7 @@ TABLE5_COLUMNS = [
     "vs_median_diff", "vs_median_low", "vs_median_high", "vs_median_verdict", "no_better_than_constant",
     "vs_initial_p", "vs_initial_holm_survives", "vs_none_p", "vs_none_holm_survives", "vs_median_p",
     "vs_median_holm_survives",
-    "selection", "attempts", "accepted", "pruned", "rejected", "judge_calls",
+    "selection", "attempts", "accepted", "pruned", "rejected", "judge_calls", "judge_cache_hits", "accepted_asked",
     *HOLDOUT_COLUMNS,
 ]
 """Columns of ``table5.csv`` (one row per criterion, then a ``macro`` row of column means).
@@ -73,7 +73,12 @@ TABLE5_COLUMNS = [
 ``vs_*``: the winner minus the best initial prompt / no guidance / the training median on
 validation (paired; ``_p`` the sign-flip p-value, ``_holm_survives`` whether a better/worse
 verdict survives Holm's correction over every paired comparison of the report).
-``no_better_than_constant``: the winner's validation MAE is not below the training median's."""
+``no_better_than_constant``: the winner's validation MAE is not below the training median's.
+``judge_calls``: judge calls sent to the endpoint for the criterion; ``judge_cache_hits``: answers
+the response cache supplied instead (a call repeated within the run - the re-evaluation's
+training calls of the finalists - or one paid before a resume), so the two add up to the judge
+answers the criterion used. ``accepted_asked``: the accepted budget (``budget.accepted``); an
+``accepted`` below it is stated as a warning (:func:`shortfall_warnings`)."""
 
 VERDICTS = (("best_initial", "best initial"), ("no_guidance", "no guidance"), ("training_median", "training median"))
 """The paired verdicts of each criterion (key of ``verdicts`` in the report, label): the winner
@@ -214,6 +219,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
         "criteria": {},
         "exclusions": exclusions.to_dict(orient="records"),
         "usage": usage_report(folder.journal()),
+        "prefix_cached_share": prefix_cached_share(scores),
     }
     for criterion, crit_scores in scores.groupby("criterion", sort=False):
         criterion = str(criterion)
@@ -221,6 +227,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
             report.setdefault("without_winner", []).append(criterion)  # no candidate reached min_coverage
             continue
         entry = _criterion_report(criterion, crit_scores, cands, ratings, rubric, config.archive, n_boot, seed)
+        entry["evolution"]["accepted_asked"] = config.budget.accepted
         if criterion in audit:
             entry["audit"] = audit[criterion]
         report["criteria"][criterion] = entry
@@ -231,7 +238,26 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
     for criterion, entry in report["criteria"].items():
         report.setdefault("table5", []).append(_table5_record(criterion, entry))
     report["macro"] = _macro(report.get("table5", []))
+    report.setdefault("warnings", []).extend(shortfall_warnings(report))
     return report
+
+
+def shortfall_warnings(report: dict) -> list[str]:
+    """One warning per criterion that ended with fewer accepted mutants than asked: every
+    mutation attempt was spent (rejected, pruned by racing or below min_coverage) before
+    ``budget.accepted`` was reached, so the search was smaller than the run's budget says."""
+    out = []
+    for criterion, c in report.get("criteria", {}).items():
+        e = c.get("evolution", {})
+        asked = e.get("accepted_asked")
+        if asked is None or e.get("accepted", 0) >= asked:
+            continue
+        why = ", ".join(f"{n} {k}" for k, n in sorted(e.get("status_counts", {}).items()) if k != "accepted")
+        out.append(f"criterion {c.get('name') or criterion}: {e.get('accepted', 0)} accepted mutants of the "
+                   f"{asked} asked - all {e.get('attempts', 0)} mutation attempts were spent"
+                   f"{f' ({why})' if why else ''}; raise --max-attempts (or budget.shared_attempts) for the full "
+                   "search, or read this winner as coming from a smaller one.")
+    return out
 
 
 def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataFrame, ratings: pd.DataFrame,
@@ -311,6 +337,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "elites": int((ccands["elite"] == "True").sum()),
             "archive_cells": archive.cells,
             "judge_calls": int(len(evo)),
+            "judge_cache_hits": int(evo["cached"].astype(str).eq("True").sum()),
             "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
             "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
         },
@@ -326,6 +353,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
         "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
+        "calls_made": int((~crit_scores["cached"].astype(str).eq("True")).sum()),
         "prefix_cached_share": _prefix_share(crit_scores),
         "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
         "completion_tokens": int(crit_scores["completion_tokens"].sum()),
@@ -407,12 +435,7 @@ def _prefix_share(scores: pd.DataFrame) -> float | None:
     """Share of prompt tokens of the calls sent to the endpoint (not the response cache) that
     the server served from its prefix cache; None when no call reported it (runs before
     ``cached_prompt_tokens`` was recorded, endpoints that do not report it)."""
-    if "cached_prompt_tokens" not in scores:
-        return None
-    sent = scores[~scores["cached"].astype(str).eq("True")]
-    prompt = pd.to_numeric(sent["prompt_tokens"], errors="coerce").sum()
-    cached = pd.to_numeric(sent["cached_prompt_tokens"], errors="coerce").sum()
-    return float(cached / prompt) if prompt and cached else None
+    return prefix_cached_share(scores)
 
 
 def _verdicts(reeval: pd.DataFrame, ratings: pd.DataFrame, none_id: str, best_init: str | None, winner: str,
@@ -528,9 +551,11 @@ def _table5_record(criterion: str, entry: dict) -> dict:
         "selection": entry["selection"]["rule"],
         "attempts": entry["evolution"]["attempts"],
         "accepted": entry["evolution"]["accepted"],
+        "accepted_asked": entry["evolution"].get("accepted_asked"),
         "pruned": entry["evolution"]["pruned"],
         "rejected": entry["evolution"]["rejected"],
-        "judge_calls": entry["calls"],
+        "judge_calls": entry["calls_made"],
+        "judge_cache_hits": entry["cached_calls"],
         **holdout_columns(entry.get("holdout")),
     }
 
@@ -548,7 +573,8 @@ def _macro(records: list[dict]) -> dict:
     for col in TABLE5_COLUMNS:
         values = {r["criterion"]: r[col] for r in records}
         if col in ("number", "n_train_targets", "n_val_targets", "attempts", "accepted", "pruned", "rejected",
-                   "judge_calls", "ceiling_val_pairs", "evolved_val_pairs_ceiling_targets") \
+                   "judge_calls", "judge_cache_hits", "accepted_asked", "ceiling_val_pairs",
+                   "evolved_val_pairs_ceiling_targets") \
                 or col.endswith(("_low", "_high", "_p", "_holm_survives")) or not all(
             v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
         ):
@@ -677,11 +703,12 @@ def verdict_text(v: dict | None) -> str:
 def verdict_warnings(report: dict) -> list[str]:
     """Plain-words warnings about winners: worse than no guidance, an evolved winner worse than
     or not distinguishable from the best initial prompt although an evolved prompt was
-    selected, and a winner no better than a constant (the training median)."""
+    selected, and a winner no better than a constant (the training median); then an accepted
+    budget not met (:func:`shortfall_warnings`)."""
     out = []
     for r in report.get("table5", []):
         out += _criterion_warnings(r)
-    return out
+    return out + shortfall_warnings(report)
 
 
 def _criterion_warnings(r: dict) -> list[str]:
@@ -738,11 +765,14 @@ def render_verdicts(report: dict) -> list[str]:
         f"is on one side of 0); otherwise *no distinguishable difference*. With fewer than {MIN_CASES} validation cases "
         "the verdict is *too few cases to tell*, whatever the numbers. "
         "Attempts = mutation attempts; accepted = mutants judged on every training target that reached min_coverage; "
-        "pruned = mutants stopped by racing; rejected = invalid, duplicate, failed or low-coverage proposals.",
+        "pruned = mutants stopped by racing; rejected = invalid, duplicate, failed or low-coverage proposals; "
+        "accepted is shown against the budget asked when it fell short. Judge calls = calls sent to the endpoint; "
+        "cache hits = answers the response cache gave instead (a call repeated within the run, or paid before a "
+        "resume), not paid again.",
         "",
         "| criterion | winner | selection | vs best initial | vs no guidance | vs training median | attempts | accepted | "
-        "pruned | rejected | judge calls |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "pruned | rejected | judge calls | cache hits |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         v = report["criteria"][r["criterion"]]["verdicts"]
@@ -750,13 +780,20 @@ def render_verdicts(report: dict) -> list[str]:
         out.append(f"| {md_inline(r['name'] or r['criterion'])} | {md_code(winner)} | {r['selection']} | "
                    f"{verdict_text(v['best_initial'])} | "
                    f"{verdict_text(v['no_guidance'])} | {verdict_text(v.get('training_median'))} | {r['attempts']} | "
-                   f"{r['accepted']} | {r['pruned']} | {r['rejected']} | {r['judge_calls']} |")
+                   f"{_accepted_cell(r)} | {r['pruned']} | {r['rejected']} | {r['judge_calls']} | "
+                   f"{r.get('judge_cache_hits', '')} |")
     out.append("")
     if (text := comparisons_text(report)) is not None:
         out += [text, ""]
     warnings = verdict_warnings(report)
     out += [f"**Warning:** {md_inline(w)}" for w in warnings]
     return out + ([""] if warnings else [])
+
+
+def _accepted_cell(r: dict) -> str:
+    """``8``, or ``5 of 8 asked`` when the accepted budget was not met."""
+    asked = r.get("accepted_asked")
+    return f"{r['accepted']} of {asked} asked" if asked is not None and r["accepted"] < asked else str(r["accepted"])
 
 
 def render_agreement(report: dict, split: str = "validation") -> list[str]:
@@ -868,9 +905,11 @@ def render_markdown(report: dict) -> str:
             f"Evolution: {e['attempts']} mutation attempts, {e['accepted']} accepted "
             f"({', '.join(f'{k}: {v}' for k, v in sorted(e['status_counts'].items())) or 'none'}); "
             + (f"{e.get('pruned', 0)} pruned by racing ({e.get('calls_saved', 0)} judge calls saved); " if e.get("pruned") else "")
-            + f"{e['elites']} elites in {e['archive_cells']} cells; {e['judge_calls']} training judge calls; "
+            + f"{e['elites']} elites in {e['archive_cells']} cells; {e['judge_calls']} training judge answers "
+            f"({e['judge_calls'] - e.get('judge_cache_hits', 0)} made, {e.get('judge_cache_hits', 0)} from the cache); "
             f"mutation tokens {e['mutation_prompt_tokens']}/{e['mutation_completion_tokens']}.",
-            f"All judge calls for this criterion: {c['calls']} ({c['cached_calls']} from cache), "
+            f"All judge calls for this criterion: {c['calls'] - c['cached_calls']} made and {c['cached_calls']} "
+            f"answered by the response cache, "
             f"tokens {c['prompt_tokens']}/{c['completion_tokens']}"
             + (f"; the server's prefix cache served {c['prefix_cached_share']:.0%} of the prompt tokens sent."
                if c.get("prefix_cached_share") is not None else "."),
@@ -883,6 +922,7 @@ def render_markdown(report: dict) -> str:
             "",
         ]
     out += render_usage(report.get("usage"))
+    out += render_prefix_share(report.get("prefix_cached_share"), "scores.csv")
     return "\n".join(out)
 
 

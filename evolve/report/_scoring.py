@@ -21,6 +21,7 @@ from evolve.markdown import md_code, md_inline
 from evolve.report import _figures as fig
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
+from evolve.report._usage import prefix_cached_share, render_prefix_share
 from evolve.runs import ScoringFolder
 from evolve.stats import (
     ClusterMeans,
@@ -176,6 +177,7 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
                   "rubric_version": judge.rubric_version, "model": config.get("model") or judge.judge.model},
         "rated": ratings is not None and len(ratings) > 0, "confidence": confidence, "n_boot": n_boot,
         "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
+        "prefix_cached_share": prefix_cached_share(calls),
     }
     return _holm(report, 1.0 - confidence)
 
@@ -257,6 +259,8 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
         for cid, r in rated.items():
             c = report["criteria"][cid]
             lines.append(f"| {md_inline(cid)} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
+    if (share := render_prefix_share(report.get("prefix_cached_share"), "calls.csv")):
+        lines += ["", *share[:-1]]
     return "\n".join(lines) + "\n"
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
 from evolve.runs import Journal, run_usage
 
-__all__ = ["render_usage", "usage_report"]
+__all__ = ["prefix_cached_share", "render_prefix_share", "render_usage", "usage_report"]
 
 _FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens", "in_flight")
 
@@ -49,3 +53,36 @@ def render_usage(usage: dict | None) -> list[str]:
                 "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
                 f"{'them' if in_flight != 1 else 'it'} again)."]
     return out + [""]
+
+
+def prefix_cached_share(calls: pd.DataFrame | Iterable[Mapping]) -> float | None:
+    """Share of the prompt tokens sent to the endpoint that its server served from its prefix cache.
+
+    Args:
+        calls: One row per model call (a scores file as a DataFrame, or its records) with
+            ``prompt_tokens``, ``cached_prompt_tokens`` (tokens the server reported as
+            ``usage.prompt_tokens_details.cached_tokens``) and ``cached`` (answered by the local
+            response cache: no call sent, left out).
+
+    Returns:
+        ``cached_prompt_tokens / prompt_tokens`` over the calls sent, in [0, 1]; None when no
+        call reported cached tokens (a file written before the column existed, an endpoint that
+        does not report them) or no prompt token was sent.
+    """
+    frame = calls if isinstance(calls, pd.DataFrame) else pd.DataFrame(list(calls))
+    if "cached_prompt_tokens" not in frame or "prompt_tokens" not in frame:
+        return None
+    sent = frame[~frame["cached"].astype(str).eq("True")] if "cached" in frame else frame
+    prompt = pd.to_numeric(sent["prompt_tokens"], errors="coerce").sum()
+    cached = pd.to_numeric(sent["cached_prompt_tokens"], errors="coerce").sum()
+    return float(cached / prompt) if prompt and cached else None
+
+
+def render_prefix_share(share: float | None, source: str) -> list[str]:
+    """Markdown: one sentence giving :func:`prefix_cached_share` (``source``: the file it is read
+    from, e.g. ``judge_scores.csv``); none when the share is unknown."""
+    if share is None:
+        return []
+    return [f"The server's prefix cache served {share:.0%} of the prompt tokens sent to the endpoint "
+            f"(`cached_prompt_tokens` per call in `{source}`; calls answered from the response cache "
+            "are left out).", ""]
