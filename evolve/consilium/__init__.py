@@ -36,7 +36,9 @@ the (calibrated) consilium judge into
 does both, then writes the bench report. Guidance comes from a judge file (a calibration run
 folder or its ``judge.json``); the judged run keeps a byte-for-byte copy and records its path
 and SHA-256 (:class:`JudgeFileRecord`), so the report can anchor judge means on the judge
-file's rated validation targets.
+file's rated validation targets. Before paying, :func:`plan_bench_run` and
+:func:`plan_bench_judge` count the calls and tokens a run or a judging would send, by phase
+(``--plan``; no call is made).
 """
 
 from evolve.consilium._config import (
@@ -52,6 +54,7 @@ from evolve.consilium._config import (
     resolve_bench_config,
 )
 from evolve.consilium._context import CHARS_PER_TOKEN, ContextCheck, StageBound, check_context, stage_bounds
+from evolve.consilium._cost import BENCH_PHASES, PHASE_OF_STAGE, plan_bench_judge, plan_bench_run
 from evolve.consilium._deidentify import IDENTIFIER_KINDS, Deidentified, deidentification_csv, deidentify
 from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
 from evolve.consilium._judging import (
@@ -159,6 +162,10 @@ __all__ = [
     "check_context",
     "stage_bounds",
     # benchmark runner and judging
+    "BENCH_PHASES",
+    "PHASE_OF_STAGE",
+    "plan_bench_judge",
+    "plan_bench_run",
     "BENCH_PRESETS",
     "JUDGE_SCORES_FILE",
     "JUDGE_SCORE_COLUMNS",

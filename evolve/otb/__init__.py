@@ -31,10 +31,14 @@ Its judge can be calibrated like any other: clinician ratings of a run's answers
 pack of rubric ``otb`` (:func:`otb_rating_pack`; clinical equivalence 1-5, the two flags 0/1,
 conclusion alignment 1-5), ``evolve calibrate`` evolves guidance for it, and
 :func:`judge_otb` takes the calibration run's winners (:func:`calibrated_guidance`).
+
+Before paying, :func:`plan_otb_run` and :func:`plan_otb_judge` count the calls and tokens a run
+or a judging would send, by phase (``--plan``; no call is made).
 """
 
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
 from evolve.otb._config import OTB_PRESETS, Decoding, OtbConfig, OtbJudgeSettings, read_otb_config, resolve_otb_config
+from evolve.otb._cost import plan_otb_judge, plan_otb_run
 from evolve.otb._extract import Extraction, ParseStatus, extract_board, extract_turn, final_text, sentence_count
 from evolve.otb._judging import (
     BERTSCORE_MISSING,
@@ -128,6 +132,8 @@ __all__ = [
     "messages_sha256",
     "open_jsonl",
     "otb_rating_pack",
+    "plan_otb_judge",
+    "plan_otb_run",
     "read_responses",
     "read_otb_config",
     "resolve_otb_config",
