@@ -30,6 +30,7 @@ __all__ = [
     "RunStoppedError",
     "EndpointUnreachableError",
     "EndpointConnectionError",
+    "EndpointServerError",
     "UnsupportedFeatureError",
     "RunError",
     "RunLockedError",
@@ -86,6 +87,12 @@ class UnsupportedFeatureError(EndpointError):
 class EndpointConnectionError(TransientEndpointError):
     """No connection to the endpoint (refused, reset, DNS, timeout): retried, and counted - a
     few such attempts in a row stop the run (:class:`EndpointUnreachableError`)."""
+
+
+class EndpointServerError(TransientEndpointError):
+    """The server behind the endpoint failed the request (HTTP 5xx): retried; with several
+    replicas (:class:`evolve.llm.RoutingProvider`) a replica that keeps answering so is taken
+    out and its calls go to the next one."""
 
 
 class RunStoppedError(EvolveError):

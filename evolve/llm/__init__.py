@@ -11,6 +11,9 @@ and :func:`parse_json_object`; their replies are cached only when they fit the s
 (``jsonschema``, JSON types read strictly), so a reply outside it is asked again on resume.
 A provider's own secrets (its key, header values, credentials in its URL) are replaced by
 ``[redacted]`` in every text it returns, so an endpoint that echoes them puts them nowhere.
+Several replicas of one model sit behind one :class:`RoutingProvider`: calls sharing a prompt
+prefix (a request's ``affinity``: the judges pass the case and target) go to the same replica,
+by rendezvous hashing, so its prefix cache stays warm; a failing replica is taken out.
 """
 
 from evolve.llm._cache import ResponseCache
@@ -23,6 +26,7 @@ from evolve.llm._providers import (
     register_provider,
     strip_length_limits,
 )
+from evolve.llm._routing import PREFIX_CHARS, RoutingProvider, rendezvous_ranking, routing_key
 from evolve.llm._schema import limits_sent, validate_reply
 from evolve.llm._secrets import REDACTED, url_credentials
 from evolve.llm._structured import fence, parse_json_object, response_format, validation_problem
@@ -32,6 +36,7 @@ __all__ = [
     "MAX_CONTEXT_TOKENS",
     "MAX_OUTPUT_TOKENS",
     "MAX_SEED",
+    "PREFIX_CHARS",
     "REDACTED",
     "CallFailure",
     "ChatRequest",
@@ -43,6 +48,7 @@ __all__ = [
     "OpenAICompatibleProvider",
     "Provider",
     "ResponseCache",
+    "RoutingProvider",
     "Result",
     "Usage",
     "fence",
@@ -50,7 +56,9 @@ __all__ = [
     "limits_sent",
     "parse_json_object",
     "register_provider",
+    "rendezvous_ranking",
     "response_format",
+    "routing_key",
     "strip_length_limits",
     "url_credentials",
     "validate_reply",

@@ -64,6 +64,8 @@ class Client:
 
     Attributes:
         usage: Running totals per request tag (:class:`Usage`).
+        endpoint_usage: Paid calls per replica that answered them (:class:`Usage` by replica URL),
+            filled when the provider routes over several replicas (``ChatResponse.endpoint``).
         session: A random id of this client, written beside its usage in a run's journal so
             that the usage of several processes (a run and its resumptions) can be summed.
         on_usage: Called with :meth:`usage_snapshot` at most every ``usage_interval_s`` seconds
@@ -101,6 +103,7 @@ class Client:
         self._scrub: Callable[[str], str] = getattr(provider, "scrub", None) or _unchanged
         self._unreachable = 0  # connection attempts in a row that failed
         self.usage: dict[str, Usage] = defaultdict(Usage)
+        self.endpoint_usage: dict[str, Usage] = defaultdict(Usage)  # per replica that answered (RoutingProvider)
         self._usage_lock = threading.Lock()
         self.session = secrets.token_hex(6)
         self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
@@ -242,6 +245,8 @@ class Client:
     def _count(self, tag: str, response: ChatResponse) -> None:
         with self._usage_lock:
             self.usage[tag].add(response)
+            if response.endpoint and not response.cached:
+                self.endpoint_usage[response.endpoint].add(response)
         self._event("hit" if response.cached else "done", tag)
         self._report_usage()
 
@@ -261,6 +266,13 @@ class Client:
         """A copy of :attr:`usage`: ``{tag: {"calls", "cache_hits", ...}}``."""
         with self._usage_lock:
             return {tag: u.model_dump() for tag, u in self.usage.items()}
+
+    def endpoint_usage_snapshot(self) -> dict[str, dict[str, int]]:
+        """Paid calls and their tokens per replica that answered (``{url: {"calls", ...}}``;
+        empty unless the provider is a :class:`~evolve.llm.RoutingProvider`). Cache hits count
+        under no replica; failures are the provider's to report (a failed call has no replica)."""
+        with self._usage_lock:
+            return {name: u.model_dump() for name, u in self.endpoint_usage.items()}
 
     def _report_usage(self) -> None:
         if self.on_usage is None or time.monotonic() - self._usage_reported < self.usage_interval_s:

@@ -13,6 +13,7 @@ from evolve.errors import (
     ConfigError,
     EndpointConnectionError,
     EndpointError,
+    EndpointServerError,
     TransientEndpointError,
     UnsupportedFeatureError,
 )
@@ -181,8 +182,10 @@ class OpenAICompatibleProvider:
 
     def _status_error(self, exc: Any, explained: str) -> EndpointError:
         """The error for an HTTP error status, its text scrubbed: :class:`TransientEndpointError`
-        (retried) for 408/409/425/429 and 5xx, else :class:`EndpointError` saying ``explained``."""
-        if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
+        (retried) for 408/409/425/429, :class:`EndpointServerError` (retried) for 5xx, else :class:`EndpointError` saying ``explained``."""
+        if exc.status_code >= 500:
+            return EndpointServerError(f"{self.endpoint_id}: HTTP {exc.status_code}: {self.scrub(str(exc))}")
+        if exc.status_code in (408, 409, 425, 429):
             return TransientEndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {self.scrub(str(exc))}")
         return EndpointError(f"{self.endpoint_id}: HTTP {exc.status_code}: {explained}")
 

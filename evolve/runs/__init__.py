@@ -63,7 +63,7 @@ from evolve.runs._folder import (
     distinct_slugs,
     model_slug,
 )
-from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_usage
+from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_endpoint_usage, run_usage
 from evolve.runs._lock import lock_holder, locks_run, run_lock
 from evolve.runs._plan import CHARS_PER_TOKEN, CallPlan, PhasePlan, count_tokens, estimate_tokens, prompt_text, tokenize_url
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
@@ -112,6 +112,7 @@ __all__ = [
     "price_of",
     "report_step",
     "run_lock",
+    "run_endpoint_usage",
     "run_usage",
     "with_cache_path",
 ]

@@ -34,7 +34,18 @@ class EndpointSettings(BaseModel):
             (any base URL: OpenAI, OpenRouter, vLLM, a running llama-server) or ``fake`` (tests).
             Given a ``base_url`` and no provider, ``openai_compatible``; ``embedded`` together
             with a ``base_url`` is refused.
-        base_url: Base URL ending in ``/v1`` for ``openai_compatible`` (implies it).
+        base_url: Base URL ending in ``/v1`` for ``openai_compatible`` (implies it); with several
+            replicas, the first of ``base_urls`` (a list given here becomes ``base_urls``).
+        base_urls: Base URLs of several replicas serving the same model (``()``: just
+            ``base_url``). Calls are spread over them by prefix affinity and a failing one is
+            taken out (:class:`evolve.llm.RoutingProvider`). Which replicas serve a run changes
+            none of its answers: a resume may add, drop or reorder them.
+        group: Name of the replica group in cache keys; None: the model id when there are
+            several ``base_urls``, else the base URL itself. The replicas serve one model, so
+            they share one cache identity: a cached answer is found whichever replica gave
+            it, in any order and after a replica is added. Set it when several URLs serve a
+            model under a generic name (llama-server ignores the model id), or before growing
+            from one URL to several so the first URL's cache carries over.
         model: Model id sent with each request (llama-server ignores it).
         api_key_env: Name of the environment variable holding the API key (the key itself is
             never stored).
@@ -58,6 +69,8 @@ class EndpointSettings(BaseModel):
 
     provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
     base_url: str | None = None
+    base_urls: tuple[str, ...] = ()
+    group: str | None = Field(default=None, min_length=1, max_length=200)
     model: str = "local"
     api_key_env: str = "EVOLVE_API_KEY"
     local_model: str = "qwen2.5-coder-0.5b"
@@ -74,8 +87,33 @@ class EndpointSettings(BaseModel):
     it computes: a resume may change them."""
 
     def resume_fields(self) -> dict[str, Any]:
-        """The fields a resumed run must keep (JSON-like; every field but :attr:`RESULT_NEUTRAL`)."""
-        return {k: v for k, v in self.model_dump(mode="json").items() if k not in self.RESULT_NEUTRAL}
+        """The fields a resumed run must keep (JSON-like; every field but :attr:`RESULT_NEUTRAL`,
+        and for a replica group, whose identity is :meth:`cache_identity`, not its URLs)."""
+        neutral = self.RESULT_NEUTRAL + (("base_url", "base_urls") if self.is_group else ())
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in neutral}
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every base URL calls go to (``()`` for the embedded and fake providers)."""
+        return self.base_urls or ((self.base_url,) if self.base_url else ())
+
+    @property
+    def is_group(self) -> bool:
+        """Whether calls go through a replica group (several URLs, or a ``group`` name)."""
+        return self.provider == "openai_compatible" and (len(self.urls) > 1 or self.group is not None)
+
+    def cache_identity(self) -> str | None:
+        """The endpoint identity in cache keys of a replica group, ``group:<group or model>``;
+        None for a single URL (its provider's own identity, the URL, as before groups existed)."""
+        return f"group:{self.group or self.model}" if self.is_group else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_list(cls, data: Any) -> Any:
+        """A list of base URLs becomes ``base_urls`` with ``base_url`` its first; a one-URL list
+        is a plain ``base_url``."""
+        if not isinstance(data, dict):
+            return data
 
     @model_validator(mode="before")
     @classmethod
@@ -101,10 +139,13 @@ class EndpointSettings(BaseModel):
             raise ValueError("price_in and price_out (USD per million input and output tokens) go together: give both")
         from evolve.llm import url_credentials
 
-        if credentials := url_credentials(self.base_url):  # the URL is stored with the run: no key in it
-            raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "
-                             f"the run's settings; put the key in the environment variable named by api_key_env "
-                             f"({self.api_key_env}) instead")
+        for url in self.urls or (None,):
+            if credentials := url_credentials(url):  # the URL is stored with the run: no key in it
+                raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "
+                                 f"the run's settings; put the key in the environment variable named by api_key_env "
+                                 f"({self.api_key_env}) instead")
+        if self.base_urls and self.provider != "openai_compatible":
+            raise ValueError(f"base_urls (several replicas) need provider 'openai_compatible', not {self.provider!r}")
         if not (self.api_key_env.isascii() and self.api_key_env.isidentifier()):  # stored with the run: never a key
             raise ValueError("api_key_env takes the NAME of the environment variable holding the key (letters, digits "
                              "and _, e.g. EVOLVE_API_KEY), not the key itself, which would be stored with the run's "
@@ -210,6 +251,8 @@ def open_client(
         closer = server.stop
         if journal is not None:
             journal.append(Event.EMBEDDED_SERVER_STARTED, model=spec.name, base_url=base_url, pid=server.pid)
+    elif ep.is_group:
+        provider = _replica_group(ep, api_key, journal)
     elif ep.provider == "openai_compatible":
         provider = get_provider(
             "openai_compatible", base_url=ep.base_url, api_key=api_key, timeout=ep.timeout_s,
@@ -221,6 +264,21 @@ def open_client(
         )
     client = Client(provider, cache=cache, max_concurrency=ep.max_concurrency, max_retries=ep.max_retries)
     return client, closer
+
+
+def _replica_group(ep: EndpointSettings, api_key: str | None, journal: Journal | None) -> Provider:
+    """The :class:`~evolve.llm.RoutingProvider` over ``ep.urls`` (one key and settings for all),
+    journaling a warning when a replica is taken out."""
+    from evolve.llm import RoutingProvider
+
+    def taken_out(replica: str, reason: str) -> None:
+        if journal is not None:
+            journal.append(Event.WARNING, message=f"replica {replica} taken out: {reason}; its calls go to the next "
+                           "replica in their ranking")
+
+    replicas = [get_provider("openai_compatible", base_url=url, api_key=api_key, timeout=ep.timeout_s,
+                             schema_limits=ep.schema_limits) for url in ep.urls]
+    return RoutingProvider(replicas, endpoint_id=ep.cache_identity() or "", on_out=taken_out)
 
 
 @contextlib.contextmanager
@@ -257,7 +315,8 @@ def owned_client(
         return
     client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
     if journal is not None:
-        client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False)
+        client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False,
+                                                       **_endpoints(client))
         client.on_call_event = UsageLedger(journal, client)
     finished = False
     try:
@@ -275,7 +334,15 @@ def owned_client(
 
 def _journal_usage(journal: Journal | None, client: Client) -> None:
     if journal is not None:
-        journal.append(Event.USAGE, session=client.session, usage=client.usage_snapshot())
+        journal.append(Event.USAGE, session=client.session, usage=client.usage_snapshot(), **_endpoints(client))
+
+
+def _endpoints(client: Client) -> dict[str, Any]:
+    """``{"endpoints": {replica: usage}}`` for a usage event of a client routing over replicas,
+    else nothing (read back by :func:`~evolve.runs.run_endpoint_usage`)."""
+    snapshot = getattr(client, "endpoint_usage_snapshot", None)
+    endpoints = snapshot() if snapshot is not None else {}
+    return {"endpoints": endpoints} if endpoints else {}
 
 
 class UsageLedger:

@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_usage"]
+__all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_endpoint_usage", "run_usage"]
 
 JOURNAL_VERSION = 1
 
@@ -232,3 +232,29 @@ def _larger(snapshot: dict, summed: dict[str, dict[str, int]]) -> dict[str, dict
         out[tag] = {name: max(int(a.get(name, 0) or 0), b.get(name, 0)) for name in {*a, *b}
                     if isinstance(a.get(name, 0), int | float)}
     return out
+
+
+def run_endpoint_usage(journal: Journal) -> dict[str, dict[str, int]]:
+    """Paid calls and tokens of a run per replica that answered them, summed over its processes.
+
+    Read from the ``endpoints`` field of each process's last ``usage`` snapshot (written every
+    30 s and when the client is released; only a run routed over several replicas has one), so
+    a process killed outright loses at most its last 30 s here, never in :func:`run_usage`.
+
+    Returns:
+        ``{replica URL: {"calls", "prompt_tokens", "completion_tokens", ...}}``; empty for a
+        run on one endpoint.
+    """
+    last: dict[str, dict] = {}
+    for i, e in enumerate(journal.events()):
+        if e.get("event") == Event.USAGE.value and isinstance(e.get("endpoints"), dict):
+            last[str(e.get("session") or f"#{i}")] = e["endpoints"]
+    total: dict[str, dict[str, int]] = {}
+    for endpoints in last.values():
+        for name, counts in endpoints.items():
+            if isinstance(counts, dict):
+                into = total.setdefault(str(name), {})
+                for key, value in counts.items():
+                    if isinstance(value, int | float):
+                        into[key] = into.get(key, 0) + int(value)
+    return total
