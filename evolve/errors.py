@@ -29,6 +29,7 @@ __all__ = [
     "ServerDiedError",
     "RunStoppedError",
     "EndpointUnreachableError",
+    "SpendLimitReachedError",
     "EndpointConnectionError",
     "EndpointServerError",
     "UnsupportedFeatureError",
@@ -106,6 +107,16 @@ class RunStoppedError(EvolveError):
 class EndpointUnreachableError(RunStoppedError):
     """Several connection attempts in a row failed; the message names the endpoint's URL,
     the last connection error and what to check."""
+
+
+class SpendLimitReachedError(RunStoppedError):
+    """The next model call could take the run past its spending limit (``--max-usd`` or
+    ``--max-tokens``), so it was not sent.
+
+    The run stops cleanly like any :class:`RunStoppedError`: finished calls are cached and a
+    resume with a higher limit (``--resume RUN --max-usd MORE``) pays nothing twice. The
+    message names the limit, what was spent and what the refused call was estimated to cost.
+    """
 
 
 class BudgetError(EvolveError):

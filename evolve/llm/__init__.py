@@ -11,11 +11,15 @@ and :func:`parse_json_object`; their replies are cached only when they fit the s
 (``jsonschema``, JSON types read strictly), so a reply outside it is asked again on resume.
 A provider's own secrets (its key, header values, credentials in its URL) are replaced by
 ``[redacted]`` in every text it returns, so an endpoint that echoes them puts them nowhere.
+A :class:`SpendLimit` on a client (``--max-usd``, ``--max-tokens``) refuses, before it leaves,
+any call that could take the run past its limit (:class:`~evolve.errors.SpendLimitReachedError`
+stops the run, resumable); what a run paid is a :class:`Spend` (cache hits are free).
 Several replicas of one model sit behind one :class:`RoutingProvider`: calls sharing a prompt
 prefix (a request's ``affinity``: the judges pass the case and target) go to the same replica,
 by rendezvous hashing, so its prefix cache stays warm; a failing replica is taken out.
 """
 
+from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
 from evolve.llm._cache import ResponseCache
 from evolve.llm._client import Client, Result
 from evolve.llm._fake import FakeOutput, FakeProvider
@@ -38,6 +42,7 @@ __all__ = [
     "MAX_SEED",
     "PREFIX_CHARS",
     "REDACTED",
+    "CHARS_PER_TOKEN",
     "CallFailure",
     "ChatRequest",
     "ChatResponse",
@@ -48,17 +53,22 @@ __all__ = [
     "OpenAICompatibleProvider",
     "Provider",
     "ResponseCache",
+    "Spend",
+    "SpendLimit",
     "RoutingProvider",
     "Result",
     "Usage",
     "fence",
     "get_provider",
     "limits_sent",
+    "one_call",
     "parse_json_object",
     "register_provider",
+    "request_chars",
     "rendezvous_ranking",
     "response_format",
     "routing_key",
+    "spend_of_usage",
     "strip_length_limits",
     "url_credentials",
     "validate_reply",

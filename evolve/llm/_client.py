@@ -20,9 +20,11 @@ from evolve.errors import (
     EndpointConnectionError,
     EndpointError,
     EndpointUnreachableError,
+    SpendLimitReachedError,
     TransientEndpointError,
     UnsupportedFeatureError,
 )
+from evolve.llm._budget import SpendLimit, request_chars
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
 from evolve.llm._schema import schema_violation, sent_schema
@@ -75,6 +77,9 @@ class Client:
             counted again), ``"done"`` once a sent call is counted in :attr:`usage` (answered or
             failed), ``"hit"`` once a cache hit (or a shared answer) is counted. A run journals
             them, so that a killed process leaves every paid call behind.
+        spend_limit: A :class:`~evolve.llm.SpendLimit` checked before each request leaves (a
+            call that could pass it is not sent: :class:`~evolve.errors.SpendLimitReachedError`
+            stops the run); None: no limit. Cache hits never pass through it.
     """
 
     usage_interval_s: float = 30.0
@@ -108,6 +113,7 @@ class Client:
         self.session = secrets.token_hex(6)
         self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
         self.on_call_event: Callable[[str, str], None] | None = None
+        self.spend_limit: SpendLimit | None = None
         self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
@@ -183,7 +189,8 @@ class Client:
 
     async def _call(self, request: ChatRequest, key: str) -> Result:
         """The endpoint call behind :meth:`acomplete` (retries, usage, caching)."""
-        response, attempts = await self._with_retries(lambda: self.provider.complete(request), tag=request.tag)
+        response, attempts = await self._with_retries(lambda: self.provider.complete(request), tag=request.tag,
+                                                      cost=(request_chars(request), request.max_tokens))
         if isinstance(response, CallFailure):
             return self._fail(request.tag, response, attempts)
         self._unreachable = 0
@@ -194,17 +201,30 @@ class Client:
         self._count(request.tag, response)
         return response
 
-    async def _with_retries(self, call: Callable[[], Awaitable[T]], *, tag: str) -> tuple[T | CallFailure, int]:
+    async def _with_retries(self, call: Callable[[], Awaitable[T]], *, tag: str,
+                            cost: tuple[int, int | None] = (0, None)) -> tuple[T | CallFailure, int]:
         """Await ``call()`` under the concurrency bound, retrying transient endpoint errors
-        (``tag``: the request's, for :attr:`on_call_event`).
+        (``tag``: the request's, for :attr:`on_call_event`), once :attr:`spend_limit` lets it
+        out (checked once per call, not per retry).
+
+        Args:
+            call: The endpoint call.
+            tag: The request's tag.
+            cost: ``(prompt characters, max_tokens or None)`` of the call, for :attr:`spend_limit`.
 
         Returns:
             ``(result, attempts)``; the result is a :class:`CallFailure` (``transient`` after
             the last retry, ``fatal`` at once) when the endpoint failed.
+
+        Raises:
+            SpendLimitReachedError: :attr:`spend_limit` refused the call (nothing was sent).
         """
         attempts = 0
+        limit, ticket, outcome = self.spend_limit, None, None
         try:
             async with self._limiter:
+                if limit is not None:
+                    ticket = limit.reserve(*cost)  # raises SpendLimitReachedError: the call is not sent
                 self._event("sent", tag)
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransientEndpointError),
@@ -219,6 +239,7 @@ class Client:
                         except EndpointConnectionError as exc:
                             self._count_unreachable(exc)  # raises once too many attempts in a row failed
                             raise
+                outcome = result
         except EndpointConnectionError as exc:
             return CallFailure(error=self._scrub(str(exc)), kind="transient", attempts=attempts), attempts
         except TransientEndpointError as exc:
@@ -227,6 +248,12 @@ class Client:
             return CallFailure(error=self._scrub(str(exc)), kind="unsupported", attempts=attempts), attempts
         except EndpointError as exc:
             return CallFailure(error=self._scrub(str(exc)), kind="fatal", attempts=attempts), attempts
+        finally:
+            if limit is not None and ticket is not None:  # the estimate gives way to what the call cost
+                limit.settle(ticket, prompt_tokens=getattr(outcome, "prompt_tokens", 0),
+                             completion_tokens=getattr(outcome, "completion_tokens", 0),
+                             cached_prompt_tokens=getattr(outcome, "cached_prompt_tokens", 0),
+                             answered=outcome is not None)
         return result, attempts
 
     def _count_unreachable(self, exc: EndpointConnectionError) -> None:
@@ -320,7 +347,8 @@ class Client:
         embed = getattr(self.provider, "embed", None)
         if embed is None:
             return self._fail(tag, CallFailure(error=f"{self.endpoint_id}: this provider does not serve embeddings"), 0)
-        fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model), tag=tag)
+        fresh, attempts = await self._with_retries(lambda: embed([texts[i] for i in todo], model), tag=tag,
+                                                   cost=(sum(len(texts[i]) for i in todo), 0))
         if isinstance(fresh, CallFailure):
             if fresh.kind == "unsupported" and self.cache is not None:
                 self.cache.put(absent, ChatResponse(text=fresh.error))
@@ -359,7 +387,8 @@ class Client:
 
         Endpoint failures come back as :class:`CallFailure` results. An exception that stops
         the run (a :class:`~evolve.errors.RunStoppedError`: the server died, the endpoint is unreachable) cancels the other requests
-        and is raised as itself.
+        and is raised as itself (at a spend limit, :class:`~evolve.errors.SpendLimitReachedError`,
+        the requests already sent finish first, so their answers are cached and not paid again).
 
         Args:
             requests: Requests; results come back in the same order.
@@ -378,7 +407,8 @@ class Client:
             except Exception as exc:  # noqa: BLE001 - a run-stopping error (the server died): stop the rest
                 if not stopped:
                     stopped.append(exc)
-                tg.cancel_scope.cancel()
+                if not isinstance(exc, SpendLimitReachedError):  # at a spend limit, calls out finish and are cached
+                    tg.cancel_scope.cancel()
                 return
             if on_result is not None:
                 on_result(i, results[i])

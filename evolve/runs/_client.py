@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import threading
@@ -13,10 +14,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evolve.errors import ConfigError
+from evolve.errors import ConfigError, SpendLimitReachedError
 from evolve.llm import MAX_CONTEXT_TOKENS, Client, OpenAICompatibleProvider, Provider, ResponseCache, get_provider
 from evolve.local import running_llama_servers
-from evolve.runs._journal import CALL_COUNTS, Event, Journal
+from evolve.runs._journal import CALL_COUNTS, Event, Journal, run_usage
+from evolve.runs._progress import Price, price_of
 
 __all__ = [
     "EndpointSettings", "context_window", "default_cache_path", "open_client", "output_limit_problem", "owned_client",
@@ -63,6 +65,17 @@ class EndpointSettings(BaseModel):
         price_in: USD per million input (prompt) tokens, or None. Shown as money spent and
             expected on the progress line (with ``price_out``); changes no result.
         price_out: USD per million output (completion) tokens, or None (given with ``price_in``).
+        price_cached_in: USD per million input tokens the server serves from its prefix cache
+            (reported as ``cached_tokens``), or None (charged as ordinary input).
+        price_batch_in: USD per million input tokens of calls sent through a Batch API, or None
+            (the interactive price; given with ``price_batch_out``).
+        price_batch_out: USD per million output tokens of batch calls, or None.
+        max_usd: A hard spending limit of the whole run (every process of it, resumptions
+            included), USD at the prices above: a call that could pass it is not sent and the
+            run stops, resumable (:class:`evolve.llm.SpendLimit`). None: no limit. Needs
+            ``price_in``/``price_out``. A resume may raise it.
+        max_tokens: The same limit in tokens (prompt and completion tokens of paid calls;
+            cache hits are free). Not the output limit of one call (``judge.max_tokens``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,10 +94,22 @@ class EndpointSettings(BaseModel):
     context_tokens: int | None = Field(default=None, ge=256, le=MAX_CONTEXT_TOKENS)
     price_in: float | None = Field(default=None, ge=0, le=10_000)
     price_out: float | None = Field(default=None, ge=0, le=10_000)
+    price_cached_in: float | None = Field(default=None, ge=0, le=10_000)
+    price_batch_in: float | None = Field(default=None, ge=0, le=10_000)
+    price_batch_out: float | None = Field(default=None, ge=0, le=10_000)
+    max_usd: float | None = Field(default=None, ge=0, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=0, le=10**13)
 
-    RESULT_NEUTRAL: ClassVar[tuple[str, ...]] = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out")
-    """Fields that change how a run goes (parallelism, patience, the money shown), never what
-    it computes: a resume may change them."""
+    RESULT_NEUTRAL: ClassVar[tuple[str, ...]] = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out",
+                                                 "price_cached_in", "price_batch_in", "price_batch_out",
+                                                 "max_usd", "max_tokens")
+    """Fields that change how a run goes (parallelism, patience, the money shown and the spending
+    limit), never what it computes: a resume may change them."""
+
+    def price(self) -> Price | None:
+        """The prices of this endpoint (:func:`~evolve.runs.price_of`); None when none is set."""
+        return price_of(self.price_in, self.price_out, cached_in=self.price_cached_in,
+                        batch_in=self.price_batch_in, batch_out=self.price_batch_out)
 
     def resume_fields(self) -> dict[str, Any]:
         """The fields a resumed run must keep (JSON-like; every field but :attr:`RESULT_NEUTRAL`,
@@ -137,6 +162,16 @@ class EndpointSettings(BaseModel):
             raise ValueError("provider 'openai_compatible' needs base_url (or set EVOLVE_BASE_URL)")
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("price_in and price_out (USD per million input and output tokens) go together: give both")
+        if (self.price_batch_in is None) != (self.price_batch_out is None):
+            raise ValueError("price_batch_in and price_batch_out (USD per million batch input and output tokens) go "
+                             "together: give both")
+        if self.price_in is None and (self.price_cached_in is not None or self.price_batch_in is not None):
+            raise ValueError("price_cached_in and price_batch_in/out need price_in and price_out too (USD per million "
+                             "tokens)")
+        if self.max_usd is not None and self.price_in is None:
+            raise ValueError(f"max_usd {self.max_usd} needs prices to turn tokens into USD: set price_in and price_out "
+                             "(--price-in, --price-out, USD per million tokens), or limit tokens with max_tokens "
+                             "(--max-tokens) instead")
         from evolve.llm import url_credentials
 
         for url in self.urls or (None,):
@@ -307,20 +342,15 @@ def owned_client(
         As :func:`open_client`.
     """
     if client is not None:
-        try:
-            yield client
-        finally:
-            if journal_usage:
-                _journal_usage(journal, client)
-        return
-    client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
+        limited = _limit_spend(client, endpoint, journal)
     if journal is not None:
         client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False,
                                                        **_endpoints(client))
         client.on_call_event = UsageLedger(journal, client)
     finished = False
     try:
-        yield client
+        with _journal_spend_stop(journal if limited else None, client):
+            yield client
         finished = True
     finally:
         try:
@@ -330,6 +360,41 @@ def owned_client(
                 _journal_usage(journal, client)
             if closer is not None:
                 closer()
+
+
+def _limit_spend(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:
+    """Put the endpoint's spending limit (``max_usd``, ``max_tokens``) on ``client``, counting
+    what the run's earlier processes paid (its journal); False when there is no limit or the
+    client has one already (an outer step of the run set it).
+
+    Raises:
+        ConfigError: ``max_usd`` without prices.
+    """
+    from evolve.llm import SpendLimit, spend_of_usage
+
+    if client.spend_limit is not None or (endpoint.max_usd is None and endpoint.max_tokens is None):
+        return False
+    before = spend_of_usage(run_usage(journal)) if journal is not None else None
+    price = endpoint.price()
+    client.spend_limit = SpendLimit(max_usd=endpoint.max_usd, max_tokens=endpoint.max_tokens, price=price, before=before)
+    if journal is not None:
+        journal.append(Event.SPEND_LIMIT, session=client.session, max_usd=endpoint.max_usd,
+                       max_tokens=endpoint.max_tokens, price=None if price is None else dataclasses.asdict(price),
+                       spent_before=dataclasses.asdict(client.spend_limit.before))
+    return True
+
+
+@contextlib.contextmanager
+def _journal_spend_stop(journal: Journal | None, client: Client) -> Iterator[None]:
+    """Journal ``spend_limit_reached`` when the block ends at the client's spending limit."""
+    try:
+        yield
+    except SpendLimitReachedError as exc:
+        limit = client.spend_limit
+        if journal is not None and limit is not None:
+            journal.append(Event.SPEND_LIMIT_REACHED, session=client.session, message=str(exc)[:500],
+                           spent=dataclasses.asdict(limit.spent()), usd=limit.spent_usd())
+        raise
 
 
 def _journal_usage(journal: Journal | None, client: Client) -> None:
