@@ -55,6 +55,13 @@ PriceInOption = Annotated[Optional[float], typer.Option(
 PriceOutOption = Annotated[Optional[float], typer.Option(
     "--price-out", callback=in_range(0, 10_000), help="Price of output (completion) tokens, USD per million tokens (with --price-in; "
     "default: endpoint.price_out of the config).")]
+# --plan of bench run/judge and otb run/judge: print the calls, tokens, USD and hours, call nothing.
+PlanOption = Annotated[bool, typer.Option(
+    "--plan", help="Print what this command would send, by phase - calls, prompt and completion tokens, USD at the "
+    "prices given, hours at --calls-per-hour - and exit: no model call, nothing written.")]
+CallsPerHourOption = Annotated[Optional[float], typer.Option(
+    "--calls-per-hour", callback=in_range(1, 100_000_000), help="With --plan: calls the endpoint answers per hour "
+    "(default: the throughput measured in the run's journal, when planning more work on an existing run).")]
 # Bootstrap options shared by the report commands.
 HtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write report.html: the figures, then the same tables, in one self-contained page.")]
 NBootOption = Annotated[int, typer.Option(callback=in_range(1, MAX_N_BOOT), help="Bootstrap replicates per interval (cases resampled).")]
@@ -832,6 +839,17 @@ def audit(
     out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})", highlight=False)
 
 
+def _show_plan(plan: Any, price: Price | None, calls_per_hour: float | None, journal: Path | None = None) -> None:
+    """Print a :class:`~evolve.runs.CallPlan` (``--plan``); without ``calls_per_hour`` the
+    throughput measured in ``journal`` (an existing run's) is used when it has one."""
+    source = "--calls-per-hour"
+    if calls_per_hour is None and journal is not None:
+        from evolve.runs import measured_calls_per_hour
+
+        calls_per_hour, source = measured_calls_per_hour(journal), f"measured in {journal}"
+    typer.echo(plan.render(price, calls_per_hour, throughput_source=source))  # unwrapped: the table stays intact
+
+
 def _print_bench_report(run_dir: Path) -> None:
     report_md = run_dir / BenchFolder.REPORT_MD
     if report_md.is_file():
@@ -880,6 +898,8 @@ def bench_run(
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
     prompts_root: PromptsRootOption = None,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Generate consilium second opinions for a case set, judge them and write the bench tables.
 
@@ -896,7 +916,8 @@ def bench_run(
         if resume is not None:
             _refuse_options_on_resume(
                 options, defaults={"preset": "quick", "judge": True},
-                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency", "price_in", "price_out"),
+                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency", "price_in", "price_out",
+                         "plan", "calls_per_hour"),
                 command="evolve bench run")
             config = load_bench_config(resume)
             updates: dict[str, object] = {"parallel_cases": parallel_cases} if parallel_cases is not None else {}
@@ -929,6 +950,10 @@ def bench_run(
             }
             config = resolve_bench_config(preset=preset, config_file=config_file, overrides=overrides)
         price = _price(price_in, price_out, config.endpoint)
+        if plan:
+            _plan_bench_run(config, judge=judge, guidance=guidance, resume=resume is not None, price=price,
+                            calls_per_hour=calls_per_hour)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = run_and_judge(config, judge=judge, calibration_run=guidance, resume=resume is not None,
@@ -964,6 +989,17 @@ def bench_run(
         raise typer.Exit(code=1)  # nothing was generated: not a success
 
 
+def _plan_bench_run(config: Any, *, judge: bool, guidance: Path | None, resume: bool, price: Price | None,
+                    calls_per_hour: float | None) -> None:
+    """``evolve bench run --plan``: the checks the run makes before any call, then the plan."""
+    from evolve.consilium import default_backend, plan_bench_run, prepare_bench
+    from evolve.workflows._plan import token_counter
+
+    cases, _ = prepare_bench(config, resume, default_backend())  # reads only
+    plan = plan_bench_run(config, cases, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint))
+    _show_plan(plan, price, calls_per_hour, BenchFolder(config.run_dir).journal_path if resume else None)
+
+
 def _case_columns(items: list[str]):
     """A CaseColumns object (not a dict: layering drops None values, and ``title=`` maps to None)."""
     from evolve.data import parse_column_overrides
@@ -984,12 +1020,22 @@ def bench_judge(
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
     prompts_root: RunPromptsRootOption = None,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
-    from evolve.consilium import judge_bench, load_bench_config
+    from evolve.consilium import judge_bench, load_bench_config, plan_bench_judge
 
     try:
         price = _run_price(price_in, price_out, load_bench_config, run_dir)
+        if plan:
+            from evolve.workflows._plan import token_counter
+
+            counter = token_counter(load_bench_config(run_dir).endpoint)
+            _show_plan(plan_bench_judge(run_dir, calibration_run=guidance, repeats=repeats, free_form_roles=free_form_roles,
+                                        prompts_root=prompts_root, counter=counter),
+                       price, calls_per_hour, BenchFolder(run_dir).journal_path)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar, price),

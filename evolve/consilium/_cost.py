@@ -29,7 +29,7 @@ applies to them; once per case, model and topology the panel (component ``case``
 not judged); on a generated run it is the exact list :func:`judge_bench` would send.
 
 Tokens: the prompts that depend only on the case (role assignment, opinions) are built exactly
-as the pipeline sends them and counted (the server's tokenizer when ``base_url`` offers one, else
+as the pipeline sends them and counted (the server's tokenizer when the ``counter`` asks one, else
 the stated estimate); later prompts are built from the same templates with the generated texts
 left empty, measured at the same tokens per character, and the generated texts they quote are
 added at their expected sizes (:func:`expected_sizes`). Completion tokens are those expected
@@ -39,7 +39,7 @@ sizes - estimates, never the output limits (an answer is at most its stage's lim
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +64,9 @@ __all__ = [
     "plan_bench_judge",
     "plan_bench_run",
 ]
+
+TokenCounter = Callable[[Sequence[str]], tuple[list[int], str]]
+"""``texts -> (tokens per text, how they were counted)``."""
 
 ROLES, OPINIONS, SYNTHESIS, VOTES, MODERATOR, FINALIZER, JUDGING = (
     "role assignment", "opinions", "synthesis", "review votes", "moderator", "finalizer", "judging")
@@ -185,10 +188,9 @@ class _Tokens:
     """Tokens of prompts: exact prompts counted (tokenizer or estimate), built ones measured at
     the tokens per character of the same case's exact prompts."""
 
-    def __init__(self, pipe: ConsiliumPipeline, cases: Sequence[Case], base_url: str | None, model: str | None,
-                 headers: Mapping[str, str] | None) -> None:
+    def __init__(self, pipe: ConsiliumPipeline, cases: Sequence[Case], counter: TokenCounter | None) -> None:
         texts = [prompt_text(pipe._role_ask(case, "m").messages) for case in cases]
-        counts, self.source = count_tokens(texts, base_url=base_url, model=model, headers=dict(headers or {}))
+        counts, self.source = (counter or count_tokens)(texts)
         self.per_char = {case.case_id: n / max(len(t), 1) for case, t, n in zip(cases, texts, counts)}
         self.exact = {case.case_id: n for case, n in zip(cases, counts)}
 
@@ -394,8 +396,7 @@ def plan_bench_run(
     judge: bool = True,
     calibration_run: Path | None = None,
     free_form_roles: bool = False,
-    base_url: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    counter: TokenCounter | None = None,
 ) -> CallPlan:
     """The calls, tokens and phases of ``evolve bench run`` on ``cases``, without a call.
 
@@ -405,9 +406,9 @@ def plan_bench_run(
         judge: The run judges its outputs afterwards (adds the batchable ``judging`` phase).
         calibration_run: The judge file guiding the judge (its guidance is in every judge prompt).
         free_form_roles: Role components of free-form pipelines are judged too.
-        base_url: The endpoint's ``/v1`` URL whose ``/tokenize`` counts the exact prompts; None
-            estimates (the embedded endpoint: the plan never starts it).
-        headers: Headers of the tokenize request (an API key).
+        counter: ``texts -> (tokens, how they were counted)`` (e.g. the endpoint's ``/tokenize``,
+            :func:`evolve.workflows.token_counter`); None estimates at
+            :data:`~evolve.runs.CHARS_PER_TOKEN` (the embedded endpoint is never started for a plan).
 
     Returns:
         One phase per pipeline stage group (interactive, ranges as the module docstring says),
@@ -417,7 +418,7 @@ def plan_bench_run(
         RunError, RubricError: The guidance or the consilium rubric cannot be read.
     """
     pipe = ConsiliumPipeline(None, config.pipeline_settings())  # type: ignore[arg-type]
-    tokens = _Tokens(pipe, cases, base_url, config.endpoint.model if base_url else None, headers)
+    tokens = _Tokens(pipe, cases, counter)
     spans, _ = _pipeline_spans(config, cases, tokens)
     phases = [spans[name].phase(name, note=_PIPELINE_NOTES[name]) for name in BENCH_PHASES[:-1]]
     if judge:
@@ -452,14 +453,13 @@ def plan_bench_judge(
     repeats: int | None = None,
     free_form_roles: bool = False,
     prompts_root: Path | str | None = None,
-    base_url: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    counter: TokenCounter | None = None,
 ) -> CallPlan:
     """The judge calls ``evolve bench judge`` would send on a generated run, without a call.
 
     The calls are exactly those of :func:`~evolve.consilium.judge_bench` (the same planning
     over the run's artifacts) and their prompts the real requests, counted by the server's
-    tokenizer when ``base_url`` offers one, else estimated. Completion tokens are estimated
+    tokenizer when ``counter`` asks one, else estimated. Completion tokens are estimated
     (:func:`judge_completion_tokens`).
 
     Args:
@@ -468,8 +468,7 @@ def plan_bench_judge(
         repeats: Judge calls per (target, criterion); None = the run's ``judge_repeats``.
         free_form_roles: Also judge free-form role components.
         prompts_root: As :func:`~evolve.consilium.judge_bench` takes it.
-        base_url: The endpoint's ``/v1`` URL for ``/tokenize``; None estimates.
-        headers: Headers of the tokenize request.
+        counter: ``texts -> (tokens, source)``; None estimates.
 
     Raises:
         RunError: Not a benchmark run folder, or a bad calibration run.
@@ -495,8 +494,7 @@ def plan_bench_judge(
     result = JudgeBenchResult(run_dir=run_dir, path=run_dir, free_form_roles=free_form_roles)
     calls = [c for batch in _planned_calls(run_dir, config, rubric, guidance, seeds, result) for c in batch]
     texts = [prompt_text(judge.messages(case, target, crit, text)) for _, case, target, crit, text, _ in calls]
-    counts, source = count_tokens(texts, base_url=base_url, model=config.judge.model if base_url else None,
-                                  headers=dict(headers or {}))
+    counts, source = (counter or count_tokens)(texts)
     phase = PhasePlan.of_calls(
         JUDGING, len(calls), len(calls), prompt_tokens_per_call=sum(counts) / max(len(calls), 1),
         completion_tokens_per_call=judge_completion_tokens(judge), batchable=True,

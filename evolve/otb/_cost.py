@@ -16,7 +16,7 @@ How a run spends calls (:func:`~evolve.otb.generate_otb`, :func:`~evolve.otb.jud
   generated run the count is exact. Batchable.
 
 Tokens: generation prompts are the real requests (our prompts, or the released ones stored in the
-test manifests), counted by the server's tokenizer when ``base_url`` offers one, else estimated;
+test manifests), counted by the server's tokenizer when the ``counter`` asks one, else estimated;
 judge prompts are the real judge messages - before generation with the candidate answer left
 empty and added at its expected size, on a generated run with the extracted answers themselves.
 Completion tokens are estimates (:data:`TURN_ANSWER_TOKENS`, :data:`BOARD_ANSWER_TOKENS`, a judge
@@ -27,7 +27,7 @@ think up to its whole output limit, which the high end then takes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -44,6 +44,9 @@ __all__ = [
     "BOARD_ANSWER_TOKENS", "CONCLUSION_TOKENS", "TURN_ANSWER_TOKENS", "generation_phase", "judging_phase",
     "judge_reply_tokens", "plan_otb_judge", "plan_otb_run",
 ]
+
+TokenCounter = Callable[[Sequence[str]], tuple[list[int], str]]
+"""``texts -> (tokens per text, how they were counted)``."""
 
 TASK_NAMES: dict[str, str] = {"board": "Board Simulation", "turn": "Specialist Turn"}
 
@@ -113,8 +116,7 @@ def plan_otb_run(
     calibration_run: Path | str | None = None,
     items: Mapping[Task, Sequence[BoardCase | TurnQuestion]] | None = None,
     stored: Mapping[Task, Mapping[str, tuple[str, str, str]]] | None = None,
-    base_url: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    counter: TokenCounter | None = None,
 ) -> CallPlan:
     """The calls, tokens and phases of ``evolve otb run``, without a call.
 
@@ -124,8 +126,7 @@ def plan_otb_run(
         calibration_run: The judge file of rubric ``otb`` guiding the judge.
         items, stored: The records and stored prompts (:func:`~evolve.otb._runner.load_otb_inputs`);
             None reads them.
-        base_url: The endpoint's ``/v1`` URL whose ``/tokenize`` counts prompts; None estimates.
-        headers: Headers of the tokenize request.
+        counter: ``texts -> (tokens, source)`` (the endpoint's ``/tokenize``); None estimates.
 
     Raises:
         DataError: A record file or manifest is invalid.
@@ -144,8 +145,7 @@ def plan_otb_run(
             for rubric in _rubrics(config, task):
                 texts += [prompt_text(judge_messages(rubric, it, "", guidance.get(rubric))) for it in records]
                 spans.append((rubric, task, len(records)))
-    model = (config.judge.model or config.endpoint.model) if base_url else None
-    counts, source = count_tokens(texts, base_url=base_url, model=model, headers=dict(headers or {}))
+    counts, source = (counter or count_tokens)(texts)
     phases: list[PhasePlan] = []
     start = 0
     judged: dict[str, list[tuple[float, float, int]]] = {}
@@ -200,8 +200,7 @@ def plan_otb_judge(
     *,
     calibration_run: Path | str | None = None,
     prompts_root: Path | str | None = None,
-    base_url: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    counter: TokenCounter | None = None,
 ) -> CallPlan:
     """The judge calls ``evolve otb judge`` would send on a generated run, without a call: one
     per answered, non-malformed item and judge rubric, with the real judge messages.
@@ -232,8 +231,7 @@ def plan_otb_judge(
                     request = _judge_request(config, rubric, item, r.get("extracted_final_response", ""), guidance)
                     requests.setdefault(task, []).append((rubric, prompt_text(request.messages)))
     texts = [t for task in requests for _, t in requests[task]]
-    model = (config.judge.model or config.endpoint.model) if base_url else None
-    counts, source = count_tokens(texts, base_url=base_url, model=model, headers=dict(headers or {}))
+    counts, source = (counter or count_tokens)(texts)
     phases, start = [], 0
     for task, calls in requests.items():
         tokens = counts[start:start + len(calls)]
