@@ -17,9 +17,29 @@ stops the run, resumable); what a run paid is a :class:`Spend` (cache hits are f
 Several replicas of one model sit behind one :class:`RoutingProvider`: calls sharing a prompt
 prefix (a request's ``affinity``: the judges pass the case and target) go to the same replica,
 by rendezvous hashing, so its prefix cache stays warm; a failing replica is taken out.
+Lists of independent requests may go through an endpoint's Batch API instead
+(:class:`BatchOptions` on :attr:`Client.batch`, :meth:`Client.map` with ``batchable=True``):
+one JSONL file of lines whose ``custom_id`` is the cache key and whose body is the interactive
+one, answered within a 24 h window at batch prices, each answer checked and cached as if it had
+come interactively; its usage counts under the tag ``"<tag> (batch)"``.
 """
 
 from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
+from evolve.llm._batch import (
+    BATCH_TAG_SUFFIX,
+    MAX_BATCH_BYTES,
+    MAX_BATCH_LINES,
+    BatchLedger,
+    BatchOptions,
+    BatchRunner,
+    MemoryBatchLedger,
+    OutputLine,
+    batch_line,
+    batch_tag,
+    is_batch_tag,
+    read_output_lines,
+    request_lines,
+)
 from evolve.llm._cache import ResponseCache
 from evolve.llm._client import Client, Result
 from evolve.llm._fake import FakeOutput, FakeProvider
@@ -37,6 +57,19 @@ from evolve.llm._structured import fence, parse_json_object, response_format, va
 from evolve.llm._types import MAX_CONTEXT_TOKENS, MAX_OUTPUT_TOKENS, MAX_SEED, CallFailure, ChatRequest, ChatResponse, Message, Usage
 
 __all__ = [
+    "BATCH_TAG_SUFFIX",
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_LINES",
+    "BatchLedger",
+    "BatchOptions",
+    "BatchRunner",
+    "MemoryBatchLedger",
+    "OutputLine",
+    "batch_line",
+    "batch_tag",
+    "is_batch_tag",
+    "read_output_lines",
+    "request_lines",
     "MAX_CONTEXT_TOKENS",
     "MAX_OUTPUT_TOKENS",
     "MAX_SEED",

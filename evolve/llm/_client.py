@@ -25,6 +25,7 @@ from evolve.errors import (
     UnsupportedFeatureError,
 )
 from evolve.llm._budget import SpendLimit, request_chars
+from evolve.llm._batch import BatchOptions, BatchRunner, batch_tag
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
 from evolve.llm._schema import schema_violation, sent_schema
@@ -80,6 +81,8 @@ class Client:
         spend_limit: A :class:`~evolve.llm.SpendLimit` checked before each request leaves (a
             call that could pass it is not sent: :class:`~evolve.errors.SpendLimitReachedError`
             stops the run); None: no limit. Cache hits never pass through it.
+        batch: How :meth:`map` sends requests marked ``batchable`` through the endpoint's Batch
+            API (:class:`~evolve.llm.BatchOptions`); None (the default): interactively.
     """
 
     usage_interval_s: float = 30.0
@@ -113,6 +116,7 @@ class Client:
         self.session = secrets.token_hex(6)
         self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
         self.on_call_event: Callable[[str, str], None] | None = None
+        self.batch: BatchOptions | None = None
         self.spend_limit: SpendLimit | None = None
         self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
@@ -146,12 +150,9 @@ class Client:
             again.
         """
         key = request.cache_key(self.endpoint_id)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None and self._fits(request, hit):  # a reply stored before the schema was checked is asked again
-                hit = self._scrubbed(hit)  # a cache written before secrets were scrubbed leaks them nowhere
-                self._count(request.tag, hit)
-                return hit
+        hit = self.cached_answer(request, key)
+        if hit is not None:
+            return hit
         first = self._in_flight.get(key)
         if first is not None:
             return await self._share(request, first)
@@ -163,6 +164,38 @@ class Client:
             del self._in_flight[key]
             flight.done.set()
         return flight.result
+
+    def cached_answer(self, request: ChatRequest, key: str) -> ChatResponse | None:
+        """The cached answer to ``request`` (its cache ``key``), counted as a cache hit; None
+        when the cache has none fitting the request (a reply stored before the schema was
+        checked is asked again; a cache written before secrets were scrubbed leaks none)."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None or not self._fits(request, hit):
+            return None
+        hit = self._scrubbed(hit)
+        self._count(request.tag, hit)
+        return hit
+
+    def accept_batch_answer(self, request: ChatRequest, key: str, response: ChatResponse) -> ChatResponse:
+        """Take an answer read from a Batch API output file: cached under ``key`` when it is
+        one the interactive path would cache (``finish_reason`` ``stop``, fitting the schema
+        sent), counted under :func:`~evolve.llm.batch_tag` of the request's tag (as
+        ``"done"`` for :attr:`on_call_event`: the ledger journals it as a paid call)."""
+        response = self._scrubbed(response)
+        if self.cache is not None and response.finish_reason == "stop" and self._fits(request, response):
+            self.cache.put(key, response)
+        self._count(batch_tag(request.tag), response)
+        return response
+
+    def count_answer(self, tag: str, response: ChatResponse) -> None:
+        """Count one answer under ``tag`` (a cache hit when ``response.cached``)."""
+        self._count(tag, response)
+
+    def scrub_text(self, text: str) -> str:
+        """``text`` with the provider's secrets replaced."""
+        return self._scrub(text)
 
     async def _share(self, request: ChatRequest, flight: _Flight) -> Result:
         """Wait for the identical request in flight and take its answer (asking anew only when
@@ -381,9 +414,14 @@ class Client:
         return self._portal.call(lambda: self.aembed(texts, model, tag=tag))
 
     def map(
-        self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None
+        self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None,
+        *, batchable: bool = False,
     ) -> list[Result]:
         """Complete many requests concurrently (bounded by ``max_concurrency``), in order.
+
+        With ``batchable`` and :attr:`batch` set, the requests the cache does not answer go
+        through the endpoint's Batch API instead (:class:`~evolve.llm.BatchRunner`: answers
+        within its window at batch prices, failed lines asked again interactively).
 
         Endpoint failures come back as :class:`CallFailure` results. An exception that stops
         the run (a :class:`~evolve.errors.RunStoppedError`: the server died, the endpoint is unreachable) cancels the other requests
@@ -394,7 +432,11 @@ class Client:
             requests: Requests; results come back in the same order.
             on_result: Called as ``on_result(index, result)`` when each finishes (from the
                 client's loop thread) - e.g. to advance a progress bar or append to a journal.
+            batchable: The requests are independent and nobody waits on any one of them (a
+                phase that judges a fixed list): they may go by batch.
         """
+        if batchable and self.batch is not None:
+            return self._portal.call(BatchRunner(self, self.batch).run, list(requests), on_result)
         return self._portal.call(self._amap, list(requests), on_result)
 
     async def _amap(self, requests: list[ChatRequest], on_result) -> list[Result]:

@@ -126,7 +126,20 @@ class OpenAICompatibleProvider:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Send one chat completion. See :class:`Provider`."""
         openai = self._openai
-        kwargs: dict[str, Any] = dict(
+        start = time.perf_counter()
+        try:
+            result = await self._client.chat.completions.create(**self.chat_body(request))
+        except openai.APIConnectionError as exc:  # includes timeouts
+            raise await self._unreached(exc) from exc
+        except openai.APIStatusError as exc:
+            # not chained: the SDK's error quotes the endpoint's answer unscrubbed
+            raise self._status_error(exc, explain_status(exc.status_code, self.scrub(str(exc)))) from None
+        return self.response_of(result, latency_s=time.perf_counter() - start)
+
+    def chat_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body of ``POST /v1/chat/completions`` for ``request``, exactly as sent (also
+        the ``body`` of a Batch API line: :mod:`evolve.llm._batch`)."""
+        body: dict[str, Any] = dict(
             model=request.model,
             messages=[m.model_dump() for m in request.messages],
             temperature=request.temperature,
@@ -134,19 +147,21 @@ class OpenAICompatibleProvider:
             max_tokens=request.max_tokens,
         )
         if request.seed is not None:
-            kwargs["seed"] = request.seed
+            body["seed"] = request.seed
         if request.response_format is not None:
             fmt = request.response_format
-            kwargs["response_format"] = fmt if self.schema_limits else strip_length_limits(fmt)
-        start = time.perf_counter()
-        try:
-            result = await self._client.chat.completions.create(**kwargs)
-        except openai.APIConnectionError as exc:  # includes timeouts
-            raise await self._unreached(exc) from exc
-        except openai.APIStatusError as exc:
-            # not chained: the SDK's error quotes the endpoint's answer unscrubbed
-            raise self._status_error(exc, explain_status(exc.status_code, self.scrub(str(exc)))) from None
-        latency = time.perf_counter() - start
+            body["response_format"] = fmt if self.schema_limits else strip_length_limits(fmt)
+        return body
+
+    def response_of(self, result: Any, *, latency_s: float = 0.0) -> ChatResponse:
+        """A :class:`ChatResponse` from a chat completion (the SDK's object, or the JSON body of a
+        Batch API output line as a dict), its texts scrubbed of this provider's secrets.
+
+        Raises:
+            TransientEndpointError: The completion has no choices.
+        """
+        if isinstance(result, dict):
+            result = self._openai.types.chat.ChatCompletion.model_validate(result)
         if not result.choices:
             raise TransientEndpointError(f"{self.endpoint_id}: response had no choices")
         choice = result.choices[0]
@@ -161,9 +176,13 @@ class OpenAICompatibleProvider:
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cached_prompt_tokens=cached_tokens,
-            latency_s=latency,
+            latency_s=latency_s,
         )
 
+    def batch_api(self) -> Any:
+        """The ``openai.AsyncOpenAI`` client of this endpoint, for its files and batches routes
+        (:class:`evolve.llm.BatchRunner`)."""
+        return self._client
 
     async def _unreached(self, exc: Exception) -> TransientEndpointError:
         """The error for a call that got no answer: a timeout (retried) or no connection

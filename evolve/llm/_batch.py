@@ -1,0 +1,460 @@
+"""The Batch API path: many requests sent as one file, answered within a window, at batch prices.
+
+OpenAI's Batch API (and servers that copy it) takes a JSONL file of requests, one per line
+(``custom_id``, ``method``, ``url``, ``body``), answers them within a completion window
+(``24h``) at about half the interactive price, and hands back an output file (one answer per
+line, matched by ``custom_id``) and an error file. vLLM's offline ``run_batch`` entry point reads
+and writes the same line format.
+
+Here a line's ``custom_id`` is the request's response-cache key and its ``body`` is exactly what
+the provider would send interactively (:meth:`OpenAICompatibleProvider.chat_body`), so an answer
+read back goes through the same checks as an interactive one (the schema sent, ``finish_reason``,
+secrets scrubbed) and lands in the response cache under the same key: a later interactive run,
+or a resume, finds it there and pays nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from evolve.errors import EndpointError, EndpointUnreachableError, UnsupportedFeatureError
+from evolve.llm._types import CallFailure, ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from evolve.llm._client import Client, Result
+
+__all__ = [
+    "BATCH_TAG_SUFFIX",
+    "CHAT_COMPLETIONS_URL",
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_LINES",
+    "BatchLedger",
+    "BatchOptions",
+    "BatchRunner",
+    "MemoryBatchLedger",
+    "OutputLine",
+    "batch_line",
+    "batch_tag",
+    "is_batch_tag",
+    "read_output_lines",
+    "request_lines",
+]
+
+CHAT_COMPLETIONS_URL = "/v1/chat/completions"
+"""The ``url`` of every line (the route the body is for)."""
+
+MAX_BATCH_LINES = 50_000
+"""Most requests in one batch (the OpenAI Batch API's limit); more go as several batches."""
+
+MAX_BATCH_BYTES = 200 * 1024 * 1024
+"""Largest input file of one batch, bytes (the OpenAI Batch API's 200 MB)."""
+
+BATCH_TAG_SUFFIX = " (batch)"
+"""Appended to a request's tag where its usage is counted when it was answered through a
+batch (``judge`` -> ``judge (batch)``), so the journal, the report and the money spent
+(:class:`evolve.runs.Price` with ``batch=True``) keep batch calls apart."""
+
+
+def batch_tag(tag: str) -> str:
+    """The usage tag of calls of ``tag`` answered through a batch."""
+    return tag + BATCH_TAG_SUFFIX
+
+
+def is_batch_tag(tag: str) -> bool:
+    """Whether a usage tag counts batch calls (priced at batch prices)."""
+    return tag.endswith(BATCH_TAG_SUFFIX)
+
+
+def batch_line(provider: Any, request: ChatRequest, custom_id: str | None = None) -> dict[str, Any]:
+    """One Batch API input line for ``request``.
+
+    Args:
+        provider: An :class:`~evolve.llm.OpenAICompatibleProvider` (anything with ``chat_body``
+            and ``endpoint_id``): the body is the one it sends interactively.
+        request: The request.
+        custom_id: The line's id; default its cache key at ``provider`` (what the answer is
+            cached under).
+
+    Raises:
+        UnsupportedFeatureError: The provider builds no HTTP body (the fake provider).
+    """
+    chat_body = getattr(provider, "chat_body", None)
+    if chat_body is None:
+        raise UnsupportedFeatureError(f"{provider.endpoint_id}: this provider sends no HTTP requests and has no Batch "
+                                      "API; use an OpenAI-compatible endpoint (--base-url)")
+    return {"custom_id": custom_id or request.cache_key(provider.endpoint_id), "method": "POST",
+            "url": CHAT_COMPLETIONS_URL, "body": chat_body(request)}
+
+
+def request_lines(provider: Any, requests: Iterable[ChatRequest]) -> list[dict[str, Any]]:
+    """Batch input lines for ``requests``, one per distinct request (same cache key, one line)."""
+    lines: dict[str, dict[str, Any]] = {}
+    for request in requests:
+        key = request.cache_key(provider.endpoint_id)
+        if key not in lines:
+            lines[key] = batch_line(provider, request, key)
+    return list(lines.values())
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One line of a batch's output or error file.
+
+    Attributes:
+        custom_id: The input line it answers.
+        body: The chat completion (JSON) when the line was answered with HTTP 200, else None.
+        error: Why it was not (the line's error or its HTTP status and message), else ``""``.
+    """
+
+    custom_id: str
+    body: dict[str, Any] | None
+    error: str = ""
+
+
+def read_output_lines(text: str, *, source: str = "batch output") -> Iterator[OutputLine]:
+    """Parse a Batch API output or error file (also vLLM ``run_batch`` output).
+
+    Lines that are not JSON objects with a ``custom_id`` are skipped (they answer nothing).
+
+    Args:
+        text: The file's text (JSONL).
+        source: Named in nothing yet; kept for callers' messages.
+    """
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            continue
+        yield _output_line(line)
+
+
+def _output_line(line: dict[str, Any]) -> OutputLine:
+    cid = line["custom_id"]
+    error, response = line.get("error"), line.get("response")
+    if error:
+        message = error.get("message") or error.get("code") if isinstance(error, dict) else str(error)
+        code = error.get("code", "") if isinstance(error, dict) else ""
+        return OutputLine(cid, None, f"{code}: {message}" if code and code != message else str(message))
+    if not isinstance(response, dict):
+        return OutputLine(cid, None, "the line has neither a response nor an error")
+    status, body = response.get("status_code"), response.get("body")
+    if status != 200 or not isinstance(body, dict):
+        detail = body.get("error", body) if isinstance(body, dict) else body
+        if isinstance(detail, dict):
+            detail = detail.get("message", detail)
+        return OutputLine(cid, None, f"HTTP {status}: {detail}")
+    return OutputLine(cid, body)
+
+
+class BatchLedger(Protocol):
+    """Where submitted batches are remembered, so that a killed run's resume polls them instead
+    of paying again (a run's journal: :class:`evolve.runs.JournalBatchLedger`)."""
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
+        """Record a batch just created (before it is polled), with its lines' ids."""
+        ...
+
+    def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
+        """Record a batch whose answers were read (or that is lost)."""
+        ...
+
+    def pending(self) -> list[tuple[str, frozenset[str]]]:
+        """Batches submitted and not finished: ``(batch_id, custom_ids)``."""
+        ...
+
+
+class MemoryBatchLedger:
+    """A :class:`BatchLedger` in memory (one process; tests and library use)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[str, frozenset[str]] = {}
+        self.done: dict[str, str] = {}
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
+        self.batches[batch_id] = frozenset(custom_ids)
+
+    def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
+        self.done[batch_id] = status
+
+    def pending(self) -> list[tuple[str, frozenset[str]]]:
+        return [(b, ids) for b, ids in self.batches.items() if b not in self.done]
+
+
+@dataclass
+class BatchOptions:
+    """How a client sends batchable requests through a Batch API (:attr:`Client.batch`).
+
+    Attributes:
+        ledger: Remembers submitted batches (a run's journal); None: :class:`MemoryBatchLedger`
+            (a killed process's batches are then forgotten and paid again).
+        poll_initial_s: Wait before the second status poll, seconds (the first is at once);
+            each later wait is 1.5 times longer, up to ``poll_max_s``.
+        poll_max_s: Longest wait between polls, seconds.
+        completion_window: The window asked for (the OpenAI Batch API offers ``24h``).
+        max_lines: Most lines per batch (:data:`MAX_BATCH_LINES`).
+        max_bytes: Largest input file per batch, bytes (:data:`MAX_BATCH_BYTES`).
+        on_note: Receives a line per event (submitted, status changes, lines retried).
+    """
+
+    ledger: BatchLedger | None = None
+    poll_initial_s: float = 10.0
+    poll_max_s: float = 600.0
+    completion_window: str = "24h"
+    max_lines: int = MAX_BATCH_LINES
+    max_bytes: int = MAX_BATCH_BYTES
+    on_note: Callable[[str], None] | None = None
+    _memory: MemoryBatchLedger = field(default_factory=MemoryBatchLedger, repr=False)
+
+    @property
+    def the_ledger(self) -> BatchLedger:
+        """:attr:`ledger`, or one in memory."""
+        return self.ledger if self.ledger is not None else self._memory
+
+
+_TERMINAL = ("completed", "failed", "expired", "cancelled")
+_TRANSPORT_ATTEMPTS = 6
+
+
+class BatchRunner:
+    """Completes a list of requests through a Batch API over a :class:`~evolve.llm.Client`.
+
+    Requests the response cache answers are never sent; of the rest, identical requests go as
+    one line, in batches of at most ``max_lines`` lines and ``max_bytes`` bytes. A batch is
+    recorded in the ledger as soon as it exists, before it is polled, so a process killed while
+    it waits leaves it behind: the next run of the same requests (a resume) polls that batch
+    instead of submitting again. Answers are checked like interactive ones and cached under the
+    request's key; their usage is counted under :func:`batch_tag`. Lines that failed, expired,
+    were cancelled or are missing are asked again interactively (:meth:`Client.acomplete`).
+    An endpoint without a Batch API (HTTP 404/405/501 on upload or create) gets every request
+    interactively, with a note.
+
+    Args:
+        client: The client (cache, usage, retries, interactive fallback).
+        options: Polling, limits and the ledger.
+    """
+
+    def __init__(self, client: Client, options: BatchOptions) -> None:
+        self.client = client
+        self.options = options
+        self.provider = client.provider
+        self.ledger = options.the_ledger
+
+    # -- the whole run ---------------------------------------------------------------------
+    async def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None
+                  ) -> list[Result]:
+        """Complete ``requests`` (results in order; see :meth:`Client.map`)."""
+        results: list[Result | None] = [None] * len(requests)
+        todo: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            key = request.cache_key(self.client.endpoint_id)
+            hit = self.client.cached_answer(request, key)
+            if hit is not None:
+                results[i] = hit
+                if on_result is not None:
+                    on_result(i, hit)
+            else:
+                todo.setdefault(key, []).append(i)
+        if todo:
+            await self._answer(requests, todo, results, on_result)
+        return results  # type: ignore[return-value]
+
+    async def _answer(self, requests: Sequence[ChatRequest], todo: dict[str, list[int]],
+                      results: list[Result | None], on_result: Callable[[int, Result], None] | None) -> None:
+        """Poll the pending batches holding some of ``todo``, submit the rest, then retry
+        interactively whatever no batch answered."""
+        left: dict[str, list[int]] = dict(todo)
+
+        def settle(key: str, answer: Result) -> None:
+            for n, i in enumerate(left.pop(key, ())):
+                one = answer if n == 0 or isinstance(answer, CallFailure) else self._shared(requests[i], answer)
+                results[i] = one
+                if on_result is not None:
+                    on_result(i, one)
+
+        pending = [(b, ids) for b, ids in self.ledger.pending() if ids & left.keys()]
+        submitted: list[tuple[str, frozenset[str]]] = []
+        fresh = [k for k in left if not any(k in ids for _, ids in pending)]
+        if fresh:
+            try:
+                submitted = await self._submit(requests, {k: left[k] for k in fresh})
+            except UnsupportedFeatureError as exc:
+                self._note(f"no Batch API at {self.client.endpoint_id} ({exc}); sending {len(fresh)} requests one by one")
+        async with anyio.create_task_group() as tg:
+            for batch_id, ids in [*pending, *submitted]:
+                tg.start_soon(self._collect, batch_id, ids, requests, left, settle)
+        await self._interactive(requests, left, settle)
+
+    async def _interactive(self, requests: Sequence[ChatRequest], left: dict[str, list[int]],
+                           settle: Callable[[str, Result], None]) -> None:
+        """Ask interactively what no batch answered (failed, expired or missing lines)."""
+        if not left:
+            return
+        self._note(f"{len(left)} request(s) no batch answered go one by one")
+
+        async def one(key: str) -> None:
+            settle(key, await self.client.acomplete(requests[left[key][0]]))
+
+        async with anyio.create_task_group() as tg:
+            for key in list(left):
+                tg.start_soon(one, key)
+
+    def _shared(self, request: ChatRequest, answer: ChatResponse) -> ChatResponse:
+        """A copy of ``answer`` for an identical request: a cache hit (counted as one)."""
+        shared = answer.model_copy(update={"cached": True, "latency_s": 0.0})
+        self.client.count_answer(request.tag, shared)
+        return shared
+
+    # -- submitting ------------------------------------------------------------------------
+    async def _submit(self, requests: Sequence[ChatRequest], todo: dict[str, list[int]]
+                      ) -> list[tuple[str, frozenset[str]]]:
+        """Create batches for ``todo`` (recorded in the ledger at once); returns them."""
+        lines = [(key, json.dumps(batch_line(self.provider, requests[idx[0]], key), ensure_ascii=False))
+                 for key, idx in todo.items()]
+        made = []
+        for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
+            data = "".join(text + "\n" for _, text in chunk).encode("utf-8")
+            batch_id = await self._create(data)
+            ids = frozenset(key for key, _ in chunk)
+            self.ledger.submitted(batch_id, sorted(ids))
+            self._note(f"batch {batch_id} submitted: {len(ids)} request(s), window {self.options.completion_window}")
+            made.append((batch_id, ids))
+        return made
+
+    async def _create(self, data: bytes) -> str:
+        """Upload one input file and create its batch; returns the batch id."""
+        api = self._api()
+        uploaded = await self._transport(lambda: api.files.create(file=("batch.jsonl", data, "application/jsonl"),
+                                                                  purpose="batch"), "upload the batch file")
+        batch = await self._transport(lambda: api.batches.create(
+            input_file_id=uploaded.id, endpoint=CHAT_COMPLETIONS_URL, completion_window=self.options.completion_window,
+        ), "create the batch")
+        return str(batch.id)
+
+    def _api(self) -> Any:
+        batch_api = getattr(self.provider, "batch_api", None)
+        if batch_api is None:
+            raise UnsupportedFeatureError("this provider has no Batch API")
+        return batch_api()
+
+    # -- polling and reading ---------------------------------------------------------------
+    async def _collect(self, batch_id: str, ids: frozenset[str], requests: Sequence[ChatRequest],
+                       left: dict[str, list[int]], settle: Callable[[str, Result], None]) -> None:
+        """Poll one batch until it ends; settle the requests its output answers."""
+        batch = await self._poll(batch_id)
+        if batch is None:  # the endpoint does not know it (another server, or purged): its lines are asked again
+            self.ledger.finished(batch_id, status="lost", answered=0, failed=len(ids))
+            return
+        answered = failed = 0
+        for file_id in (getattr(batch, "output_file_id", None), getattr(batch, "error_file_id", None)):
+            if not file_id:
+                continue
+            api = self._api()
+            content = await self._transport(lambda fid=file_id: api.files.content(fid), "download a batch file")
+            for line in read_output_lines(content.text):
+                if line.custom_id not in left or line.body is None:
+                    failed += line.body is None
+                    continue
+                answer = self._accept(requests[left[line.custom_id][0]], line)
+                if isinstance(answer, ChatResponse):
+                    answered += 1
+                    settle(line.custom_id, answer)
+                else:
+                    failed += 1
+        status = str(batch.status)
+        self.ledger.finished(batch_id, status=status, answered=answered, failed=failed)
+        missing = len(ids & left.keys())
+        self._note(f"batch {batch_id} {status}: {answered} answered"
+                   + (f", {missing} to ask again one by one" if missing else ""))
+
+    def _accept(self, request: ChatRequest, line: OutputLine) -> Result:
+        """An answered line as a response (checked, cached, counted as a batch call), or a
+        failure when its body is not a chat completion."""
+        try:
+            response = self.provider.response_of(line.body)
+        except Exception as exc:  # noqa: BLE001 - a malformed body is a failed line, asked again
+            return CallFailure(error=f"{self.client.endpoint_id}: batch line {line.custom_id}: {exc}"[:2000])
+        return self.client.accept_batch_answer(request, line.custom_id, response)
+
+    async def _poll(self, batch_id: str) -> Any:
+        """Retrieve the batch until it is in a final state (at once, then with growing waits);
+        None when the endpoint does not know the batch."""
+        wait, last = self.options.poll_initial_s, ""
+        api = self._api()
+        while True:
+            try:
+                batch = await self._transport(lambda: api.batches.retrieve(batch_id), f"poll batch {batch_id}")
+            except EndpointError as exc:
+                if "HTTP 404" in str(exc):
+                    self._note(f"batch {batch_id} is unknown to {self.client.endpoint_id}; its requests are asked again")
+                    return None
+                raise
+            status = str(batch.status)
+            if status != last:
+                counts = getattr(batch, "request_counts", None)
+                done = f" ({counts.completed} of {counts.total} done)" if counts is not None and counts.total else ""
+                self._note(f"batch {batch_id}: {status}{done}")
+                last = status
+            if status in _TERMINAL:
+                return batch
+            await anyio.sleep(wait)
+            wait = min(self.options.poll_max_s, wait * 1.5)
+
+    async def _transport(self, call: Callable[[], Any], what: str) -> Any:
+        """One Batch API request, retried on connection errors, 429 and 5xx with backoff.
+
+        Raises:
+            EndpointUnreachableError: Still failing after the retries (the run stops; the
+                batches already submitted are in the ledger, and a resume polls them).
+            UnsupportedFeatureError: HTTP 404/405/501 on an upload or create (no Batch API).
+            EndpointError: Any other refusal.
+        """
+        import openai
+
+        delay = self.client.backoff_initial
+        for attempt in range(1, _TRANSPORT_ATTEMPTS + 1):
+            try:
+                return await call()
+            except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                text = self.client.scrub_text(str(exc))
+                if status is not None and status not in (408, 409, 425, 429) and status < 500:
+                    if status in (404, 405, 501) and what in ("upload the batch file", "create the batch"):
+                        raise UnsupportedFeatureError(f"HTTP {status} to {what}: {text}") from None
+                    raise EndpointError(f"{self.client.endpoint_id}: could not {what}: HTTP {status}: {text}") from None
+                if attempt == _TRANSPORT_ATTEMPTS:
+                    raise EndpointUnreachableError(
+                        f"could not {what} at {self.client.endpoint_id} after {attempt} attempts (last error: {text}); "
+                        "the batches already submitted are journaled, and a resume polls them instead of paying "
+                        "again") from None
+            await anyio.sleep(delay)
+            delay = min(delay * 2, self.client.backoff_max)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _note(self, text: str) -> None:
+        if self.options.on_note is not None:
+            self.options.on_note(text)
+
+
+def _chunks(lines: list[tuple[str, str]], max_lines: int, max_bytes: int) -> Iterator[list[tuple[str, str]]]:
+    """Split ``(key, json line)`` pairs into batches of at most ``max_lines`` lines and
+    ``max_bytes`` bytes (a single line larger than ``max_bytes`` goes alone)."""
+    chunk: list[tuple[str, str]] = []
+    size = 0
+    for key, text in lines:
+        n = len(text.encode("utf-8")) + 1
+        if chunk and (len(chunk) >= max_lines or size + n > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((key, text))
+        size += n
+    if chunk:
+        yield chunk
