@@ -20,6 +20,8 @@ Criteria run concurrently (threads over one shared client, cache and concurrency
 each in its own archive; (criterion, component) pairs the rubric does not apply are never
 judged and are listed in ``exclusions.csv``. :func:`prepare_workbook_inputs` turns physician
 workbooks and a case file into a run's pack and split (the paper's 80/30 frame split).
+:func:`calibration_calls` counts a run's judge and mutation calls by phase before any is made
+(``evolve calibrate --plan``).
 """
 
 from evolve.calibrated import CandidateRecord, read_candidates  # readers of finished runs live below the engine
@@ -34,6 +36,7 @@ from evolve.calibration._engine import (
     plan_calibration,
     structural_exclusions,
 )
+from evolve.calibration._cost import CriterionCalls, PhaseCalls, calibration_calls, race_rungs
 from evolve.calibration._workbooks import (
     PAPER_FRAME,
     WorkbookInputs,
@@ -50,13 +53,17 @@ __all__ = [
     "CalibrationPlan",
     "CalibrationResult",
     "CandidateRecord",
+    "CriterionCalls",
+    "PhaseCalls",
     "WorkbookInputs",
     "budget_warnings",
     "calibrate",
+    "calibration_calls",
     "derive_seed",
     "load_run_config",
     "plan_calibration",
     "prepare_workbook_inputs",
+    "race_rungs",
     "read_candidates",
     "structural_exclusions",
 ]

@@ -65,7 +65,16 @@ from evolve.runs._folder import (
 )
 from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_endpoint_usage, run_usage
 from evolve.runs._lock import lock_holder, locks_run, run_lock
-from evolve.runs._plan import CHARS_PER_TOKEN, CallPlan, PhasePlan, count_tokens, estimate_tokens, prompt_text, tokenize_url
+from evolve.runs._plan import (
+    CHARS_PER_TOKEN,
+    CallPlan,
+    PhasePlan,
+    count_tokens,
+    estimate_tokens,
+    measured_calls_per_hour,
+    prompt_text,
+    tokenize_url,
+)
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
 
@@ -76,6 +85,7 @@ __all__ = [
     "PhasePlan",
     "count_tokens",
     "estimate_tokens",
+    "measured_calls_per_hour",
     "prompt_text",
     "tokenize_url",
     "JOURNAL_VERSION",

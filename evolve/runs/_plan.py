@@ -17,6 +17,7 @@ import math
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -24,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evolve.runs._progress import Price
 
 __all__ = [
-    "CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "count_tokens", "estimate_tokens", "has_batch_prices", "prompt_text",
+    "CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "count_tokens", "estimate_tokens", "has_batch_prices", "measured_calls_per_hour",
+    "prompt_text",
     "tokenize_url",
 ]
 
@@ -387,3 +389,46 @@ def prompt_text(messages: Iterable[Any]) -> str:
         content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
         parts.append(f"{role}\n{content or ''}")
     return "\n".join(parts)
+
+
+PAUSE_S = 600.0
+"""A gap between two counted calls longer than this (seconds) is a pause (the run was stopped
+and resumed later), not time spent calling."""
+
+
+def measured_calls_per_hour(journal_path: Path) -> float | None:
+    """Paid calls per hour a run achieved, from its journal's ``calls`` events.
+
+    The time counted is from each paid call to the next, leaving out pauses longer than
+    :data:`PAUSE_S` (a run stopped and resumed later); cache hits are not calls.
+
+    Args:
+        journal_path: A run's ``journal.jsonl`` (read only; a missing file gives None).
+
+    Returns:
+        Calls per hour, or None when the journal has fewer than two paid calls or no time
+        between them.
+    """
+    if not Path(journal_path).is_file():
+        return None
+    times: list[float] = []
+    paid_per_event: list[int] = []
+    with open(journal_path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            counts = event.get("counts") if isinstance(event, dict) and event.get("event") == "calls" else None
+            if not isinstance(counts, dict):
+                continue
+            paid = sum(int(c[0]) for c in counts.values() if isinstance(c, list) and c and isinstance(c[0], int))
+            if paid > 0 and isinstance(event.get("t"), (int, float)):
+                times.append(float(event["t"]))
+                paid_per_event.append(paid)
+    busy = calls = 0.0
+    for i in range(1, len(times)):  # the calls of an event were made since the one before it
+        if 0 < times[i] - times[i - 1] <= PAUSE_S:
+            busy += times[i] - times[i - 1]
+            calls += paid_per_event[i]
+    return calls * 3600.0 / busy if busy > 0 else None

@@ -27,6 +27,7 @@ from evolve.scoring._engine import (
     check_statements,
     chosen_criteria,
     score_targets,
+    scoring_requests,
 )
 from evolve.scoring._targets import ScoringTargets, read_targets, select_cases
 
@@ -42,5 +43,6 @@ __all__ = [
     "chosen_criteria",
     "read_targets",
     "score_targets",
+    "scoring_requests",
     "select_cases",
 ]

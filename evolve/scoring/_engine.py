@@ -15,7 +15,7 @@ from evolve.calibrated import CriterionJudge, JudgeFile, JudgeGuidance
 from evolve.data import Target, shorten
 from evolve.errors import ConfigError, PackError
 from evolve.judge import Judge, JudgeSettings, derive_seed
-from evolve.llm import Client, limits_sent
+from evolve.llm import ChatRequest, Client, limits_sent
 from evolve.rubric import Criterion
 from evolve.runs import (
     Event,
@@ -29,7 +29,8 @@ from evolve.runs import (
 )
 from evolve.scoring._targets import ScoringTargets
 
-__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_statements", "score_targets"]
+__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_statements", "score_targets",
+           "scoring_requests"]
 
 CALL_COLUMNS = [
     "criterion", "guidance", "candidate_id", "target_id", "case_id", "component", "repeat", "seed", "outcome",
@@ -195,6 +196,28 @@ def score_targets(
         folder.write(folder.RATINGS, ratings.to_csv(index=False))
     journal.append(Event.RUN_FINISHED, calls=len(calls), counts={k: vars(v) for k, v in counts.items()})
     return ScoringResult(folder.path, calls, items, counts)
+
+
+def scoring_requests(judge: JudgeFile, targets: ScoringTargets, *, criteria: Sequence[str] | None = None,
+                     model: str | None = None, schema_limits: bool = True) -> list[tuple[str, ChatRequest]]:
+    """``(guidance kind, request)`` of every call :func:`score_targets` would send, in its order,
+    without sending any (``evolve judge --plan``). Identical requests (a winner without guidance
+    is the no-guidance request) are one call: the client answers the second from the first.
+
+    Args:
+        judge: The calibrated judge file.
+        targets: What would be scored.
+        criteria: Criterion ids (default: every criterion of the judge file).
+        model: Model id sent instead of the judge file's.
+        schema_limits: Whether the endpoint is sent the rationale's length limit.
+
+    Raises:
+        ConfigError: An unknown criterion.
+    """
+    settings: JudgeSettings = judge.judge if model is None else judge.judge.model_copy(update={"model": model})
+    bundle = judge.bundle()
+    scorer = Judge(bundle.rubric, bundle.protocol, settings, schema_limits=schema_limits)
+    return [(job[1], job[-1]) for job in _jobs(judge, targets, chosen_criteria(judge, criteria), scorer)]
 
 
 def _jobs(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence[Criterion], scorer: Judge) -> list[tuple]:
