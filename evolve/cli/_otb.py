@@ -12,10 +12,12 @@ from evolve.cli._app import (
     ApiKeyEnvOption,
     BaseUrlOption,
     BootSeedOption,
+    CallsPerHourOption,
     HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
     NBootOption,
+    PlanOption,
     PriceInOption,
     PriceOutOption,
     PromptsRootOption,
@@ -29,6 +31,7 @@ from evolve.cli._app import (
     _refuse_options_on_resume,
     _RichProgress,
     _run_price,
+    _show_plan,
     count_noun,
     err,
     in_range,
@@ -86,6 +89,8 @@ def otb_run(
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
     prompts_root: PromptsRootOption = None,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
 
@@ -102,7 +107,8 @@ def otb_run(
     try:
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
-                                      allowed=("resume", "judge", "guidance", "max_concurrency", "price_in", "price_out"),
+                                      allowed=("resume", "judge", "guidance", "max_concurrency", "price_in", "price_out",
+                                               "plan", "calls_per_hour"),
                                       command="evolve otb run")
             config = load_otb_config(resume)
             if max_concurrency is not None:
@@ -118,6 +124,10 @@ def otb_run(
                 "reasoning_models": tuple(reasoning_models) if reasoning_models else None,
                 "endpoint": endpoint, "judge": {"model": judge_model}, "prompts_root": prompts_root})
         price = _price(price_in, price_out, config.endpoint)
+        if plan:
+            _plan_otb_run(config, judge=judge, guidance=guidance, resume=resume is not None, price=price,
+                          calls_per_hour=calls_per_hour)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = run_otb(config, judge=judge, resume=resume is not None, calibration_run=guidance,
@@ -141,6 +151,18 @@ def otb_run(
                   highlight=False, soft_wrap=True)
 
 
+def _plan_otb_run(config, *, judge: bool, guidance: Optional[Path], resume: bool, price, calls_per_hour: Optional[float]) -> None:
+    """``evolve otb run --plan``: the inputs read and checked as the run reads them, then the plan."""
+    from evolve.otb import plan_otb_run
+    from evolve.otb._runner import check_resume_settings
+    from evolve.runs import OtbFolder
+    from evolve.workflows._plan import token_counter
+
+    check_resume_settings(config, resume)
+    plan = plan_otb_run(config, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint))
+    _show_plan(plan, price, calls_per_hour, OtbFolder(config.run_dir).journal_path if resume else None)
+
+
 @otb_app.command("judge")
 def otb_judge(
     run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
@@ -149,13 +171,23 @@ def otb_judge(
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
     prompts_root: RunPromptsRootOption = None,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
-    from evolve.otb import judge_otb, load_otb_config
+    from evolve.otb import judge_otb, load_otb_config, plan_otb_judge
     from evolve.report import write_otb_report
 
     try:
         price = _run_price(price_in, price_out, load_otb_config, run_dir)
+        if plan:
+            from evolve.runs import OtbFolder
+            from evolve.workflows._plan import token_counter
+
+            counter = token_counter(load_otb_config(run_dir).endpoint)
+            _show_plan(plan_otb_judge(run_dir, calibration_run=guidance, prompts_root=prompts_root, counter=counter),
+                       price, calls_per_hour, OtbFolder(run_dir).journal_path)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price), prompts_root=prompts_root)

@@ -44,7 +44,7 @@ from evolve.runs import (
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.llm import Client
 
-__all__ = ["GenerationCounts", "generate_otb", "load_otb_inputs", "load_otb_items", "load_stored_prompts", "read_responses",
+__all__ = ["GenerationCounts", "check_resume_settings", "generate_otb", "load_otb_inputs", "load_otb_items", "load_stored_prompts", "read_responses",
            "run_key"]
 
 BATCH = 8
@@ -257,6 +257,26 @@ def _comparable(config: OtbConfig) -> dict:
     return data
 
 
+def check_resume_settings(config: OtbConfig, resume: bool) -> bool:
+    """Whether ``config.run_dir`` holds a run that ``resume`` continues with the same settings
+    (reads only; ``--plan`` makes the same checks as the run).
+
+    Raises:
+        RunError: The folder holds a run and ``resume`` is false; nothing to resume; the
+            stored configuration is unreadable or differs.
+    """
+    folder = OtbFolder(config.run_dir)
+    if not check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
+        return False
+    try:  # validated, so fields added since the run started compare at their defaults
+        stored = read_otb_config(folder.path, own_rubric=False)
+    except ValidationError as exc:
+        raise RunError(f"{folder / folder.CONFIG}: cannot read the stored configuration ({exc.errors()[0]['msg']}); "
+                       "start a new --run-id.") from exc
+    check_same_settings(folder / folder.CONFIG, _comparable(stored), _comparable(config), ignore=("run_id", "archives_dir"))
+    return True
+
+
 @locks_run(lambda config, **_: config.run_dir)  # one process writes a run folder
 def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: bool = False,
                  progress: ProgressHook | None = None) -> dict[tuple[str, str], GenerationCounts]:
@@ -281,14 +301,7 @@ def generate_otb(config: OtbConfig, *, client: Client | None = None, resume: boo
     config = with_cache_path(config)
     folder = OtbFolder(config.run_dir)
     items, prompts = load_otb_inputs(config)  # bad input fails before anything is written or asked
-    if check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
-        try:  # validated, so fields added since the run started compare at their defaults
-            stored = read_otb_config(folder.path, own_rubric=False)
-        except ValidationError as exc:
-            raise RunError(f"{folder / folder.CONFIG}: cannot read the stored configuration ({exc.errors()[0]['msg']}); "
-                           "start a new --run-id.") from exc
-        check_same_settings(folder / folder.CONFIG, _comparable(stored), _comparable(config), ignore=("run_id", "archives_dir"))
-    else:
+    if not check_resume_settings(config, resume):
         # the rubric's copy first (rubric otb: what calibrated guidance and imported ratings of the run
         # are read against); a run folder with a run_config.json always has it
         write_prompts_snapshot(folder.prompts_root, [OTB_RUBRIC_ID], root=config.prompts_root)
