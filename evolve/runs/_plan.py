@@ -332,7 +332,8 @@ def count_tokens(
     if base_url is None or not texts:
         return [estimate_tokens(t, chars_per_token) for t in texts], estimate
     url = tokenize_url(base_url)
-    chosen = sorted({round(i * (len(texts) - 1) / max(1, sample - 1)) for i in range(min(sample, len(texts)))})
+    k = max(1, min(sample, len(texts)))
+    chosen = sorted({round(i * (len(texts) - 1) / max(1, k - 1)) for i in range(k)})
     exact: dict[int, int] = {}
     for i in chosen:
         n = _tokenize(url, texts[i], model=model, headers=headers or {}, timeout_s=timeout_s)

@@ -97,6 +97,8 @@ class LoopbackChatServer:
             ``(status, json_body)``, or :data:`DROP` (the connection closes unanswered).
         batch_script: How the fake Batch API behaves (default: one ``in_progress`` poll,
             then every line answered).
+        tokenize: ``tokenize(content) -> token ids``: serves ``POST /tokenize`` at the server
+            root as llama.cpp does (``{"tokens": [...]}``); None answers that route 404.
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>/v1``.
@@ -107,10 +109,13 @@ class LoopbackChatServer:
         batch_lines: Every line of every batch input file, in order of creation.
         batch_answered: ``custom_id`` of every batch line answered through ``respond`` (a line
             answered twice, i.e. paid twice, appears twice).
+        tokenized: The ``content`` of every ``POST /tokenize`` request, in order.
     """
 
-    def __init__(self, respond: Callable[[dict], Reply], batch_script: BatchScript | None = None) -> None:
+    def __init__(self, respond: Callable[[dict], Reply], batch_script: BatchScript | None = None,
+                 tokenize: Callable[[str], list[int]] | None = None) -> None:
         self.bodies: list[dict] = []
+        self.tokenized: list[str] = []
         self.authorizations: list[str | None] = []
         self.batch_script = batch_script or BatchScript()
         self.batches: dict[str, dict] = {}
@@ -131,6 +136,13 @@ class LoopbackChatServer:
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 if self.path.startswith(("/v1/files", "/v1/batches")):
                     outer._send(self, *outer._batch_post(self.path, self.headers.get("content-type", ""), raw))
+                    return
+                if self.path.rstrip("/") == "/tokenize":
+                    content = str(json.loads(raw).get("content", ""))
+                    with outer._lock:
+                        outer.tokenized.append(content)
+                    outer._send(self, *((404, {"error": "no tokenizer"}) if tokenize is None
+                                        else (200, {"tokens": tokenize(content)})))
                     return
                 body = json.loads(raw)
                 with outer._lock:
