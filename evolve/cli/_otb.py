@@ -154,12 +154,15 @@ def otb_run(
 def _plan_otb_run(config, *, judge: bool, guidance: Optional[Path], resume: bool, price, calls_per_hour: Optional[float]) -> None:
     """``evolve otb run --plan``: the inputs read and checked as the run reads them, then the plan."""
     from evolve.otb import plan_otb_run
+    from evolve.otb._cost import answered_items
     from evolve.otb._runner import check_resume_settings
     from evolve.runs import OtbFolder
     from evolve.workflows._plan import token_counter
 
     check_resume_settings(config, resume)
-    plan = plan_otb_run(config, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint))
+    answered = answered_items(config) if resume else None  # the plan of what is left
+    plan = plan_otb_run(config, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint),
+                        answered=answered)
     _show_plan(plan, price, calls_per_hour, OtbFolder(config.run_dir).journal_path if resume else None)
 
 

@@ -54,7 +54,14 @@ from evolve.consilium._config import (
     resolve_bench_config,
 )
 from evolve.consilium._context import CHARS_PER_TOKEN, ContextCheck, StageBound, check_context, stage_bounds
-from evolve.consilium._cost import BENCH_PHASES, PHASE_OF_STAGE, plan_bench_judge, plan_bench_run
+from evolve.consilium._cost import (
+    BENCH_PHASES,
+    PHASE_OF_STAGE,
+    FinishedWork,
+    finished_work,
+    plan_bench_judge,
+    plan_bench_run,
+)
 from evolve.consilium._deidentify import IDENTIFIER_KINDS, Deidentified, deidentification_csv, deidentify
 from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
 from evolve.consilium._judging import (
@@ -164,6 +171,8 @@ __all__ = [
     # benchmark runner and judging
     "BENCH_PHASES",
     "PHASE_OF_STAGE",
+    "FinishedWork",
+    "finished_work",
     "plan_bench_judge",
     "plan_bench_run",
     "BENCH_PRESETS",

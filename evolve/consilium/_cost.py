@@ -60,7 +60,9 @@ __all__ = [
     "BENCH_PHASES",
     "PHASE_OF_STAGE",
     "ExpectedSizes",
+    "FinishedWork",
     "expected_sizes",
+    "finished_work",
     "plan_bench_judge",
     "plan_bench_run",
 ]
@@ -292,9 +294,47 @@ def _add_pipeline(spans: dict[str, _Span], p: _Prompts, z: ExpectedSizes, worker
     spans[FINALIZER].add(1, 1, p.finalizer[rounds - 1] + quoted, z.final, k, z.reask)
 
 
-def _pipeline_spans(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens) -> tuple[dict[str, _Span], list[int]]:
-    """Calls and tokens of every pipeline phase over the run; also the number of pipeline runs
-    and (case, model, topology) panels, for judging."""
+@dataclass(frozen=True)
+class FinishedWork:
+    """What a run folder already holds, which resuming it does not generate again.
+
+    Attributes:
+        runs: ``(case_id, model, condition, topology)`` of pipeline runs finished without failure.
+        panels: ``(case_id, model, topology)`` of stored role assignments.
+    """
+
+    runs: frozenset[tuple[str, str, str, str]] = frozenset()
+    panels: frozenset[tuple[str, str, str]] = frozenset()
+
+
+def finished_work(config: BenchConfig, cases: Sequence[Case]) -> FinishedWork:
+    """The pipeline runs and role assignments ``config.run_dir`` already holds (reads only; a
+    failed or unreadable artifact counts as not finished, as the runner treats it)."""
+    from pydantic import ValidationError
+
+    from evolve.consilium._models import CaseRun
+    from evolve.consilium._runner import case_artifact_path, role_file_path
+
+    runs, panels = set(), set()
+    for case in cases:
+        for model in config.models:
+            for topology in config.topologies:
+                if role_file_path(config.run_dir, case.case_id, model, topology).is_file():
+                    panels.add((case.case_id, model, topology))
+                for condition in config.conditions:
+                    path = case_artifact_path(config.run_dir, case.case_id, model, condition, topology)
+                    try:
+                        done = path.is_file() and CaseRun.model_validate_json(path.read_text("utf-8")).stop_reason != "failure"
+                    except (OSError, ValidationError):
+                        done = False
+                    if done:
+                        runs.add((case.case_id, model, condition, topology))
+    return FinishedWork(frozenset(runs), frozenset(panels))
+
+
+def _pipeline_spans(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens, finished: FinishedWork) -> dict[str, _Span]:
+    """Calls and tokens of every pipeline phase over the pipeline runs not ``finished``; a role
+    assignment is counted when a run needs it and none is stored."""
     pipe = ConsiliumPipeline(None, config.pipeline_settings())  # type: ignore[arg-type]
     s = pipe.settings
     spans = {name: _Span() for name in BENCH_PHASES[:-1]}
@@ -305,13 +345,14 @@ def _pipeline_spans(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens)
             for topology in config.topologies:
                 workers = len(config.workers) if topology == "n+1" else 0
                 writer = (config.consolidator or model) if workers else model
-                first = prompts[config.conditions[0]][topology]
-                _add_roles(spans, first, expected_sizes(pipe, writer, config.conditions[0]), workers, s.max_reasks)
-                for condition in config.conditions:
+                todo = [c for c in config.conditions if (case.case_id, model, c, topology) not in finished.runs]
+                if todo and (case.case_id, model, topology) not in finished.panels:
+                    z = expected_sizes(pipe, writer, config.conditions[0])
+                    _add_roles(spans, prompts[config.conditions[0]][topology], z, workers, s.max_reasks)
+                for condition in todo:
                     z = expected_sizes(pipe, writer, condition)
                     _add_pipeline(spans, prompts[condition][topology], z, workers, s.max_reasks, s.max_rounds)
-    runs = len(cases) * len(config.models) * len(config.conditions) * len(config.topologies)
-    return spans, [runs, len(cases) * len(config.models) * len(config.topologies)]
+    return spans
 
 
 # -- judging -----------------------------------------------------------------------------------
@@ -397,6 +438,7 @@ def plan_bench_run(
     calibration_run: Path | None = None,
     free_form_roles: bool = False,
     counter: TokenCounter | None = None,
+    finished: FinishedWork | None = None,
 ) -> CallPlan:
     """The calls, tokens and phases of ``evolve bench run`` on ``cases``, without a call.
 
@@ -409,6 +451,8 @@ def plan_bench_run(
         counter: ``texts -> (tokens, how they were counted)`` (e.g. the endpoint's ``/tokenize``,
             :func:`evolve.workflows.token_counter`); None estimates at
             :data:`~evolve.runs.CHARS_PER_TOKEN` (the embedded endpoint is never started for a plan).
+        finished: What a resumed run folder already holds (:func:`finished_work`): those pipeline
+            runs and role assignments are left out (the plan of what is left).
 
     Returns:
         One phase per pipeline stage group (interactive, ranges as the module docstring says),
@@ -419,22 +463,25 @@ def plan_bench_run(
     """
     pipe = ConsiliumPipeline(None, config.pipeline_settings())  # type: ignore[arg-type]
     tokens = _Tokens(pipe, cases, counter)
-    spans, _ = _pipeline_spans(config, cases, tokens)
+    finished = finished or FinishedWork()
+    spans = _pipeline_spans(config, cases, tokens, finished)
     phases = [spans[name].phase(name, note=_PIPELINE_NOTES[name]) for name in BENCH_PHASES[:-1]]
     if judge:
         j, rubric, guidance = _bench_judge(config, calibration_run)
         phases.append(_judging_before_generation(config, cases, tokens, j, rubric, guidance, free_form_roles))
     runs = len(cases) * len(config.models) * len(config.conditions) * len(config.topologies)
+    left = (f"{len(finished.runs)} of them finished already (not counted above; the judging is counted whole: what "
+            "an earlier judging of the run asked comes from the response cache)" if finished.runs else "")
     return CallPlan(
         command="evolve bench run", phases=tuple(phases), token_source=tokens.source,
         completion_source=_completion_source(config),
         notes=(f"{len(cases)} case(s) x {len(config.models)} model(s) x {len(config.conditions)} condition(s) x "
                f"{len(config.topologies)} topolog{'y' if len(config.topologies) == 1 else 'ies'} = {runs} pipeline "
-               f"run(s), at most {config.generation.max_rounds} review round(s), up to "
+               f"run(s){'; ' + left if left else ''}; at most {config.generation.max_rounds} review round(s), up to "
                f"{config.generation.max_reasks} re-ask(s) per call.",
                "Prompts after the opinions quote generated texts: built from the real templates with those texts at "
                "their expected sizes (estimates).",
-               "A resumed run pays only for calls not in the response cache."),
+               "Calls a resumed run already made come from the response cache, free."),
     )
 
 

@@ -41,7 +41,7 @@ from evolve.rubric import run_prompts_root
 from evolve.runs import CHARS_PER_TOKEN, CallPlan, OtbFolder, PhasePlan, count_tokens, prompt_text
 
 __all__ = [
-    "BOARD_ANSWER_TOKENS", "CONCLUSION_TOKENS", "TURN_ANSWER_TOKENS", "generation_phase", "judging_phase",
+    "BOARD_ANSWER_TOKENS", "CONCLUSION_TOKENS", "TURN_ANSWER_TOKENS", "answered_items", "generation_phase", "judging_phase",
     "judge_reply_tokens", "plan_otb_judge", "plan_otb_run",
 ]
 
@@ -117,6 +117,7 @@ def plan_otb_run(
     items: Mapping[Task, Sequence[BoardCase | TurnQuestion]] | None = None,
     stored: Mapping[Task, Mapping[str, tuple[str, str, str]]] | None = None,
     counter: TokenCounter | None = None,
+    answered: Mapping[tuple[str, str], set[str]] | None = None,
 ) -> CallPlan:
     """The calls, tokens and phases of ``evolve otb run``, without a call.
 
@@ -127,6 +128,8 @@ def plan_otb_run(
         items, stored: The records and stored prompts (:func:`~evolve.otb._runner.load_otb_inputs`);
             None reads them.
         counter: ``texts -> (tokens, source)`` (the endpoint's ``/tokenize``); None estimates.
+        answered: ``(task, model) -> item ids`` a resumed run holds answers to
+            (:func:`answered_items`): their generation is left out (the plan of what is left).
 
     Raises:
         DataError: A record file or manifest is invalid.
@@ -149,14 +152,19 @@ def plan_otb_run(
     phases: list[PhasePlan] = []
     start = 0
     judged: dict[str, list[tuple[float, float, int]]] = {}
+    answered = answered or {}
     for kind, task, n in spans:
-        tokens = sum(counts[start:start + n])
+        per_item = counts[start:start + n]
+        tokens = sum(per_item)
         start += n
         if kind == "generation":
-            outs = [_answer_tokens(config, task, m) for m in config.models]
-            per_call = (sum(o[0] for o in outs) / len(outs), sum(o[1] for o in outs) / len(outs))
-            phases.append(_phase(generation_phase(task), n * len(outs), tokens * len(outs), per_call,
-                                 note="1 call per item and model; extraction is local (no call)"))
+            ids = [it.item_id for it in items[task]]  # type: ignore[index]
+            todo = {m: [k for k, i in enumerate(ids) if i not in answered.get((task, m), ())] for m in config.models}
+            calls = sum(len(v) for v in todo.values())
+            outs = [(len(todo[m]), _answer_tokens(config, task, m)) for m in config.models]
+            per_call = (sum(k * o[0] for k, o in outs) / max(calls, 1), sum(k * o[1] for k, o in outs) / max(calls, 1))
+            phases.append(_phase(generation_phase(task), calls, sum(per_item[k] for v in todo.values() for k in v),
+                                 per_call, note="1 call per item and model; extraction is local (no call)"))
         else:
             candidate = CONCLUSION_TOKENS if task == "board" else TURN_ANSWER_TOKENS
             judged.setdefault(task, []).append((tokens + n * candidate, judge_reply_tokens(config, kind), n))  # type: ignore[arg-type]
@@ -167,10 +175,21 @@ def plan_otb_run(
         phases.append(_phase(judging_phase(task), calls, prompt, out / max(calls, 1),
                              note=("every answer assumed usable (a malformed one is not judged); the candidate at "
                                    "its expected size")))
+    done = sum(len(v) for v in answered.values())
+    left = (f"{done} answer(s) stored already (their generation is not counted; the judging is counted whole: what "
+            "an earlier judging asked comes from the response cache)." if done else "")
     return CallPlan(command="evolve otb run", phases=_ordered(phases), token_source=source,
                     completion_source=_completion_source(config),
-                    notes=(_counts_note(config, items), "A resumed run pays only for items not answered yet and calls "
-                           "not in the response cache."))
+                    notes=tuple(n for n in (_counts_note(config, items), left,
+                                            "Calls a resumed run already made come from the response cache, free.") if n))
+
+
+def answered_items(config: OtbConfig) -> dict[tuple[str, str], set[str]]:
+    """``(task, model) -> ids`` of the items ``config.run_dir`` holds an answer to (reads only):
+    what resuming the run does not ask again."""
+    folder = OtbFolder(config.run_dir)
+    return {(task, model): {str(r.get("simulation_id") or r.get("qa_id")) for r in read_responses(folder.responses(task, model))}
+            for task, _ in config.tasks() for model in config.models}
 
 
 def _phase(name: str, calls: int, prompt_tokens: float, completion_per_call: float | tuple[float, float], *,

@@ -17,6 +17,8 @@ from evolve.cli import app
 from evolve.consilium import (
     BENCH_PHASES,
     PHASE_OF_STAGE,
+    case_artifact_path,
+    finished_work,
     judge_bench,
     load_bench_cases,
     plan_bench_judge,
@@ -132,6 +134,33 @@ def test_five_roles_dissenting_with_every_answer_reasked_make_exactly_the_high_e
         assert made[p.phase] == p.calls_high, (p.phase, made[p.phase], p.calls_high)
     # one case, two conditions: single 5 + n+1 (5 x 2 + 5) opinions a run, each asked twice
     assert made["opinions"] == 2 * 2 * (5 + 15) and made["moderator"] == 2 * 2 * 2 * 2
+
+
+def test_the_plan_of_a_resumed_run_counts_what_is_left(tmp_path):
+    """A run with one pipeline run lost: resuming makes exactly the plan's calls for it (its panel
+    is stored: no role assignment), and a complete run has nothing left to generate."""
+    cases_file = write_cases(tmp_path / "cases.jsonl", n=2)
+    config = make_config(tmp_path, cases_file)
+    cases, _ = load_bench_cases(config)
+    respond = scripted(roles=1, dissent=False, reasks=0)
+    client, provider = make_client(tmp_path, respond, cache="first.sqlite")
+    try:
+        run_bench(config, client=client)
+    finally:
+        client.close()
+    done = plan_bench_run(config, cases, judge=False, finished=finished_work(config, cases))
+    assert all(p.calls_high == 0 for p in done.phases) and "4 of them finished already" in done.render()
+    case_artifact_path(config.run_dir, cases[1].case_id, "model-a", "structured", "single").unlink()
+    plan = plan_bench_run(config, cases, judge=False, finished=finished_work(config, cases))
+    client, provider = make_client(tmp_path, respond, cache="second.sqlite")  # a cold cache: every call is made
+    try:
+        run_bench(config, client=client, resume=True)
+    finally:
+        client.close()
+    made = Counter(PHASE_OF_STAGE[r.tag] for r in provider.requests)
+    assert made["role assignment"] == 0 and sum(made.values()) == 4  # opinion, synthesis, vote, finalizer
+    for p in plan.phases:
+        assert p.calls_low == made[p.phase], p.phase
 
 
 def test_the_judging_plan_of_a_generated_run_is_exact(tmp_path):

@@ -137,6 +137,11 @@ def test_otb_plans_on_an_existing_run(tmp_path, server):
     assert again.exit_code == 2 and "already holds" in again.output
     resumed = runner.invoke(app, ["otb", "run", "--resume", str(run), "--plan"], env=env)
     assert resumed.exit_code == 0 and "Plan of evolve otb run" in resumed.stdout, resumed.output
+    # the plan of what is left: every item is answered, only the judging remains
+    assert "7 answer(s) stored already" in resumed.stdout
+    rows = {line.split("  ")[0].strip(): line.split()[3] for line in resumed.stdout.splitlines()
+            if line.startswith(("generation:", "judging:"))}
+    assert rows["generation: Board Simulation"] == "0" and rows["judging: Board Simulation"] == "6"
     judged = runner.invoke(app, ["otb", "judge", str(run), "--plan"], env=env)
     assert judged.exit_code == 0, judged.output
     assert "Plan of evolve otb judge (no call made)" in judged.stdout and "exact: the run's extracted answers" in judged.stdout
