@@ -611,6 +611,8 @@ def calibrate(
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
     prompts_root: PromptsRootOption = None,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Evolve per-criterion judge guidance against physician ratings and write archives/<run_id>/."""
     options = dict(locals())  # the options as given (before any local name is bound)
@@ -625,7 +627,8 @@ def calibrate(
             raise EvolveError(f"--selection takes 'robust' or 'paper', not {selection!r}.")
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "no_header": False},
-                                      allowed=("resume", "parallel_criteria", "price_in", "price_out"),
+                                      allowed=("resume", "parallel_criteria", "price_in", "price_out", "plan",
+                                               "calls_per_hour"),
                                       command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
             if parallel_criteria is not None:  # how many archives run at once changes no result
@@ -633,6 +636,9 @@ def calibrate(
         else:
             root = _config_prompts_root(preset, config_file, prompts_root)  # before any rubric is read
             if workbooks is not None:
+                if plan:
+                    raise EvolveError("--plan cannot plan --workbooks: importing them writes the run folder. Import "
+                                      "them first (evolve ratings import-workbooks), then plan with --pack and --splits.")
                 pack, splits, run_id = _prepare_workbooks(
                     workbooks, cases=cases, outputs=outputs, role_map=role_map, case_column=case_column,
                     frame_manifest=frame_manifest, conditions=conditions, run_id=run_id,
@@ -669,6 +675,12 @@ def calibrate(
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
         price = _price(price_in, price_out, config.endpoint)
+        if plan:
+            from evolve.workflows._plan import plan_calibration_run
+
+            _show_plan(plan_calibration_run(config, resume=resume is not None), price, calls_per_hour,
+                       CalibrationFolder(config.run_dir).journal_path if resume is not None else None)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             result = _calibrate(config, resume=resume is not None, progress=_RichProgress(bar, price),

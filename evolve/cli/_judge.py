@@ -12,18 +12,22 @@ import typer
 from evolve.cli._app import (
     ApiKeyEnvOption,
     BaseUrlOption,
+    CallsPerHourOption,
     HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
     NBootOption,
+    PlanOption,
     PriceInOption,
     PriceOutOption,
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
     _interrupt_on_sigterm,
+    _price,
     _progress_bar,
     _RichProgress,
+    _show_plan,
     err,
     out,
 )
@@ -61,6 +65,8 @@ def judge(
     price_out: PriceOutOption = None,
     n_boot: NBootOption = 2000,
     html: HtmlOption = True,
+    plan: PlanOption = False,
+    calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
     archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
@@ -85,6 +91,13 @@ def judge(
             n_boot=n_boot, html=html)
         folder = options.folder()
         options = options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
+        if plan:
+            from evolve.runs import ScoringFolder
+            from evolve.workflows._plan import plan_judge_run
+
+            _show_plan(plan_judge_run(options), _price(price_in, price_out, endpoint), calls_per_hour,
+                       ScoringFolder(folder).journal_path if resume else None)
+            return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             summary = run_judge(options, progress=_RichProgress(bar),

@@ -263,8 +263,12 @@ def _span(low: int, high: int) -> str:
     return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
+def _usd(x: float) -> str:
+    return f"${x:,.2f}" if x >= 1 or x == 0 else f"${x:.4f}"
+
+
 def _usd_span(low: float, high: float) -> str:
-    return f"${low:,.2f}" if round(low, 2) == round(high, 2) else f"${low:,.2f}-${high:,.2f}"
+    return _usd(low) if _usd(low) == _usd(high) else f"{_usd(low)}-{_usd(high)}"
 
 
 def _hours_span(low: float, high: float) -> str:

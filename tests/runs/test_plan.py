@@ -57,7 +57,7 @@ def test_render_shows_ranges_money_hours_and_how_to_get_what_is_missing():
     assert lines[1].split() == ["phase", "calls", "prompt", "tokens", "completion", "tokens", "USD", "batch"]
     assert lines[3].split()[:2] == ["evolution", "40-400"] and lines[3].split()[-1] == "no"
     assert lines[4].split()[:2] == ["total", "140-500"]
-    assert "$0.67-$2.40" in lines[4]  # 280k x 2 + 14k x 8 = 0.672; 1M x 2 + 50k x 8 = 2.4
+    assert "$0.6720-$2.40" in lines[4]  # 280k x 2 + 14k x 8 = 0.672; 1M x 2 + 50k x 8 = 2.4
     assert any(line.startswith("USD at 2/8 per million") and "with --batch" in line for line in lines)
     assert "Hours at 100 calls per hour (--calls-per-hour): 1.4-5.0 h." in lines
     bare = _plan().render()
