@@ -673,8 +673,10 @@ def run_config_json(config: CalibrationConfig) -> str:
 
 
 def _absolute_paths(config: CalibrationConfig) -> dict[str, Any]:
-    """The configuration as JSON, its path fields absolute (relative ones from the current folder)."""
+    """The configuration as JSON, its path fields absolute (relative ones from the current folder),
+    its endpoint as far as it changes results (prices and spending limits may change on resume)."""
     data = json.loads(config.model_dump_json())
+    data["endpoint"] = config.endpoint.resume_fields()
     for name in CONFIG_PATHS:
         if data.get(name) is not None:
             data[name] = os.path.normpath(Path.cwd() / data[name])

@@ -62,7 +62,8 @@ LLM's calls included - summed from the journal (each paid call is journaled as i
 a killed process loses none; calls it had sent and never saw answered are counted as in flight)
 - and the share of the prompt tokens sent that the server served from its prefix cache
 (:func:`prefix_cached_share`, from ``cached_prompt_tokens`` per call in the scores file) where the
-endpoint reports it.
+endpoint reports it. A run made with a spending limit or prices adds what it spent against them
+(:func:`spend_report`: paid calls, tokens, prefix-cached tokens, USD, stops at the limit).
 Reports are built from the run's files first and then written under the run folder's lock
 (:meth:`evolve.runs.RunFolder.exclusive`): a report rebuilt while another process writes the run
 is refused, having written nothing.
@@ -112,6 +113,7 @@ from evolve.report._report import (
     write_report,
 )
 from evolve.report._scoring import build_scoring_report, scoring_html, scoring_markdown, write_scoring_report
+from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 
 __all__ = [
@@ -154,9 +156,11 @@ __all__ = [
     "render_markdown",
     "render_otb_markdown",
     "render_prefix_share",
+    "render_spend",
     "render_usage",
     "scoring_html",
     "scoring_markdown",
+    "spend_report",
     "usage_report",
     "verdict_text",
     "verdict_warnings",

@@ -354,7 +354,8 @@ def owned_client(
         finished = True
     finally:
         try:
-            client.close(cancel=not finished)
+            at_limit = client.spend_limit is not None and client.spend_limit.reached is not None
+            client.close(cancel=not (finished or at_limit))  # at a spend limit, calls out finish and are cached
         finally:
             if journal_usage is not False:
                 _journal_usage(journal, client)
@@ -365,17 +366,23 @@ def owned_client(
 def _limit_spend(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:
     """Put the endpoint's spending limit (``max_usd``, ``max_tokens``) on ``client``, counting
     what the run's earlier processes paid (its journal); False when there is no limit or the
-    client has one already (an outer step of the run set it).
+    client has one already (an outer step of the run set it). The limit and the prices are
+    journaled (``spend_limit``; the prices alone when there is no limit) for the report.
 
     Raises:
         ConfigError: ``max_usd`` without prices.
     """
     from evolve.llm import SpendLimit, spend_of_usage
 
-    if client.spend_limit is not None or (endpoint.max_usd is None and endpoint.max_tokens is None):
+    if client.spend_limit is not None:
+        return False
+    price = endpoint.price()
+    if endpoint.max_usd is None and endpoint.max_tokens is None:
+        if journal is not None and price is not None:  # no limit: the prices still price the report's figures
+            journal.append(Event.SPEND_LIMIT, session=client.session, max_usd=None, max_tokens=None,
+                           price=dataclasses.asdict(price))
         return False
     before = spend_of_usage(run_usage(journal)) if journal is not None else None
-    price = endpoint.price()
     client.spend_limit = SpendLimit(max_usd=endpoint.max_usd, max_tokens=endpoint.max_tokens, price=price, before=before)
     if journal is not None:
         journal.append(Event.SPEND_LIMIT, session=client.session, max_usd=endpoint.max_usd,

@@ -77,9 +77,10 @@ class Event(str, Enum):
     ``{tag: [n per CALL_COUNTS]}``), written with each finished paid call (answered or failed)
     and, for cache hits alone, at most once a second."""
     SPEND_LIMIT = "spend_limit"
-    """A process opened its client under a spending limit (``session``, ``max_usd``,
-    ``max_tokens``, ``price``: the prices in USD per million tokens or None, ``spent_before``:
-    what earlier processes of the run paid, a :class:`evolve.llm.Spend` as a dict)."""
+    """A process opened its client under a spending limit or with prices (``session``,
+    ``max_usd``, ``max_tokens``: None without a limit, ``price``: the fields of
+    :class:`evolve.runs.Price` or None, ``spent_before``: under a limit, what earlier processes
+    of the run paid, a :class:`evolve.llm.Spend` as a dict)."""
     SPEND_LIMIT_REACHED = "spend_limit_reached"
     """The spending limit refused a call and the run stopped there (``session``, ``message``,
     ``spent``: what the run had paid, ``usd``: that in USD or None)."""
