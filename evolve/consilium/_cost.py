@@ -64,6 +64,7 @@ __all__ = [
     "expected_sizes",
     "finished_work",
     "plan_bench_judge",
+    "shared_prefix",
     "plan_bench_run",
 ]
 
@@ -166,6 +167,7 @@ class _Span:
     calls: list[float] = field(default_factory=lambda: [0.0, 0.0])
     prompt: list[float] = field(default_factory=lambda: [0.0, 0.0])
     completion: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    cached: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
     def add(self, side: int, calls: float, prompt: float, completion: float, reasks: int = 0,
             reask_tokens: float = 0) -> None:
@@ -182,8 +184,10 @@ class _Span:
             return math.ceil(v[0] - 1e-9), max(math.ceil(v[0] - 1e-9), math.ceil(v[1] - 1e-9))
 
         (c0, c1), (p0, p1), (o0, o1) = up(self.calls), up(self.prompt), up(self.completion)
+        k0, k1 = (min(math.floor(k), p) for k, p in zip(self.cached, (p0, p1)))
         return PhasePlan(phase=name, calls_low=c0, calls_high=c1, prompt_tokens_low=p0, prompt_tokens_high=p1,
-                         completion_tokens_low=o0, completion_tokens_high=o1, batchable=batchable, note=note)
+                         completion_tokens_low=o0, completion_tokens_high=o1, cached_prompt_tokens_low=min(k0, k1),
+                         cached_prompt_tokens_high=k1, batchable=batchable, note=note)
 
 
 class _Tokens:
@@ -221,6 +225,14 @@ class _Prompts:
     finalizer: tuple[float, ...]      # full panel, after n rounds (index n-1)
 
 
+class _PlanMaterial(_ConsiliumMaterial):
+    """The consilium's material with the generated texts left empty: nothing in them to strip
+    (the case block itself is stripped as the pipeline strips it)."""
+
+    def scrub(self, text: str) -> str:
+        return text
+
+
 def _case_prompts(pipe: ConsiliumPipeline, tokens: _Tokens, case: Case, condition: str, workers: int) -> _Prompts:
     """Prompt tokens of every stage of ``case`` under ``condition`` (generated texts empty)."""
     s = pipe.settings
@@ -230,7 +242,7 @@ def _case_prompts(pipe: ConsiliumPipeline, tokens: _Tokens, case: Case, conditio
     panels = pipe._role_consolidation_ask(case, "m", [""] * max(workers, 1))
 
     def material(roles: int) -> _ConsiliumMaterial:
-        return _ConsiliumMaterial(case, [RoleOpinion(role=n, text="", reasoning="", opinion="")
+        return _PlanMaterial(case, [RoleOpinion(role=n, text="", reasoning="", opinion="")
                                          for n in _ROLE_NAMES[:roles]])
 
     one, full = material(1), material(MAX_PANEL_ROLES)
@@ -390,31 +402,51 @@ def _judging_before_generation(config: BenchConfig, cases: Sequence[Case], token
     repeats = config.judge_repeats
     for case in cases:
         base: dict[str, list[float]] = {}
+        head: dict[str, float] = {}
         for component in ("final", "reasoning", "opinion", "case"):
             target = Target(target_id="t", case_id="c", component=component, text="x",
                             role=_ROLE_NAMES[0] if component in ("reasoning", "opinion") else "")
-            base[component] = [tokens.of(case, judge.messages(case, target, c, guidance.get(c.criterion_id)))
-                               for c in criteria if rubric.applies(c.criterion_id, component)]
+            messages = [judge.messages(case, target, c, guidance.get(c.criterion_id))
+                        for c in criteria if rubric.applies(c.criterion_id, component)]
+            base[component] = [tokens.of(case, m) for m in messages]
+            head[component] = len(shared_prefix(prompt_text(messages[0]))) * tokens.per_char[case.case_id] if messages else 0
         for model in config.models:
             for topology in config.topologies:
                 writer = (config.consolidator or model) if topology == "n+1" else model
                 for side, roles in ((0, 1), (1, MAX_PANEL_ROLES)):
                     panel = expected_sizes(pipe, writer, config.conditions[0]).panel(roles)
-                    for b in base["case"]:
-                        span.add(side, repeats, b + panel, out)
+                    _add_target(span, side, base["case"], head["case"], panel, out, repeats)
                 for condition in config.conditions:
                     z = expected_sizes(pipe, writer, condition)
                     judged = {"final": z.final}
                     if condition == "structured" or free_form_roles:
                         judged |= {"reasoning": math.ceil(z.opinion * 0.8), "opinion": math.ceil(z.opinion * 0.2)}
                     for component, size in judged.items():
-                        for b in base[component]:
-                            for side in (0, 1):
-                                span.add(side, repeats, b + size, out)
+                        for side in (0, 1):
+                            _add_target(span, side, base[component], head[component], size, out, repeats)
     return span.phase(
         JUDGING, batchable=True,
         note=("every pipeline run assumed to succeed (a failed one is not judged); judged texts at their expected "
               "sizes, the panel of 1-5 roles"))
+
+
+def shared_prefix(text: str) -> str:
+    """The part of a judge prompt every criterion of its target shares (protocol, case, target),
+    which a warm prefix cache serves for the second criterion on (:class:`~evolve.judge.Judge`
+    puts the criterion last for that)."""
+    head, sep, _ = text.rpartition("\nCRITERION: ")
+    return head if sep else ""
+
+
+def _add_target(span: _Span, side: int, per_criterion: Sequence[float], head: float, size: float, out: float,
+                repeats: int) -> None:
+    """The judge calls of one target (every criterion, ``repeats`` times); what a warm prefix
+    cache can serve: the shared prefix from the second criterion on, and whole prompts from the
+    second repeat on (a repeat differs only by its seed)."""
+    for b in per_criterion:
+        span.add(side, repeats, b + size, out)
+    if per_criterion:
+        span.cached[side] += (len(per_criterion) - 1) * (head + size) + (repeats - 1) * sum(b + size for b in per_criterion)
 
 
 # -- the plans ---------------------------------------------------------------------------------
@@ -493,6 +525,23 @@ def _completion_source(config: BenchConfig) -> str:
             f"{config.judge.rationale_max_chars:,}-character limit (each call at most its output limit)")
 
 
+def _cached_tokens(texts: Sequence[str], counts: Sequence[int]) -> int:
+    """Prompt tokens a warm prefix cache can serve, calls in order: a prompt sent before whole,
+    else its :func:`shared_prefix` when an earlier call of the same target sent it."""
+    seen: set[str] = set()
+    heads: set[str] = set()
+    cached = 0
+    for text, n in zip(texts, counts):
+        head = shared_prefix(text)
+        if text in seen:
+            cached += n
+        elif head and head in heads:
+            cached += math.floor(n * len(head) / max(len(text), 1))
+        seen.add(text)
+        heads.add(head)
+    return cached
+
+
 def plan_bench_judge(
     run_dir: Path | str,
     *,
@@ -542,9 +591,12 @@ def plan_bench_judge(
     calls = [c for batch in _planned_calls(run_dir, config, rubric, guidance, seeds, result) for c in batch]
     texts = [prompt_text(judge.messages(case, target, crit, text)) for _, case, target, crit, text, _ in calls]
     counts, source = (counter or count_tokens)(texts)
-    phase = PhasePlan.of_calls(
-        JUDGING, len(calls), len(calls), prompt_tokens_per_call=sum(counts) / max(len(calls), 1),
-        completion_tokens_per_call=judge_completion_tokens(judge), batchable=True,
+    cached = _cached_tokens(texts, counts)
+    phase = PhasePlan(
+        phase=JUDGING, calls_low=len(calls), calls_high=len(calls), prompt_tokens_low=sum(counts),
+        prompt_tokens_high=sum(counts), completion_tokens_low=len(calls) * judge_completion_tokens(judge),
+        completion_tokens_high=len(calls) * judge_completion_tokens(judge), cached_prompt_tokens_low=cached,
+        cached_prompt_tokens_high=cached, batchable=True,
         note=f"exact: {len(calls):,} judge request(s) of the run's successful pipeline runs")
     notes = [f"{result.skipped_runs} failed pipeline run(s) are not judged."] if result.skipped_runs else []
     notes.append("Calls answered by the response cache (an earlier judging with the same judge) are not paid again.")

@@ -180,6 +180,9 @@ def test_the_judging_plan_of_a_generated_run_is_exact(tmp_path):
     phase = plan.phases[0]
     assert phase.calls_low == phase.calls_high == len(sent) > 0
     assert phase.prompt_tokens_high == sum(estimate_tokens(prompt_text(r.messages)) for r in sent)
+    # a warm prefix cache: the second repeat whole (it differs by its seed), the other criteria of a
+    # target their shared protocol, case and target
+    assert phase.prompt_tokens_high // 2 < phase.cached_prompt_tokens_high < phase.prompt_tokens_high
     assert "estimate: 3.5 characters per token" in plan.render()
 
 
