@@ -17,7 +17,8 @@ server:
 * :func:`check_resumable`, :func:`check_same_settings` - the one resume check;
 * :func:`owned_client` - the client of a run from its :class:`EndpointSettings`, starting the
   embedded server if asked, and releasing both on any exit (calls in flight cancelled after an
-  interrupt);
+  interrupt); with ``endpoint.batch`` its batchable phases go through the Batch API, each batch
+  journaled before it is polled (:class:`JournalBatchLedger`) so a resume never pays twice;
 * :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`, :class:`ScoringFolder`,
   :class:`ComparisonFolder` - where each file of a run (or of a cross-run report under
   ``reports/``) lives, never a file name written out elsewhere; :func:`atomic_write` - every
@@ -43,6 +44,7 @@ The floors of the package, each importing only its own floor or the ones below i
     0  errors                       one error tree
 """
 
+from evolve.runs._batches import JournalBatchLedger, run_batch_options
 from evolve.runs._client import (
     EndpointSettings,
     context_window,
@@ -80,6 +82,8 @@ from evolve.runs._resume import check_resumable, check_same_settings
 
 __all__ = [
     "CALL_COUNTS",
+    "JournalBatchLedger",
+    "run_batch_options",
     "CHARS_PER_TOKEN",
     "CallPlan",
     "PhasePlan",

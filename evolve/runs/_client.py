@@ -76,6 +76,14 @@ class EndpointSettings(BaseModel):
             ``price_in``/``price_out``. A resume may raise it.
         max_tokens: The same limit in tokens (prompt and completion tokens of paid calls;
             cache hits are free). Not the output limit of one call (``judge.max_tokens``).
+        batch: Send the non-interactive phases (a calibration's initial evaluation, finalist
+            re-judging, re-evaluation and held-out scoring; ``evolve judge``) through the
+            endpoint's Batch API (``--batch``): answered within its 24 h window at batch
+            prices, each batch journaled before it is polled so a resume never pays twice.
+            The answers are the same; a resume may turn it on or off. Ignored, with a
+            warning, by the embedded server, which has no Batch API.
+        batch_poll_s: Wait before the second status poll of a batch, seconds (the first is at
+            once); each later wait is 1.5 times longer, up to ten minutes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,10 +107,12 @@ class EndpointSettings(BaseModel):
     price_batch_out: float | None = Field(default=None, ge=0, le=10_000)
     max_usd: float | None = Field(default=None, ge=0, le=10_000_000)
     max_tokens: int | None = Field(default=None, ge=0, le=10**13)
+    batch: bool = False
+    batch_poll_s: float = Field(default=10.0, gt=0, le=3600)
 
     RESULT_NEUTRAL: ClassVar[tuple[str, ...]] = ("max_concurrency", "max_retries", "timeout_s", "price_in", "price_out",
                                                  "price_cached_in", "price_batch_in", "price_batch_out",
-                                                 "max_usd", "max_tokens")
+                                                 "max_usd", "max_tokens", "batch", "batch_poll_s")
     """Fields that change how a run goes (parallelism, patience, the money shown and the spending
     limit), never what it computes: a resume may change them."""
 
@@ -347,6 +357,7 @@ def owned_client(
         client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False,
                                                        **_endpoints(client))
         client.on_call_event = UsageLedger(journal, client)
+    _batch_by_api(client, endpoint, journal)
     finished = False
     try:
         with _journal_spend_stop(journal if limited else None, client):
@@ -361,6 +372,23 @@ def owned_client(
                 _journal_usage(journal, client)
             if closer is not None:
                 closer()
+
+
+def _batch_by_api(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:
+    """With ``endpoint.batch``, let ``client`` send batchable phases through the Batch API, its
+    batches journaled (:func:`~evolve.runs.run_batch_options`); False when it does not (no
+    ``batch``, the client has batch options already, or the embedded server: warned)."""
+    if not endpoint.batch or client.batch is not None:
+        return False
+    if endpoint.provider == "embedded":
+        if journal is not None:
+            journal.append(Event.WARNING, message="--batch: the embedded server has no Batch API; every call goes "
+                           "interactively")
+        return False
+    from evolve.runs._batches import run_batch_options
+
+    client.batch = run_batch_options(journal, poll_initial_s=endpoint.batch_poll_s)
+    return True
 
 
 def _limit_spend(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:

@@ -85,6 +85,13 @@ class Event(str, Enum):
     """The spending limit refused a call and the run stopped there (``session``, ``message``,
     ``spent``: what the run had paid, ``usd``: that in USD or None)."""
     WARNING = "warning"
+    BATCH_SUBMITTED = "batch_submitted"
+    """A Batch API batch the endpoint created (``batch_id``, ``lines``, ``custom_ids``: the cache
+    keys of its requests), written before it is polled: a resume polls it instead of paying
+    again (:class:`evolve.runs.JournalBatchLedger`)."""
+    BATCH_FINISHED = "batch_finished"
+    """A batch whose answers were read (``batch_id``, ``status``, ``answered``, ``failed``), or
+    that the endpoint no longer knows (``status`` ``lost``)."""
 
 
 RESUME_EVENTS = frozenset({Event.RUN_RESUMED, Event.BENCH_RESUMED, Event.OTB_RESUMED})

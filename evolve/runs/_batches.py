@@ -1,0 +1,63 @@
+"""A run's Batch API submissions, remembered in its journal so that a killed run's resume polls
+them instead of paying again."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from evolve.llm import BatchOptions
+from evolve.runs._journal import Event, Journal
+
+__all__ = ["JournalBatchLedger", "run_batch_options"]
+
+
+class JournalBatchLedger:
+    """A :class:`~evolve.llm.BatchLedger` kept in a run's ``journal.jsonl``.
+
+    ``batch_submitted`` (``batch_id``, ``lines``, ``custom_ids``: the cache keys of its lines)
+    is appended and fsynced as soon as the endpoint has created the batch, before the first
+    poll: a process killed while the batch runs (``kill -9`` included) leaves it behind, and a
+    resume that needs any of those requests polls that batch and reads its answers. The window
+    between the endpoint creating the batch and this line being written is one HTTP answer
+    long; a kill inside it loses the batch id (its lines are paid again). ``batch_finished``
+    (``batch_id``, ``status``, ``answered``, ``failed``) marks it read.
+
+    Args:
+        journal: The run's journal.
+    """
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self._lock = threading.Lock()
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
+        with self._lock:
+            self.journal.append(Event.BATCH_SUBMITTED, batch_id=batch_id, lines=len(custom_ids),
+                                custom_ids=list(custom_ids))
+
+    def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
+        with self._lock:
+            self.journal.append(Event.BATCH_FINISHED, batch_id=batch_id, status=status, answered=answered,
+                                failed=failed)
+
+    def pending(self) -> list[tuple[str, frozenset[str]]]:
+        """Batches the journal records as submitted and not finished, oldest first."""
+        submitted: dict[str, frozenset[str]] = {}
+        done: set[str] = set()
+        for event in self.journal.events():
+            kind = event.get("event")
+            if kind == Event.BATCH_SUBMITTED.value and isinstance(event.get("custom_ids"), list):
+                submitted[str(event.get("batch_id"))] = frozenset(str(x) for x in event["custom_ids"])
+            elif kind == Event.BATCH_FINISHED.value:
+                done.add(str(event.get("batch_id")))
+        return [(b, ids) for b, ids in submitted.items() if b not in done]
+
+
+def run_batch_options(journal: Journal | None, *, poll_initial_s: float = 10.0,
+                      on_note: Callable[[str], None] | None = None) -> BatchOptions:
+    """The :class:`~evolve.llm.BatchOptions` of a run: its batches journaled
+    (:class:`JournalBatchLedger`; in memory without a journal), polled first after
+    ``poll_initial_s`` seconds and then at growing intervals up to ten minutes."""
+    return BatchOptions(ledger=JournalBatchLedger(journal) if journal is not None else None,
+                        poll_initial_s=poll_initial_s, on_note=on_note)
