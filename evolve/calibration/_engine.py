@@ -220,14 +220,17 @@ class CriterionRun:
 
     # -- judging ---------------------------------------------------------------------------
     def _judge_many(
-        self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str
+        self, cands: Sequence[Candidate], items: Sequence[Item], seeds: Sequence[int], phase: str,
+        *, batchable: bool = False,
     ) -> list[dict]:
         """Score candidates x items x seeds; returns the new rows (also kept in ``score_rows``).
 
         Calls that share an item share their prompt up to the guidance, which the server can
         serve from the prefix cache of the slot that last saw that item. With ``lanes`` calls in
         flight, the items go in groups of ``lanes``, interleaved - call k and call k + lanes
-        have the same item - so the slot freed by call k usually gets call k + lanes."""
+        have the same item - so the slot freed by call k usually gets call k + lanes.
+        ``batchable``: a phase nothing waits on call by call (initial evaluation, finalists,
+        re-evaluation), which ``--batch`` sends through the Batch API (:meth:`Client.map`)."""
         new_rows: list[dict] = []
         jobs = []
         lanes = max(1, self.client.max_concurrency)
@@ -238,7 +241,7 @@ class CriterionRun:
                         req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
                         jobs.append((cand, it, rep, seed, req))
         self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid, unit="judge calls")
-        results = self.client.map([j[4] for j in jobs], on_result=on_call(self.progress, self.cid))
+        results = self.client.map([j[4] for j in jobs], on_result=on_call(self.progress, self.cid), batchable=batchable)
         for (cand, it, rep, seed, req), res in zip(jobs, results):
             out = self.judge.parse(req, res, self.criterion)
             new_rows.append(
@@ -265,11 +268,11 @@ class CriterionRun:
         self.score_rows += new_rows
         return new_rows
 
-    def _judge_train(self, cands: Sequence[Candidate], items: Sequence[Item]) -> pd.DataFrame:
+    def _judge_train(self, cands: Sequence[Candidate], items: Sequence[Item], *, batchable: bool = False) -> pd.DataFrame:
         """Judge candidates on some training items with the evolution seeds; their rows are
         added to what each candidate already has. Returns the new rows."""
         seeds = [derive_seed(self.config.seed, "evolution", self.cid, r) for r in range(self.config.budget.train_repeats)]
-        batch = pd.DataFrame(self._judge_many(cands, items, seeds, "evolution"), columns=SCORE_COLUMNS)
+        batch = pd.DataFrame(self._judge_many(cands, items, seeds, "evolution", batchable=batchable), columns=SCORE_COLUMNS)
         for cand in cands:
             mine = batch[batch["candidate_id"] == cand.candidate_id]
             before = self._rows_by_candidate.get(cand.candidate_id)
@@ -412,7 +415,7 @@ class CriterionRun:
             Event.CRITERION_STARTED, criterion=self.cid, n_train=len(self.train), n_validation=len(self.validation),
             initial=[c.candidate_id for c in inits],
         )
-        self._judge_train(inits, self.train)
+        self._judge_train(inits, self.train, batchable=True)
         self._score_on_train(inits)
         self._stop_if_every_call_failed(inits)
         self._insert(inits)
@@ -436,7 +439,7 @@ class CriterionRun:
 
         reeval = [none, *inits] + ([winner] if winner.origin == "mutation" else [])
         seeds = [derive_seed(cfg.seed, "reeval", self.cid, r) for r in range(cfg.budget.reeval_repeats)]
-        self._judge_many(reeval, self.train + self.validation, seeds, "reeval")
+        self._judge_many(reeval, self.train + self.validation, seeds, "reeval", batchable=True)
         self.journal.append(Event.REEVALUATION_FINISHED, criterion=self.cid, candidates=[c.candidate_id for c in reeval])
         self._snapshot(None)
         return winner.candidate_id
@@ -575,7 +578,8 @@ class CriterionRun:
         # fresh to evolution, and the re-evaluation's own training seeds: its training calls of the
         # initial prompts and the winner are these calls again (from the cache), not new ones
         seeds = [derive_seed(self.config.seed, "reeval", self.cid, r) for r in range(sel.finalist_repeats)]
-        fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist"), columns=SCORE_COLUMNS)
+        fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist", batchable=True),
+                             columns=SCORE_COLUMNS)
         frames = {c.candidate_id: fresh[fresh["candidate_id"] == c.candidate_id] for c in finalists}
         decision = choose_winner(initials, mutants, frames, self._rows_by_candidate, self.train_ratings,
                                  confidence=sel.confidence, seed=derive_seed(self.config.seed, "selection", self.cid, 0),

@@ -182,7 +182,7 @@ def score_targets(
     progress = progress or NoProgress()
     progress.phase("judging", len(jobs), key="judge", unit="judge calls")
     try:
-        results = client.map([j[-1] for j in jobs], on_result=on_call(progress, "judge"))
+        results = client.map([j[-1] for j in jobs], on_result=on_call(progress, "judge"), batchable=True)
     except BaseException as exc:  # Ctrl-C, a dead endpoint: the journal says so; finished calls are cached
         journal.append(Event.RUN_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         raise
