@@ -382,15 +382,16 @@ def readable_error(error: Any, model: type[BaseModel] | None = None) -> str:
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Overrides from the environment: the endpoint from ``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``,
+    """Overrides from the environment: the endpoint from ``EVOLVE_BASE_URL`` (several replicas'
+    URLs separated by commas or spaces), ``EVOLVE_MODEL``,
     ``EVOLVE_PROVIDER``, and ``prompts_root`` from ``EVOLVE_PROMPTS_ROOT``."""
     env = os.environ if environ is None else environ
     found: dict[str, Any] = {}
     if env.get(PROMPTS_ROOT_ENV, "").strip():
         found["prompts_root"] = env[PROMPTS_ROOT_ENV].strip()
     endpoint: dict[str, Any] = {}
-    if env.get("EVOLVE_BASE_URL"):
-        endpoint["base_url"] = env["EVOLVE_BASE_URL"]
+    if urls := env.get("EVOLVE_BASE_URL", "").replace(",", " ").split():  # several: replicas, by commas or spaces
+        endpoint["base_url"], endpoint["base_urls"] = urls[0], tuple(urls) if len(urls) > 1 else ()
         endpoint["provider"] = "openai_compatible"
     if env.get("EVOLVE_MODEL"):
         endpoint["model"] = env["EVOLVE_MODEL"]

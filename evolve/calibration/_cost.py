@@ -9,6 +9,7 @@ seeds, so those re-evaluation calls are free. Where what the models answer decid
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -150,16 +151,18 @@ def _phases(config: CalibrationConfig, n: int, v: int, n_initial: int, attempts:
     counts: dict[str, list[int]] = {}
     for mutants, evolution, mutation in outcomes:
         for mutant_wins in ({False, mutants > 0}):
-            calls = _judged(config, n, v, n_initial, mutants, mutant_wins)
-            calls.update({"evolution": evolution, "mutation": mutation})
-            for phase, k in calls.items():
-                counts.setdefault(phase, []).append(k)
+            for dropped in {0, _most_dropped(config, mutants, mutant_wins)}:
+                calls = _judged(config, n, v, n_initial, mutants, mutant_wins, dropped)
+                calls.update({"evolution": evolution, "mutation": mutation})
+                for phase, k in calls.items():
+                    counts.setdefault(phase, []).append(k)
     notes = {
         "evolution": (f"racing: every mutant pruned after the first {rungs[0]} of {n} targets, up to {accepted} "
                       f"surviving and {attempts - accepted} pruned after {rungs[-2]}") if racing else
                      (f"{accepted} mutants judged on all {n} targets" if accepted else ""),
         "mutation": f"{accepted} to {attempts} attempts" if attempts > accepted else "",
-        "finalists": "racing may leave no mutant to re-judge",
+        "finalists": "racing may leave no mutant to re-judge; adaptive selection may stop mutants after the first "
+                     "share of targets",
         "re-evaluation": "the winner is an initial prompt (low) or a mutant (high)",
         "racing noise": "the initial prompts judged again with the re-evaluation's first seed (those calls serve "
                         "the finalists and the re-evaluation)",
@@ -171,20 +174,44 @@ def _phases(config: CalibrationConfig, n: int, v: int, n_initial: int, attempts:
             for name in order if name in counts]
 
 
-def _judged(config: CalibrationConfig, n: int, v: int, n_initial: int, mutants: int, mutant_wins: bool) -> dict[str, int]:
+def _finalist_mutants(config: CalibrationConfig, mutants: int) -> int:
+    """Mutants robust selection re-judges when ``mutants`` were accepted."""
+    return min(config.selection.finalists, mutants) if config.selection.rule == "robust" else 0
+
+
+def _most_dropped(config: CalibrationConfig, mutants: int, mutant_wins: bool) -> int:
+    """Most finalist mutants adaptive selection can stop after the first share of targets
+    (``selection.adaptive``, with two or more mutant finalists; a winning mutant is kept)."""
+    m = _finalist_mutants(config, mutants)
+    if not getattr(config.selection, "adaptive", False) or m < 2:
+        return 0
+    return m - 1 if mutant_wins else m
+
+
+def _first_share(config: CalibrationConfig, n: int) -> int:
+    """Training targets every finalist is judged on before adaptive selection may stop one."""
+    share = getattr(config.selection, "first_share", 1.0)
+    return min(n, max(2, math.ceil(share * n)))
+
+
+def _judged(config: CalibrationConfig, n: int, v: int, n_initial: int, mutants: int, mutant_wins: bool,
+            dropped: int = 0) -> dict[str, int]:
     """New judge calls of the phases whose requests are known in advance, for one outcome: each
     phase's requests as (candidate, split, seed family, repeat) keys; a key an earlier phase
-    already sent is a cache hit, not a call."""
+    already sent is a cache hit, not a call. ``dropped`` finalist mutants are judged on the
+    first share of the training targets only (adaptive selection)."""
     b, sel = config.budget, config.selection
     initials = [f"initial {i}" for i in range(n_initial)]
-    size = {"train": n, "validation": v}
+    size = {"train": n, "validation": v, "first": _first_share(config, n)}
     phases: list[tuple[str, set[tuple[str, str, str, int]]]] = [
         ("initial evaluation", {(c, "train", "evolution", r) for c in initials for r in range(b.train_repeats)})]
     if config.racing.enabled and getattr(config.racing, "margin_sd", 0) > 0 and initials:
         phases.append(("racing noise", {(c, "train", "reeval", 0) for c in initials}))
-    finalist_mutants = [f"mutant {j}" for j in range(min(sel.finalists, mutants))] if sel.rule == "robust" else []
+    finalist_mutants = [f"mutant {j}" for j in range(_finalist_mutants(config, mutants))]
+    kept, stopped = finalist_mutants[: len(finalist_mutants) - dropped], finalist_mutants[len(finalist_mutants) - dropped:]
     if sel.rule == "robust":
-        phases.append(("finalists", {(c, "train", "reeval", r) for c in initials + finalist_mutants
+        phases.append(("finalists", {(c, split, "reeval", r) for c, split in [*((c, "train") for c in initials + kept),
+                                                                              *((c, "first") for c in stopped)]
                                      for r in range(sel.finalist_repeats)}))
     winner = ["mutant 0"] if mutant_wins else []
     phases.append(("re-evaluation", {(c, split, "reeval", r) for c in ["none", *initials, *winner]

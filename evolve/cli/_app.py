@@ -45,7 +45,9 @@ app.add_typer(splits_app, name="splits")
 app.add_typer(bench_app, name="bench")
 
 # Endpoint options shared by calibrate, audit and bench run (mapped by _endpoint_overrides).
-BaseUrlOption = Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL (replaces the embedded model).")]
+BaseUrlOption = Annotated[Optional[list[str]], typer.Option(
+    help="OpenAI-compatible base URL (replaces the embedded model). Repeat it (or separate URLs by commas) for several "
+         "replicas of one model: calls sharing a case and target go to one replica, a failing one is taken out.")]
 ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")]
 MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
 # Prices of the progress line (mapped by _endpoint_overrides; also allowed with --resume: they change no result).
@@ -763,7 +765,7 @@ def report(
 
 def _endpoint_overrides(
     *,
-    base_url: Optional[str] = None,
+    base_url: Optional[list[str]] | str = None,
     model: Optional[str] = None,
     api_key_env: Optional[str] = None,
     max_concurrency: Optional[int] = None,
@@ -772,15 +774,32 @@ def _endpoint_overrides(
     context_tokens: Optional[int] = None,
     price_in: Optional[float] = None,
     price_out: Optional[float] = None,
+    **spend: Optional[float],
 ) -> dict:
     """Endpoint fields from the shared endpoint options of ``calibrate`` and ``audit`` (None =
-    not given); a base URL selects the ``openai_compatible`` provider."""
-    endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
+    not given); a base URL selects the ``openai_compatible`` provider, several (a repeated
+    ``--base-url``, or URLs separated by commas) a replica group (``base_urls``), and either
+    replaces the URLs of a config file."""
+    urls = base_url_list(base_url)
+    endpoint = {"base_url": urls[0] if urls else None, "base_urls": tuple(urls) if len(urls) > 1 else (),
+                "model": model, "api_key_env": api_key_env,
                 "max_concurrency": max_concurrency, "local_model": local_model, "schema_limits": schema_limits,
-                "context_tokens": context_tokens, "price_in": price_in, "price_out": price_out}
-    if base_url:
+                "context_tokens": context_tokens, "price_in": price_in, "price_out": price_out,
+                **{k: v for k, v in spend.items() if k in SPEND_OPTIONS}}  # max_usd, max_tokens, price_cached_in ...
+    if urls:
         endpoint["provider"] = "openai_compatible"
+    else:
+        del endpoint["base_urls"]
     return {k: v for k, v in endpoint.items() if v is not None}
+
+
+def base_url_list(values: Optional[list[str]] | str) -> list[str]:
+    """The base URLs of a repeated ``--base-url`` (each may hold several, separated by commas or
+    spaces), in order, blanks dropped."""
+    if values is None:
+        return []
+    return [url for value in ([values] if isinstance(values, str) else values)
+            for url in value.replace(",", " ").split()]
 
 
 @app.command()
@@ -792,7 +811,8 @@ def audit(
     embeddings: bool = typer.Option(
         True, "--embeddings/--no-embeddings",
         help="Embedding similarities from the endpoint's /v1/embeddings (recorded as unavailable if it has none)."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL (default: the run's endpoint)."),
+    base_url: Optional[list[str]] = typer.Option(
+        None, help="OpenAI-compatible base URL (default: the run's endpoint); repeat it for several replicas."),
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint (default: the run's)."),
     api_key_env: ApiKeyEnvOption = None,
     max_concurrency: MaxConcurrencyOption = None,

@@ -329,10 +329,15 @@ class Client:
 
     def endpoint_usage_snapshot(self) -> dict[str, dict[str, int]]:
         """Paid calls and their tokens per replica that answered (``{url: {"calls", ...}}``;
-        empty unless the provider is a :class:`~evolve.llm.RoutingProvider`). Cache hits count
-        under no replica; failures are the provider's to report (a failed call has no replica)."""
+        empty unless the provider is a :class:`~evolve.llm.RoutingProvider`), with the
+        provider's ``failed_attempts`` and ``taken_out`` counts per replica. Cache hits count
+        under no replica."""
         with self._usage_lock:
-            return {name: u.model_dump() for name, u in self.endpoint_usage.items()}
+            out = {name: u.model_dump() for name, u in self.endpoint_usage.items()}
+        for field in ("failed_attempts", "taken_out"):
+            for name, n in dict(getattr(self.provider, field, None) or {}).items():
+                out.setdefault(name, Usage().model_dump())[field] = int(n)
+        return out
 
     def _report_usage(self) -> None:
         if self.on_usage is None or time.monotonic() - self._usage_reported < self.usage_interval_s:

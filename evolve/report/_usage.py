@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from evolve.runs import Journal, run_usage
+from evolve.markdown import md_code
+from evolve.runs import Journal, run_endpoint_usage, run_usage
 
-__all__ = ["prefix_cached_share", "render_prefix_share", "render_usage", "usage_report"]
+__all__ = ["prefix_cached_share", "render_endpoint_usage", "render_prefix_share", "render_usage", "usage_report"]
 
 _FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens", "in_flight")
 
@@ -24,11 +25,18 @@ def usage_report(journal: Journal) -> dict:
     that ended (killed, interrupted) before their answer was counted; they may have been paid
     and are not in ``calls_made``. Tags name the step: ``judge``, ``mutation``, ``audit``,
     ``audit_embedding``, the bench stages, ``otb_judge`` ...
+
+    A run routed over several replicas also has ``"by_endpoint"``: ``{replica URL: counts}``
+    (:func:`~evolve.runs.run_endpoint_usage`: paid calls, their tokens, ``failed_attempts`` and
+    ``taken_out``).
     """
     by_tag = {tag: {**c, "calls_made": int(c.get("calls", 0)) + int(c.get("failures", 0))}
               for tag, c in run_usage(journal).items()}
     total = {name: sum(c.get(name, 0) for c in by_tag.values()) for name in ("calls_made", *_FIELDS)}
-    return {"by_tag": dict(sorted(by_tag.items())), "total": total}
+    out: dict = {"by_tag": dict(sorted(by_tag.items())), "total": total}
+    if by_endpoint := run_endpoint_usage(journal):
+        out["by_endpoint"] = dict(sorted(by_endpoint.items()))
+    return out
 
 
 def render_usage(usage: dict | None) -> list[str]:
@@ -52,6 +60,30 @@ def render_usage(usage: dict | None) -> list[str]:
         out += ["", f"{in_flight} more call{'s were' if in_flight != 1 else ' was'} in flight when a process of the run "
                 "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
                 f"{'them' if in_flight != 1 else 'it'} again)."]
+    return out + [""] + render_endpoint_usage(usage.get("by_endpoint"))
+
+
+def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str]:
+    """Markdown: the calls and tokens each replica answered (a run over several endpoints; none
+    otherwise): its share of the answered calls, failed attempts (connection errors, HTTP 5xx),
+    times taken out, and the share of its prompt tokens served from its prefix cache."""
+    if not by_endpoint:
+        return []
+    answered = sum(int(c.get("calls", 0)) for c in by_endpoint.values())
+    out = ["### Calls per endpoint", "",
+           "Calls answered by each replica (a call sharing its case and target with earlier ones goes to the same "
+           "replica; cache hits belong to none). Counted from each process's last usage record, so a process killed "
+           "outright may miss its last 30 s here.", "",
+           "| endpoint | answered | share | failed attempts | taken out | prompt tokens | prefix-cached | "
+           "completion tokens |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name, c in by_endpoint.items():
+        calls, prompt = int(c.get("calls", 0)), int(c.get("billed_prompt_tokens", c.get("prompt_tokens", 0)))
+        cached = int(c.get("cached_prompt_tokens", 0))
+        share = f"{calls / answered:.0%}" if answered else "-"
+        prefix = f"{cached / prompt:.0%}" if prompt and cached else "-"
+        out.append(f"| {md_code(name)} | {calls} | {share} | {int(c.get('failed_attempts', 0))} | {int(c.get('taken_out', 0))} "
+                   f"| {prompt} | {prefix} | {int(c.get('billed_completion_tokens', c.get('completion_tokens', 0)))} |")
     return out + [""]
 
 

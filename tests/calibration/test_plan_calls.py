@@ -1,0 +1,143 @@
+"""The cost plan against real runs on the fake provider: the calls made fall in the plan's range,
+phase by phase, and ``--plan`` writes nothing and sends no completion request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from evolve.cli import app
+from evolve.data import load_pack, write_pack
+from evolve.llm import ChatRequest, Client, ResponseCache
+from evolve.splits import make_splits, write_splits
+from evolve.testing import FakeProvider, LoopbackChatServer
+from evolve.workflows import JudgeRunOptions, run_calibration, run_judge
+from evolve.workflows._plan import plan_calibration_run, plan_judge_run
+from tests.calibration.test_racing_selection import Scripted, _config
+from tests.conftest import make_tiny_pack, request_of
+
+runner = CliRunner()
+
+
+class Answers(Scripted):
+    """The racing tests' scripted judge and mutation model, with a drift audit that passes."""
+
+    def __call__(self, request: ChatRequest) -> str:
+        if request.tag == "audit":
+            return json.dumps({"rationale": "ok", "about_criterion": True, "contradicts_protocol": False, "drift": "none"})
+        return super().__call__(request)
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
+    write_pack(make_tiny_pack(20), tmp_path / "pack")
+    write_splits(make_splits(load_pack(tmp_path / "pack"), holdout_fraction=0.2, validation_fraction=0.4, seed=3),
+                 tmp_path / "splits")
+    return tmp_path / "pack", tmp_path / "splits"
+
+
+def _made(config, client: Client) -> dict[str, int]:
+    """Calls made per plan phase, from the run's scores (fresh cache: ``cached`` False is a call)."""
+    scores = pd.read_csv(config.run_dir / "scores.csv", dtype=str, keep_default_na=False)
+    cands = pd.read_csv(config.run_dir / "candidates.csv", dtype=str, keep_default_na=False)
+    origin = dict(zip(cands["candidate_id"], cands["origin"]))
+    paid = scores[scores["cached"] == "False"]
+    evo = paid[paid["phase"] == "evolution"]
+    initial = evo["candidate_id"].map(origin) == "initial"
+    made = {"initial evaluation": int(initial.sum()), "evolution": int((~initial).sum()),
+            "racing noise": int((paid["phase"] == "noise").sum()), "finalists": int((paid["phase"] == "finalist").sum()),
+            "re-evaluation": int((paid["phase"] == "reeval").sum()), "mutation": client.usage["mutation"].calls}
+    if "audit" in client.usage:
+        made["drift audit"] = client.usage["audit"].calls
+    return made
+
+
+def _check(config) -> tuple[dict[str, tuple[int, int]], dict[str, int], Client]:
+    plan = plan_calibration_run(config)
+    assert not config.run_dir.exists() and not Path(config.cache_path).exists()  # the plan wrote nothing
+    ranges = {p.phase: (p.calls_low, p.calls_high) for p in plan.phases}
+    client = Client(FakeProvider(Answers()), cache=ResponseCache(config.cache_path), max_concurrency=1, max_retries=0)
+    with client:
+        run_calibration(config, client=client)
+        made = _made(config, client)
+    for phase, n in made.items():
+        if n or phase in ranges:
+            low, high = ranges[phase]
+            assert low <= n <= high, (phase, n, ranges[phase])
+    return ranges, made, client
+
+
+def test_racing_run_falls_within_the_plan_phase_by_phase(tmp_path, inputs):
+    ranges, made, _ = _check(_config(tmp_path, inputs))
+    assert ranges["evolution"][0] < ranges["evolution"][1]  # racing makes evolution a range
+    assert ranges["initial evaluation"][0] == ranges["initial evaluation"][1] == made["initial evaluation"]
+
+
+def test_without_racing_the_plan_is_exact_when_the_budget_is_met(tmp_path, inputs):
+    config = _config(tmp_path, inputs, racing={"enabled": False}, budget={"train_repeats": 2})
+    ranges, made, client = _check(config)
+    assert client.usage["mutation"].calls == config.budget.accepted  # every proposal accepted: the budget met exactly
+    for phase in ("initial evaluation", "evolution"):
+        assert ranges[phase] == (made[phase], made[phase]), phase
+
+
+def test_paper_protocol_with_audit_and_held_out_scoring(tmp_path, inputs):
+    config = _config(tmp_path, inputs, racing={"enabled": False}, selection={"rule": "paper"}, audit=True,
+                     evaluate_holdout=True)
+    ranges, made, client = _check(config)
+    assert "finalists" not in ranges and "racing noise" not in ranges
+    holdout = pd.read_csv(config.run_dir / "holdout" / "calls.csv", dtype=str, keep_default_na=False)
+    assert ranges["held-out scoring"] == (len(holdout), len(holdout))
+    # every judge call of the run is in some phase of the plan
+    total = sum(n for phase, n in made.items() if phase not in ("mutation", "drift audit")) + len(holdout)
+    assert total == client.usage["judge"].calls
+    low, high = ranges["drift audit"]
+    assert low <= client.usage["audit"].calls <= high
+
+
+def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
+    config = _config(tmp_path, inputs, racing={"enabled": False}, selection={"rule": "paper"})
+    with Client(FakeProvider(Answers()), cache=ResponseCache(config.cache_path), max_concurrency=1) as client:
+        run_calibration(config, client=client)
+    options = JudgeRunOptions(targets=inputs[0], judge=config.run_dir, run_dir=tmp_path / "scored",
+                              endpoint={"provider": "fake"}, cache_path=tmp_path / "fresh.sqlite")
+    plan = plan_judge_run(options)
+    assert not (tmp_path / "scored").exists()
+    with Client(FakeProvider(Answers()), cache=ResponseCache(tmp_path / "fresh.sqlite"), max_concurrency=1) as client:
+        run_judge(options, client=client)
+        made = client.usage["judge"].calls
+    total = plan.totals()
+    assert total.calls_low == total.calls_high == made > 0
+    assert [p.phase for p in plan.phases] == ["judging (winner)", "judging (no guidance, rated targets)"]
+
+
+def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path, inputs):
+    pack, splits = inputs
+    with LoopbackChatServer(lambda body: Answers()(request_of(body)), tokenize=lambda text: [0] * (len(text) // 4)) as server:
+        args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "p", "--archives-dir",
+                str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "m", "--plan",
+                "--price-in", "1", "--price-out", "2", "--calls-per-hour", "1000"]
+        result = runner.invoke(app, args, env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
+        assert result.exit_code == 0, result.output
+        assert server.bodies == [] and server.tokenized  # no completion request; the tokenizer was asked
+    out = result.output
+    assert out.startswith("Plan of evolve calibrate (no call made)")
+    assert "Prompt tokens: the server's tokenizer (POST " in out and "Hours at 1,000 calls per hour" in out
+    assert "USD at 1/2 per million" in out
+    assert not (tmp_path / "archives").exists() and not (tmp_path / "cache").exists()
+    # --resume of a run that does not exist is the run's own error, before any plan
+    bad = runner.invoke(app, ["calibrate", "--resume", str(tmp_path / "archives" / "nope"), "--plan"])
+    assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def test_plan_refuses_workbooks_and_a_bad_throughput(tmp_path, inputs):
+    result = runner.invoke(app, ["calibrate", "--workbooks", str(tmp_path), "--cases", str(tmp_path / "c.csv"), "--plan"])
+    assert result.exit_code != 0 and "--plan cannot plan --workbooks" in result.output
+    pack, splits = inputs
+    result = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--plan",
+                                 "--calls-per-hour", "0"])
+    assert result.exit_code == 2 and "--calls-per-hour" in result.output
