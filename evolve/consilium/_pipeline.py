@@ -393,7 +393,7 @@ class ConsiliumPipeline:
 
     # -- one batch of calls with re-asks ------------------------------------------------------
 
-    def _request(self, ask: _Ask, messages: tuple[Message, ...]) -> ChatRequest:
+    def _request(self, ask: _Ask, messages: tuple[Message, ...], case_id: str = "") -> ChatRequest:
         s = self.settings
         return ChatRequest(
             model=ask.model,
@@ -404,6 +404,7 @@ class ConsiliumPipeline:
             max_tokens=s.limit(ask.model, ask.stage),
             response_format=ask.fmt if ask.fmt is not None else self._text_format,
             tag=ask.stage,
+            affinity=case_id,  # a case's calls share its text: one replica (several endpoints)
         )
 
     def _where(self, ask: _Ask) -> str:
@@ -424,7 +425,7 @@ class ConsiliumPipeline:
         pending = {i: (a.messages, 1) for i, a in enumerate(asks)}
         while pending:
             order = sorted(pending)
-            requests = [self._request(asks[i], pending[i][0]) for i in order]
+            requests = [self._request(asks[i], pending[i][0], trace.case.case_id) for i in order]
             answers = self.client.map(requests)
             retry: dict[int, tuple[tuple[Message, ...], int]] = {}
             for i, request, answer in zip(order, requests, answers):

@@ -194,6 +194,7 @@ class Judge:
             max_tokens=s.max_tokens,
             response_format=fmt,
             tag="judge",
+            affinity=f"{case.case_id}/{target.target_id}",  # one replica per case and target (several endpoints)
         )
 
     def parse(self, request: ChatRequest, result: ChatResponse | CallFailure, criterion: Criterion) -> JudgeOutcome:

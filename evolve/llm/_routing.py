@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -85,6 +86,8 @@ class RoutingProvider:
     Attributes:
         names: The replicas' names, in the order given.
         out_until: ``{index: clock time}`` of replicas taken out, until when.
+        failed_attempts: ``{name: n}`` attempts that failed with a connection error or a 5xx.
+        taken_out: ``{name: n}`` times each replica was taken out.
 
     Raises:
         ConfigError: No replica, or two with the same name.
@@ -113,6 +116,8 @@ class RoutingProvider:
         self._clock = clock
         self.out_until: dict[int, float] = {}
         self._failures = [0] * len(self.replicas)
+        self.failed_attempts: Counter[str] = Counter()
+        self.taken_out: Counter[str] = Counter()
         # one flag for the group: a replica sending length limits and one stripping them would cache alike
         self.schema_limits = all(getattr(r, "schema_limits", True) is not False for r in self.replicas)
 
@@ -174,12 +179,14 @@ class RoutingProvider:
 
     def _failed(self, i: int, exc: Exception) -> bool:
         """Count a failed attempt of replica ``i``; True when it is (now) out."""
+        self.failed_attempts[self.names[i]] += 1
         if i in self.out_until:
             return True
         self._failures[i] += 1
         if self._failures[i] < self.failures_to_out:
             return False
         self.out_until[i] = self._clock() + self.cooldown_s
+        self.taken_out[self.names[i]] += 1
         if self.on_out is not None:
             reason = self.scrub(f"{self._failures[i]} attempts in a row failed (last: {exc})")
             self.on_out(self.names[i], reason)

@@ -176,7 +176,8 @@ def _request(config: OtbConfig, task: Task, model: str, item: BoardCase | TurnQu
     else:
         messages = board_messages(item) if isinstance(item, BoardCase) else turn_messages(item)
     return ChatRequest(model=model, messages=messages, temperature=d.temperature, top_p=d.top_p, seed=d.seed,
-                       max_tokens=d.max_tokens_board if task == "board" else d.max_tokens_turn, tag=f"otb_{task}")
+                       max_tokens=d.max_tokens_board if task == "board" else d.max_tokens_turn, tag=f"otb_{task}",
+                       affinity=item.case_id)  # one replica per recorded case (several endpoints)
 
 
 def _profile(config: OtbConfig, model: str) -> str:

@@ -149,6 +149,21 @@ class EndpointSettings(BaseModel):
         is a plain ``base_url``."""
         if not isinstance(data, dict):
             return data
+        data = dict(data)
+        if isinstance(data.get("base_url"), list | tuple):
+            urls = [str(u) for u in data["base_url"]]
+            data["base_url"], data["base_urls"] = (urls[0] if urls else None), urls
+        urls = list(data.get("base_urls") or ())
+        if len(urls) != len(set(urls)):
+            raise ValueError(f"base_urls lists a URL twice ({urls}); list each replica once")
+        if len(urls) == 1 and data.get("base_url") in (None, urls[0]):
+            data["base_url"], data["base_urls"] = urls[0], ()
+        elif len(urls) > 1:
+            if data.get("base_url") not in (None, urls[0]):
+                raise ValueError(f"base_url {data['base_url']!r} is not the first of base_urls {urls}; give the "
+                                 "replicas once, as base_urls (or a repeated --base-url)")
+            data["base_url"] = urls[0]
+        return data
 
     @model_validator(mode="before")
     @classmethod
