@@ -10,7 +10,7 @@ tokens with the model's own tokenizer.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evolve.audit import DriftCheckSettings, drift_request
@@ -64,7 +64,7 @@ def token_counter(endpoint: EndpointSettings):
 class _Sizes:
     """Token counts of many prompts, counted in one pass (the server's tokenizer sees a sample)."""
 
-    def __init__(self, counter, groups: dict[str, Sequence[ChatRequest]]) -> None:
+    def __init__(self, counter, groups: Mapping[str, Sequence[ChatRequest]]) -> None:
         texts: dict[str, int] = {}
         self._texts = {name: [prompt_text(r.messages) for r in requests] for name, requests in groups.items()}
         for group in self._texts.values():
