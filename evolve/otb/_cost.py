@@ -203,7 +203,7 @@ def _ordered(phases: list[PhasePlan]) -> tuple[PhasePlan, ...]:
     return tuple(sorted(phases, key=lambda p: not p.phase.startswith("generation")))
 
 
-def _counts_note(config: OtbConfig, items: Mapping[str, Sequence[object]]) -> str:
+def _counts_note(config: OtbConfig, items: Mapping[Task, Sequence[object]]) -> str:
     per_task = ", ".join(f"{len(v)} {TASK_NAMES[t]} item(s)" for t, v in items.items())
     return f"{per_task} x {len(config.models)} model(s); no call is ever re-asked."
 
@@ -249,14 +249,14 @@ def plan_otb_judge(
                 for rubric in _rubrics(config, task):
                     request = _judge_request(config, rubric, item, r.get("extracted_final_response", ""), guidance)
                     requests.setdefault(task, []).append((rubric, prompt_text(request.messages)))
-    texts = [t for task in requests for _, t in requests[task]]
+    texts = [t for calls in requests.values() for _, t in calls]
     counts, source = (counter or count_tokens)(texts)
     phases, start = [], 0
-    for task, calls in requests.items():
+    for name, calls in requests.items():
         tokens = counts[start:start + len(calls)]
         start += len(calls)
         out = sum(judge_reply_tokens(config, rubric) for rubric, _ in calls)
-        phases.append(_phase(judging_phase(task), len(calls), sum(tokens), out / max(len(calls), 1),
+        phases.append(_phase(judging_phase(name), len(calls), sum(tokens), out / max(len(calls), 1),
                              note="exact: the run's extracted answers"))
     notes = [f"{malformed} malformed answer(s) are not judged."] if malformed else []
     notes.append("Calls answered by the response cache (an earlier judging with the same judge) are not paid again.")
