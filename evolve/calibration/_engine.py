@@ -21,6 +21,7 @@ from evolve.calibration._mutation import (
     MutationReply,
     mutation_messages,
 )
+from evolve.calibration._order import interleave, lane_runs
 from evolve.calibration._racing import Race
 from evolve.calibration._selection import choose_winner, paper_order
 from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse_run_config
@@ -225,21 +226,22 @@ class CriterionRun:
     ) -> list[dict]:
         """Score candidates x items x seeds; returns the new rows (also kept in ``score_rows``).
 
-        Calls that share an item share their prompt up to the guidance, which the server can
-        serve from the prefix cache of the slot that last saw that item. With ``lanes`` calls in
-        flight, the items go in groups of ``lanes``, interleaved - call k and call k + lanes
-        have the same item - so the slot freed by call k usually gets call k + lanes.
+        Calls that share an item share their prompt up to the guidance (and items of one case up
+        to the target), which the server can serve from the prefix cache of the slot that last
+        saw them. With ``lanes`` calls in flight, the items, grouped by case, are cut into
+        ``lanes`` runs, each judged item by item (every candidate and seed of an item together),
+        and the runs are interleaved call by call - call k and call k + lanes are on one run - so
+        the slot freed by call k usually gets call k + lanes (:mod:`evolve.calibration._order`).
         ``batchable``: a phase nothing waits on call by call (initial evaluation, finalists,
         re-evaluation), which ``--batch`` sends through the Batch API (:meth:`Client.map`)."""
         new_rows: list[dict] = []
         jobs = []
         lanes = max(1, self.client.max_concurrency)
-        for start in range(0, len(items), lanes):
-            for cand in cands:
-                for rep, seed in enumerate(seeds):
-                    for it in items[start:start + lanes]:
-                        req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
-                        jobs.append((cand, it, rep, seed, req))
+        runs = [[(cand, items[i], rep, seed) for i in run for cand in cands for rep, seed in enumerate(seeds)]
+                for run in lane_runs([it.case.case_id for it in items], lanes)]
+        for cand, it, rep, seed in interleave(runs):
+            req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
+            jobs.append((cand, it, rep, seed, req))
         self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid, unit="judge calls")
         results = self.client.map([j[4] for j in jobs], on_result=on_call(self.progress, self.cid), batchable=batchable)
         for (cand, it, rep, seed, req), res in zip(jobs, results):
