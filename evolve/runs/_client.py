@@ -163,6 +163,8 @@ class EndpointSettings(BaseModel):
                 raise ValueError(f"base_url {data['base_url']!r} is not the first of base_urls {urls}; give the "
                                  "replicas once, as base_urls (or a repeated --base-url)")
             data["base_url"] = urls[0]
+        if data.get("base_url") and data.get("provider") is None:  # as _provider_of_url (run before this one)
+            data["provider"] = "openai_compatible"
         return data
 
     @model_validator(mode="before")
