@@ -16,8 +16,13 @@ from evolve.cli._app import (
     HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
+    MaxTokensOption,
+    MaxUsdOption,
     NBootOption,
     PlanOption,
+    PriceBatchInOption,
+    PriceBatchOutOption,
+    PriceCachedInOption,
     PriceInOption,
     PriceOutOption,
     SchemaLimitsOption,
@@ -63,6 +68,11 @@ def judge(
     local_model: LocalModelOption = None,
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     n_boot: NBootOption = 2000,
     html: HtmlOption = True,
     plan: PlanOption = False,
@@ -80,7 +90,9 @@ def judge(
     try:
         endpoint = validated(EndpointSettings, _endpoint_overrides(
             base_url=base_url, model=model, api_key_env=api_key_env, max_concurrency=max_concurrency,
-            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out),
+            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out,
+            price_cached_in=price_cached_in, price_batch_in=price_batch_in, price_batch_out=price_batch_out,
+            max_usd=max_usd, max_tokens=max_tokens),
             "endpoint options")
         options = JudgeRunOptions(
             targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
@@ -100,7 +112,7 @@ def judge(
             return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
-            summary = run_judge(options, progress=_RichProgress(bar),
+            summary = run_judge(options, progress=_RichProgress(bar, endpoint.price()),
                                 on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=_resume_hint(targets, judge_path, options))

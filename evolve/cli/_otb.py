@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from evolve.cli._app import (
+    SPEND_OPTIONS,
     ApiKeyEnvOption,
     BaseUrlOption,
     BootSeedOption,
@@ -16,8 +17,13 @@ from evolve.cli._app import (
     HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
+    MaxTokensOption,
+    MaxUsdOption,
     NBootOption,
     PlanOption,
+    PriceBatchInOption,
+    PriceBatchOutOption,
+    PriceCachedInOption,
     PriceInOption,
     PriceOutOption,
     PromptsRootOption,
@@ -30,14 +36,16 @@ from evolve.cli._app import (
     _progress_bar,
     _refuse_options_on_resume,
     _RichProgress,
-    _run_price,
+    _run_spend,
     _show_plan,
+    _with_spend,
     count_noun,
     err,
     in_range,
     out,
 )
 from evolve.errors import EvolveError
+from evolve.runs import OtbFolder
 
 otb_app = typer.Typer(no_args_is_help=True, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
@@ -88,6 +96,11 @@ def otb_run(
     local_model: LocalModelOption = None,
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     prompts_root: PromptsRootOption = None,
     plan: PlanOption = False,
     calls_per_hour: CallsPerHourOption = None,
@@ -107,7 +120,7 @@ def otb_run(
     try:
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
-                                      allowed=("resume", "judge", "guidance", "max_concurrency", "price_in", "price_out",
+                                      allowed=("resume", "judge", "guidance", "max_concurrency", *SPEND_OPTIONS,
                                                "plan", "calls_per_hour"),
                                       command="evolve otb run")
             config = load_otb_config(resume)
@@ -123,6 +136,7 @@ def otb_run(
                 "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
                 "reasoning_models": tuple(reasoning_models) if reasoning_models else None,
                 "endpoint": endpoint, "judge": {"model": judge_model}, "prompts_root": prompts_root})
+        config = config.model_copy(update={"endpoint": _with_spend(config.endpoint, **options)})  # also on --resume
         price = _price(price_in, price_out, config.endpoint)
         if plan:
             _plan_otb_run(config, judge=judge, guidance=guidance, resume=resume is not None, price=price,
@@ -173,18 +187,23 @@ def otb_judge(
         "the judge: a calibration run folder (archives/<run_id>) or its judge.json."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     prompts_root: RunPromptsRootOption = None,
     plan: PlanOption = False,
     calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
+    options = dict(locals())  # the options as given (before any local name is bound)
     from evolve.otb import judge_otb, load_otb_config, plan_otb_judge
     from evolve.report import write_otb_report
 
     try:
-        price = _run_price(price_in, price_out, load_otb_config, run_dir)
+        price, limited = _run_spend(options, load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
         if plan:
-            from evolve.runs import OtbFolder
             from evolve.workflows._plan import token_counter
 
             counter = token_counter(load_otb_config(run_dir).endpoint)
@@ -192,8 +211,9 @@ def otb_judge(
                        price, calls_per_hour, OtbFolder(run_dir).journal_path)
             return
         _interrupt_on_sigterm()
-        with _progress_bar() as bar:
-            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price), prompts_root=prompts_root)
+        with _progress_bar() as bar, limited as client:
+            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price), prompts_root=prompts_root,
+                               client=client)
         report = write_otb_report(run_dir)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve otb judge {run_dir}")

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from evolve.markdown import md_code
+from evolve.report._spend import render_spend, spend_report
 from evolve.runs import Journal, run_endpoint_usage, run_usage
 
 __all__ = ["prefix_cached_share", "render_endpoint_usage", "render_prefix_share", "render_usage", "usage_report"]
@@ -26,6 +27,8 @@ def usage_report(journal: Journal) -> dict:
     and are not in ``calls_made``. Tags name the step: ``judge``, ``mutation``, ``audit``,
     ``audit_embedding``, the bench stages, ``otb_judge`` ...
 
+    A run with a spending limit or prices also has ``"spend"`` (:func:`~evolve.report.spend_report`:
+    the limit, what was paid in calls, tokens, prefix-cached tokens and USD, stops at the limit).
     A run routed over several replicas also has ``"by_endpoint"``: ``{replica URL: counts}``
     (:func:`~evolve.runs.run_endpoint_usage`: paid calls, their tokens, ``failed_attempts`` and
     ``taken_out``).
@@ -36,6 +39,8 @@ def usage_report(journal: Journal) -> dict:
     out: dict = {"by_tag": dict(sorted(by_tag.items())), "total": total}
     if by_endpoint := run_endpoint_usage(journal):
         out["by_endpoint"] = dict(sorted(by_endpoint.items()))
+    if spend := spend_report(journal):  # a spending limit or prices: what was spent against them
+        out["spend"] = spend
     return out
 
 
@@ -60,7 +65,7 @@ def render_usage(usage: dict | None) -> list[str]:
         out += ["", f"{in_flight} more call{'s were' if in_flight != 1 else ' was'} in flight when a process of the run "
                 "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
                 f"{'them' if in_flight != 1 else 'it'} again)."]
-    return out + [""] + render_endpoint_usage(usage.get("by_endpoint"))
+    return out + [""] + render_spend(usage.get("spend")) + render_endpoint_usage(usage.get("by_endpoint"))
 
 
 def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str]:

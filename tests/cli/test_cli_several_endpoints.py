@@ -81,6 +81,20 @@ def test_two_loopback_endpoints_share_a_calibration_with_prefix_affinity(tmp_pat
     assert again.exit_code == 0, again.output
     assert sum(sum("messages" in b for b in s.bodies) for s in two) == before
 
+    # evolve judge over the same two replicas (URLs in one option, by a comma); its resume may list them reversed
+    judge = ["judge", str(tiny_pack_dir), "--judge", str(run), "--run-id", "scored", "--archives-dir",
+             str(tmp_path / "archives"), "--model", "scripted"]
+    for server in two:
+        server.bodies.clear()
+    scored = runner.invoke(app, [*judge, "--base-url", f"{two[0].base_url},{two[1].base_url}"])
+    assert scored.exit_code == 0, scored.output
+    pairs = _judge_pairs(two)
+    assert pairs and all(len(where) == 1 for where in pairs.values())
+    paid = sum(len(s.bodies) for s in two)
+    resumed = runner.invoke(app, [*judge, "--base-url", two[1].base_url, "--base-url", two[0].base_url, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert sum(len(s.bodies) for s in two) == paid  # the group's cache: nothing paid twice
+
 
 def test_a_failing_replica_is_taken_out_and_the_run_completes_on_the_other(tmp_path, tiny_pack_dir, tiny_splits_dir,
                                                                             monkeypatch):
