@@ -247,7 +247,8 @@ class CallPlan(BaseModel):
                      f"{price.cached_input_usd_per_m:g} per million (--price-cached-in): {_usd_span(c_low, c_high)}")
         if has_batch_prices(price):
             b_low, b_high = self.usd(price, batch=True, cached=cached)
-            text += f"; with --batch (batchable phases at batch prices): {_usd_span(b_low, b_high)}"
+            also = " as well" if cached else ""
+            text += f"; with --batch{also} (batchable phases at batch prices): {_usd_span(b_low, b_high)}"
         return text + "."
 
     def _hours_line(self, calls_per_hour: float | None, source: str) -> str:

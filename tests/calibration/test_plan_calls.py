@@ -134,9 +134,27 @@ def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path,
     assert bad.exit_code != 0 and "Traceback" not in bad.output
 
 
-def test_plan_refuses_workbooks_and_a_bad_throughput(tmp_path, inputs):
-    result = runner.invoke(app, ["calibrate", "--workbooks", str(tmp_path), "--cases", str(tmp_path / "c.csv"), "--plan"])
-    assert result.exit_code != 0 and "--plan cannot plan --workbooks" in result.output
+def test_plan_of_workbooks_imports_into_a_scratch_folder_and_leaves_nothing(tmp_path, monkeypatch):
+    import tempfile
+
+    from tests.conftest import REPO
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    example = REPO / "ratings" / "example-workbooks"
+    result = runner.invoke(app, ["calibrate", "--workbooks", str(example / "workbooks"), "--cases",
+                                 str(example / "cases.jsonl"), "--outputs", str(example / "outputs"), "--rubric",
+                                 "consilium", "--preset", "paper", "--condition", "free-form", "--archives-dir",
+                                 str(tmp_path / "archives"), "--plan", "--calls-per-hour", "100"],
+                           env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert "Plan of evolve calibrate (no call made)" in result.output and "held-out scoring" not in result.output
+    assert "25 to 35 attempts (per criterion)" in result.output  # 320 attempts shared by the nine criteria
+    assert not (tmp_path / "archives").exists() and not (tmp_path / "cache").exists()
+    assert list((tmp_path / "scratch").iterdir()) == []  # the scratch import is gone
+
+
+def test_plan_refuses_a_bad_throughput(tmp_path, inputs):
     pack, splits = inputs
     result = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--plan",
                                  "--calls-per-hour", "0"])
