@@ -370,6 +370,20 @@ def owned_client(
     """
     if client is not None:
         limited = _limit_spend(client, endpoint, journal)
+        batched = _batch_by_api(client, endpoint, journal)
+        try:
+            with _journal_spend_stop(journal if limited else None, client):
+                yield client
+        finally:
+            if limited:
+                client.spend_limit = None  # the owner's client, as it was lent
+            if batched:
+                client.batch = None
+            if journal_usage:
+                _journal_usage(journal, client)
+        return
+    client, closer = open_client(endpoint, cache_path=cache_path, journal=journal)
+    limited = _limit_spend(client, endpoint, journal)
     if journal is not None:
         client.on_usage = lambda usage: journal.append(Event.USAGE, session=client.session, usage=usage, final=False,
                                                        **_endpoints(client))

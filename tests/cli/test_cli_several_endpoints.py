@@ -128,3 +128,30 @@ def test_base_urls_from_the_environment_separated_by_commas() -> None:
     endpoint = env_overrides({"EVOLVE_BASE_URL": "http://a:8000/v1, http://b:8000/v1"})["endpoint"]
     assert endpoint["base_urls"] == ("http://a:8000/v1", "http://b:8000/v1") and endpoint["base_url"] == "http://a:8000/v1"
     assert env_overrides({"EVOLVE_BASE_URL": "http://a:8000/v1"})["endpoint"]["base_urls"] == ()
+
+
+def test_bench_run_keeps_each_case_of_the_pipeline_on_one_replica(tmp_path, monkeypatch):
+    from evolve.testing import LoopbackChatServer
+    from tests.cli.test_cli_bench import _tag, respond
+    from tests.consilium.bench_support import write_cases
+
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "cases.jsonl", n=4)
+    servers = [LoopbackChatServer(respond), LoopbackChatServer(respond)]
+    try:
+        result = runner.invoke(app, ["bench", "run", "--cases", str(cases), "--run-id", "b", "--archives-dir",
+                                     str(tmp_path / "archives"), "--model", "scripted", "--max-concurrency", "4",
+                                     "--base-url", servers[0].base_url, "--base-url", servers[1].base_url])
+    finally:
+        for server in servers:
+            server.close()
+    assert result.exit_code == 0, result.output
+    where: dict[int, set[int]] = defaultdict(set)
+    for i, server in enumerate(servers):
+        for body in server.bodies:
+            if "messages" in body and _tag(body) != "judge":
+                text = json.dumps(body["messages"])
+                where[next(c for c in range(4) if f"patient {c} with" in text)].add(i)
+    assert len(where) >= 3 and all(len(s) == 1 for s in where.values()), where  # a case's calls: one replica
+    report = (tmp_path / "archives" / "b" / "bench_report.md").read_text()
+    assert "### Calls per endpoint" in report and servers[0].base_url in report
