@@ -29,6 +29,7 @@ from evolve.llm import ChatRequest
 from evolve.runs import CallPlan, estimate_tokens, prompt_text
 from evolve.testing import LoopbackChatServer
 from tests.consilium.bench_support import _free_text, consilium_endpoint, make_client, make_config, write_cases
+from tests.consilium.test_judge_file_bench import _calibration
 
 SPECIALTIES = ("Cardiology", "Nephrology", "Neurology", "Oncology", "Radiology")
 runner = CliRunner()
@@ -184,6 +185,22 @@ def test_the_judging_plan_of_a_generated_run_is_exact(tmp_path):
     # target their shared protocol, case and target
     assert phase.prompt_tokens_high // 2 < phase.cached_prompt_tokens_high < phase.prompt_tokens_high
     assert "estimate: 3.5 characters per token" in plan.render()
+
+
+def test_the_judging_plan_with_a_judge_file_counts_its_guidance(tmp_path):
+    calib = _calibration(tmp_path)
+    config = make_config(tmp_path, write_cases(tmp_path / "cases.jsonl", n=1))
+    client, provider = make_client(tmp_path)
+    try:
+        run_bench(config, client=client)
+        plan = plan_bench_judge(config.run_dir, calibration_run=calib / "judge.json")
+        before = len(provider.requests)
+        result = judge_bench(config.run_dir, calibration_run=calib / "judge.json", client=client)
+    finally:
+        client.close()
+    sent = provider.requests[before:]
+    assert result.guidance and len(sent) == plan.phases[0].calls_high
+    assert plan.phases[0].prompt_tokens_high == sum(estimate_tokens(prompt_text(r.messages)) for r in sent)
 
 
 # -- the CLI ------------------------------------------------------------------------------------

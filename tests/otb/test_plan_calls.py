@@ -16,6 +16,7 @@ from evolve.otb import generate_otb, judge_otb, plan_otb_judge, plan_otb_run, re
 from evolve.runs import OtbFolder, estimate_tokens, prompt_text
 from evolve.testing import FakeProvider, LoopbackChatServer
 from tests.otb.test_cli_otb import EXAMPLE, respond
+from tests.otb.test_judge_file_guidance import GUIDANCE, _judge_file
 from tests.otb.test_run_judge import BOARD_OK, Endpoint, files  # noqa: F401 - files is a fixture
 
 runner = CliRunner()
@@ -92,6 +93,23 @@ def test_every_usable_answer_makes_exactly_the_planned_judge_calls(tmp_path, fil
     for p in plan.phases:
         assert p.calls_high == made[p.phase], p.phase
     assert made["judging: Board Simulation"] == 2  # alignment only: four_decisions off
+
+
+def test_the_plans_count_the_guidance_of_a_judge_file(tmp_path, files):  # noqa: F811
+    config = _config(tmp_path, files)
+    judge_json = _judge_file(tmp_path / "calib", config.judge.model)
+    turn = "judging: Specialist Turn"
+    assert (_phase(plan_otb_run(config, calibration_run=judge_json), turn).prompt_tokens_high
+            > _phase(plan_otb_run(config), turn).prompt_tokens_high)
+    provider = FakeProvider(Endpoint())
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        generate_otb(config, client=client)
+        plan = plan_otb_judge(config.run_dir, calibration_run=judge_json)
+        start = len(provider.requests)
+        judge_otb(config.run_dir, client=client, calibration_run=judge_json)
+    sent = [r for r in provider.requests[start:] if r.response_format["json_schema"]["name"] == "clinical_equivalence"]
+    assert all(GUIDANCE in r.messages[-1].content for r in sent)
+    assert _phase(plan, turn).prompt_tokens_high == sum(estimate_tokens(prompt_text(r.messages)) for r in sent)
 
 
 # -- the CLI ------------------------------------------------------------------------------------
