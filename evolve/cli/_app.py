@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
-from evolve.errors import EvolveError, RunStoppedError
+from evolve.errors import EvolveError, RunStoppedError, SpendLimitReachedError
 from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, EndpointSettings, Price, price_of
 
 
@@ -58,6 +58,25 @@ PriceInOption = Annotated[Optional[float], typer.Option(
 PriceOutOption = Annotated[Optional[float], typer.Option(
     "--price-out", callback=in_range(0, 10_000), help="Price of output (completion) tokens, USD per million tokens (with --price-in; "
     "default: endpoint.price_out of the config).")]
+PriceCachedInOption = Annotated[Optional[float], typer.Option(
+    "--price-cached-in", callback=in_range(0, 10_000), help="Price of input tokens the server serves from its prefix cache "
+    "(reported as cached_tokens), USD per million tokens (with --price-in/--price-out; default: endpoint.price_cached_in, "
+    "else the input price).")]
+PriceBatchInOption = Annotated[Optional[float], typer.Option(
+    "--price-batch-in", callback=in_range(0, 10_000), help="Price of input tokens sent through a Batch API, USD per million "
+    "tokens (with --price-batch-out; default: endpoint.price_batch_in, else the input price).")]
+PriceBatchOutOption = Annotated[Optional[float], typer.Option(
+    "--price-batch-out", callback=in_range(0, 10_000), help="Price of output tokens of Batch API calls, USD per million "
+    "tokens (with --price-batch-in; default: endpoint.price_batch_out, else the output price).")]
+# A hard spending limit of the whole run (every process, resumptions included; allowed with --resume: raise it to continue).
+MaxUsdOption = Annotated[Optional[float], typer.Option(
+    "--max-usd", callback=in_range(0, 10_000_000), help="Stop the run cleanly (resumable) before a model call could take "
+    "its spending past this many USD at --price-in/--price-out (needs prices). Cache hits are free. Raise it with "
+    "--resume to continue.")]
+MaxTokensOption = Annotated[Optional[int], typer.Option(
+    "--max-tokens", callback=in_range(0, 10**13), help="Stop the run cleanly (resumable) before a model call could take "
+    "the tokens it paid for (prompt and completion) past this number. Cache hits are free. Raise it with --resume to "
+    "continue.")]
 # --plan of bench run/judge and otb run/judge: print the calls, tokens, USD and hours, call nothing.
 PlanOption = Annotated[bool, typer.Option(
     "--plan", help="Print what this command would send, by phase - calls, prompt and completion tokens, USD at the "
@@ -126,7 +145,10 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
             cached.
     """
     err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
-    if resume is not None and isinstance(exc, RunStoppedError):
+    if resume is not None and isinstance(exc, SpendLimitReachedError):
+        err.print(f"the run stopped at its spending limit; finished calls are cached. Continue with a higher limit: "
+                  f"{resume} --max-usd MORE (or --max-tokens MORE)", highlight=False, soft_wrap=True)
+    elif resume is not None and isinstance(exc, RunStoppedError):
         err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
@@ -139,16 +161,83 @@ def _progress_bar() -> Progress:
                     console=err, transient=False, expand=True)
 
 
-def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSettings | None = None) -> Price | None:
-    """The price the progress line uses: the options, else the endpoint's (configuration's).
+def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSettings | None = None, *,
+           cached_in: float | None = None) -> Price | None:
+    """The price the progress line uses: the options, else the endpoint's (configuration's),
+    with the endpoint's cached-input and batch prices.
 
     Raises:
         ConfigError: Only one of the two prices is known.
     """
+    batch_in = batch_out = None
     if endpoint is not None:
         price_in = endpoint.price_in if price_in is None else price_in
         price_out = endpoint.price_out if price_out is None else price_out
-    return price_of(price_in, price_out)
+        cached_in = endpoint.price_cached_in if cached_in is None else cached_in
+        batch_in, batch_out = endpoint.price_batch_in, endpoint.price_batch_out
+    return price_of(price_in, price_out, cached_in=cached_in, batch_in=batch_in, batch_out=batch_out)
+
+
+SPEND_OPTIONS = ("max_usd", "max_tokens", "price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out")
+"""Options that change what a run may spend and how it is priced, never what it computes:
+accepted with ``--resume`` (mapped onto the endpoint by :func:`_with_spend`)."""
+
+
+def _with_spend(endpoint: EndpointSettings, **options: float | int | None) -> EndpointSettings:
+    """``endpoint`` with the spending limit and prices given on the command line (the
+    :data:`SPEND_OPTIONS`; None: keep the endpoint's), checked together.
+
+    Raises:
+        ConfigError: ``--max-usd`` without prices, or prices that do not go together.
+    """
+    from evolve.config import validated
+
+    given = {k: v for k, v in options.items() if k in SPEND_OPTIONS and v is not None}
+    if not given:
+        return endpoint
+    return validated(EndpointSettings, {**endpoint.model_dump(), **given}, "endpoint options")
+
+
+def _spend_client(endpoint: EndpointSettings, *, cache_path: Path | None, journal: Any) -> Any:
+    """A client for a command that judges an existing run, under the spending limit given on
+    the command line (a context manager; a null one yielding None when no limit is given: the
+    engine then opens its own client as before)."""
+    import contextlib
+
+    from evolve.runs import owned_client
+
+    if endpoint.max_usd is None and endpoint.max_tokens is None:
+        return contextlib.nullcontext(None)
+    return owned_client(endpoint, cache_path=cache_path, journal=journal)
+
+
+def _run_spend(options: dict, load_config: Callable[[Path], Any], run_dir: Path,
+               journal: Callable[[], Any]) -> tuple[Price | None, Any]:
+    """For more work on an existing run: the price (the options, else the run's configuration)
+    and a context manager giving a client under the spending limit of ``--max-usd`` /
+    ``--max-tokens`` (None when neither is given: the engine opens its own client).
+
+    Args:
+        options: The command's options (``price_in``, ``max_usd`` ...: :data:`SPEND_OPTIONS`).
+        load_config: Reads the run's configuration.
+        run_dir: The run folder.
+        journal: The run's journal (opened only under a limit).
+
+    Raises:
+        ConfigError: Prices that do not go together, ``--max-usd`` without prices.
+        EvolveError: The run's configuration is unreadable and a limit was given.
+    """
+    import contextlib
+
+    if options.get("max_usd") is None and options.get("max_tokens") is None:
+        endpoint = None
+        with contextlib.suppress(EvolveError):  # unreadable: the command itself then says what is wrong
+            endpoint = _with_spend(load_config(run_dir).endpoint, **options)
+        return _price(options.get("price_in"), options.get("price_out"), endpoint,
+                      cached_in=options.get("price_cached_in")), contextlib.nullcontext(None)
+    config = load_config(run_dir)
+    endpoint = _with_spend(config.endpoint, **options)
+    return _price(None, None, endpoint), _spend_client(endpoint, cache_path=config.cache_path, journal=journal())
 
 
 def _run_price(price_in: float | None, price_out: float | None, load_config: Callable[[Path], Any], run_dir: Path) -> Price | None:
@@ -610,6 +699,11 @@ def calibrate(
     local_model: LocalModelOption = None,
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
@@ -630,7 +724,7 @@ def calibrate(
             raise EvolveError(f"--selection takes 'robust' or 'paper', not {selection!r}.")
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "no_header": False},
-                                      allowed=("resume", "parallel_criteria", "price_in", "price_out", "plan",
+                                      allowed=("resume", "parallel_criteria", *SPEND_OPTIONS, "plan",
                                                "calls_per_hour"),
                                       command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
@@ -677,6 +771,7 @@ def calibrate(
                 "selection": {"rule": selection},
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
+        config = config.model_copy(update={"endpoint": _with_spend(config.endpoint, **options)})  # also on --resume
         price = _price(price_in, price_out, config.endpoint)
         if plan:
             from evolve.workflows._plan import plan_calibration_run
@@ -930,6 +1025,11 @@ def bench_run(
              "unknown, so unchecked, for other endpoints)."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     prompts_root: PromptsRootOption = None,
     plan: PlanOption = False,
     calls_per_hour: CallsPerHourOption = None,
@@ -949,7 +1049,7 @@ def bench_run(
         if resume is not None:
             _refuse_options_on_resume(
                 options, defaults={"preset": "quick", "judge": True},
-                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency", "price_in", "price_out",
+                allowed=("resume", "judge", "guidance", "parallel_cases", "max_concurrency", *SPEND_OPTIONS,
                          "plan", "calls_per_hour"),
                 command="evolve bench run")
             config = load_bench_config(resume)
@@ -982,6 +1082,7 @@ def bench_run(
                 "prompts_root": prompts_root,
             }
             config = resolve_bench_config(preset=preset, config_file=config_file, overrides=overrides)
+        config = config.model_copy(update={"endpoint": _with_spend(config.endpoint, **options)})  # also on --resume
         price = _price(price_in, price_out, config.endpoint)
         if plan:
             _plan_bench_run(config, judge=judge, guidance=guidance, resume=resume is not None, price=price,
@@ -1054,15 +1155,21 @@ def bench_judge(
              "the paper judged role components of the structured pipeline only)."),
     price_in: PriceInOption = None,
     price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    price_batch_in: PriceBatchInOption = None,
+    price_batch_out: PriceBatchOutOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     prompts_root: RunPromptsRootOption = None,
     plan: PlanOption = False,
     calls_per_hour: CallsPerHourOption = None,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
+    options = dict(locals())  # the options as given (before any local name is bound)
     from evolve.consilium import judge_bench, load_bench_config, plan_bench_judge
 
     try:
-        price = _run_price(price_in, price_out, load_bench_config, run_dir)
+        price, limited = _run_spend(options, load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
         if plan:
             from evolve.workflows._plan import token_counter
 
@@ -1072,9 +1179,9 @@ def bench_judge(
                        price, calls_per_hour, BenchFolder(run_dir).journal_path)
             return
         _interrupt_on_sigterm()
-        with _progress_bar() as bar:
+        with _progress_bar() as bar, limited as client:
             result = judge_bench(run_dir, calibration_run=guidance, repeats=repeats, progress=_RichProgress(bar, price),
-                                 free_form_roles=free_form_roles, prompts_root=prompts_root)
+                                 free_form_roles=free_form_roles, prompts_root=prompts_root, client=client)
     except EvolveError as exc:
         _fail(exc, resume=f"evolve bench judge {run_dir}")
     except KeyboardInterrupt:
