@@ -17,6 +17,7 @@ from evolve.cli import app
 from evolve.consilium import (
     BENCH_PHASES,
     PHASE_OF_STAGE,
+    ConsiliumPipeline,
     case_artifact_path,
     finished_work,
     judge_bench,
@@ -228,6 +229,28 @@ def test_bench_run_plan_prints_the_plan_calls_no_model_and_writes_nothing(tmp_pa
     assert "Plan of evolve bench run (no call made)" in out and "review votes" in out and "judging" in out
     assert "USD at 0.5/2 per million" in out and "Hours at 600 calls per hour" in out
     assert not _chat_calls(server) and not archives.exists() and not (tmp_path / "cache").exists()
+
+
+def test_bench_run_plan_counts_with_the_servers_tokenizer(tmp_path):
+    """A server with ``POST /tokenize`` (one token per word here): the exact prompts are counted by
+    it, and the plan says so."""
+    def words(text: str) -> list[int]:
+        return list(range(len(text.split())))
+
+    cases_file = write_cases(tmp_path / "cases.jsonl", n=3)
+    with LoopbackChatServer(lambda body: "unused", tokenize=words) as tokenizing:
+        result = runner.invoke(app, [
+            "bench", "run", "--cases", str(cases_file), "--plan", "--no-judge", "--base-url", tokenizing.base_url,
+            "--model", "m", "--archives-dir", str(tmp_path / "archives")])
+        assert result.exit_code == 0, result.output
+        assert not _chat_calls(tokenizing) and len(tokenizing.tokenized) == 3  # one role-assignment prompt a case
+        assert f"Prompt tokens: the server's tokenizer (POST {tokenizing.base_url[:-3]}/tokenize)" in result.stdout
+        config = make_config(tmp_path, cases_file, max_cases=None)
+        cases, _ = load_bench_cases(config)
+        pipe = ConsiliumPipeline(None, config.pipeline_settings())
+        exact = sum(len(prompt_text(pipe._role_ask(c, "m").messages).split()) for c in cases)
+        row = next(line for line in result.stdout.splitlines() if line.startswith("role assignment"))
+        assert row.split()[3].split("-")[0] == f"{exact:,}"
 
 
 def test_bench_run_plan_without_judging_and_bad_throughput(tmp_path, server):
