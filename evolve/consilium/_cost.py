@@ -28,10 +28,11 @@ applies to them; once per case, model and topology the panel (component ``case``
 ``judge_repeats`` times. Before generation it assumes every pipeline run succeeds (a failed one is
 not judged); on a generated run it is the exact list :func:`judge_bench` would send.
 
-Tokens: the prompts that depend only on the case (role assignment, opinions) are built exactly
-as the pipeline sends them and counted (the server's tokenizer when the ``counter`` asks one, else
-the stated estimate); later prompts are built from the same templates with the generated texts
-left empty, measured at the same tokens per character, and the generated texts they quote are
+Tokens: each case's role-assignment prompt, which depends only on the case, is built exactly as
+the pipeline sends it and counted (the server's tokenizer when the ``counter`` asks one, else the
+stated estimate); every other prompt is built from the pipeline's own templates - an opinion's
+with a placeholder role name, later ones with the generated texts left empty - and measured at
+the tokens per character of that case's counted prompt, and the generated texts it quotes are
 added at their expected sizes (:func:`expected_sizes`). Completion tokens are those expected
 sizes - estimates, never the output limits (an answer is at most its stage's limit).
 """
