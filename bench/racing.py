@@ -54,6 +54,7 @@ from evolve.config import resolve_config  # noqa: E402
 from evolve.data import Case, PackManifest, Rating, RatingPack, RubricRef, Target, load_pack, write_pack  # noqa: E402
 from evolve.llm import ChatRequest, Client, FakeProvider, ResponseCache  # noqa: E402
 from evolve.splits import make_splits, write_splits  # noqa: E402
+from evolve.stats import paired_mae_difference  # noqa: E402
 
 GOOD, BAD = {f"tip-{i:02d}" for i in (1, 2, 3, 4)}, {f"tip-{i:02d}" for i in (5, 6, 7, 8)}
 TOKENS = sorted(GOOD | BAD | {f"tip-{i:02d}" for i in (9, 10, 11, 12)})
@@ -196,8 +197,11 @@ def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, a
     config = resolve_config(preset="quick", overrides=overrides)
     with Client(FakeProvider(world.respond), cache=ResponseCache(":memory:"), max_concurrency=4) as client:
         calibrate(config, client=client)
-        calls = client.usage["judge"].calls
+        calls, hits = client.usage["judge"].calls, client.usage["judge"].cache_hits
     scores = pd.read_csv(folder / "run" / "scores.csv", usecols=["phase", "cached"])
+    if int((~scores["cached"]).sum()) != calls or int(scores["cached"].sum()) != hits:
+        raise SystemExit(f"count mismatch: client made {calls} calls and {hits} cache hits, scores.csv has "
+                         f"{int((~scores['cached']).sum())} and {int(scores['cached'].sum())}")
     search = int(((scores["phase"] != "reeval") & ~scores["cached"]).sum())
     by_phase = scores[~scores["cached"]].groupby("phase").size().to_dict()
     cands = pd.read_csv(folder / "run" / "candidates.csv", keep_default_na=False, dtype=str)
@@ -206,14 +210,157 @@ def run_once(world: World, tmp: Path, prompts: Path, seed: int, protocol: str, a
     winner = cands[cands["selected"] == "True"].iloc[0]
     init_true = min(world.true_mae(t, val_targets) for t in cands.loc[cands["origin"] == "initial", "text"])
     mutants = cands[cands["origin"] == "mutation"]
+    winner_true = world.true_mae(winner["text"], val_targets)
+    verdict, verdict_false = _validation_verdict(world, folder / "run", cands, winner, val_targets)
+    pruned_true = [world.true_mae(t, val_targets) for t in mutants.loc[mutants["status"] == "pruned", "text"]]
+    accepted = int((mutants["status"] == "accepted").sum())
     return {
-        "protocol": protocol, "seed": seed, "judge_calls": int(calls), "search_calls": search,
+        "protocol": protocol, "seed": seed, "judge_calls": int(calls), "cache_hits": int(hits), "search_calls": search,
+        "accepted": accepted, "shortfall": accepted < args.accepted,
+        "pruned_better": sum(m < winner_true - 1e-12 for m in pruned_true),
+        "better_verdict": verdict == "better", "false_better_verdict": verdict_false,
         "winner_true_mae": world.true_mae(winner["text"], val_targets), "best_initial_true_mae": init_true,
         "winner_evolved": winner["origin"] == "mutation",
         "pool_best_true_mae": min(world.true_mae(t, val_targets) for t in cands.loc[cands["status"] == "accepted", "text"]),
         "attempts": len(mutants), "pruned": int((mutants["status"] == "pruned").sum()),
         **{f"calls_{phase}": int(n) for phase, n in by_phase.items()},
     }
+
+
+BUDGETS = {"quick": (8, 16, 60), "paper": (25, 50, 100)}  # accepted, attempts, targets (one per case)
+
+
+@dataclass
+class Cell:
+    """One measured cell: a budget and a noise level, both protocols on the same worlds."""
+
+    accepted: int
+    attempts: int
+    cases: int
+    noise: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.accepted} of <= {self.attempts}, {self.cases} targets, {self.noise} noise"
+
+
+def run_cell(cell: Cell, args: argparse.Namespace) -> pd.DataFrame:
+    """Every protocol on ``args.seeds`` worlds of one cell; one row per (protocol, world)."""
+    run_args = argparse.Namespace(**{**vars(args), "accepted": cell.accepted, "attempts": cell.attempts})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        prompts = _prompts_root(tmp)
+        for seed in range(args.seeds):
+            world = World.make(1000 + seed, cell.cases, cell.noise)
+            for protocol in args.protocols:
+                rows.append(run_once(world, tmp, prompts, seed, protocol, run_args))
+    frame = pd.DataFrame(rows)
+    frame["false_winner"] = frame["winner_true_mae"] > frame["best_initial_true_mae"] + 1e-12
+    frame["false_evolved"] = frame["false_winner"] & frame["winner_evolved"]
+    frame["worse_initial_kept"] = frame["false_winner"] & ~frame["winner_evolved"]
+    frame["gain_vs_initial"] = frame["best_initial_true_mae"] - frame["winner_true_mae"]
+    frame["any_pruned_better"] = frame["pruned_better"] > 0
+    return frame
+
+
+def _bootstrap(diff: np.ndarray, n: int = 2000) -> tuple[float, float]:
+    rng = np.random.default_rng(0)
+    boots = [diff[rng.integers(0, len(diff), len(diff))].mean() for _ in range(n)]
+    return float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+
+
+def summarize(frame: pd.DataFrame, cell: Cell, seconds: float) -> dict:
+    """Print one cell's tables; return its target figures (default protocol against paper)."""
+    summary = frame.groupby("protocol", sort=False).agg(
+        runs=("seed", "size"), judge_calls=("judge_calls", "mean"), cache_hits=("cache_hits", "mean"),
+        search_calls=("search_calls", "mean"),
+        winner_true_mae=("winner_true_mae", "mean"), best_initial_true_mae=("best_initial_true_mae", "mean"),
+        gain_vs_initial=("gain_vs_initial", "mean"), false_winner_rate=("false_winner", "mean"),
+        false_evolved_rate=("false_evolved", "mean"), worse_initial_kept_rate=("worse_initial_kept", "mean"),
+        evolved_winner_rate=("winner_evolved", "mean"), attempts=("attempts", "mean"), accepted=("accepted", "mean"),
+        shortfall_rate=("shortfall", "mean"), pruned=("pruned", "mean"), pruned_better=("pruned_better", "mean"),
+        pruned_better_runs=("any_pruned_better", "mean"), better_verdicts=("better_verdict", "mean"),
+        false_better_verdicts=("false_better_verdict", "mean"),
+    )
+    print(f"\n== {cell.label}: {frame['seed'].nunique()} worlds x {frame['protocol'].nunique()} protocols; {seconds:.0f} s")
+    print(summary.T.to_string(float_format=lambda x: f"{x:.3f}"))
+    phases = [c for c in frame.columns if c.startswith("calls_")]
+    print("judge calls made per phase (mean per run; cache hits excluded):")
+    print(frame.groupby("protocol", sort=False)[phases].mean().to_string(float_format=lambda x: f"{x:.0f}"))
+    paper, default = summary.loc["paper"], summary.loc["default"]
+    paired = frame.pivot(index="seed", columns="protocol", values="winner_true_mae")
+    diff = (paired["default"] - paired["paper"]).to_numpy()
+    low, high = _bootstrap(diff)
+    ratio = paper.judge_calls / default.judge_calls
+    print(f"judge calls made, paper / default: {ratio:.2f}x in total, "
+          f"{paper.search_calls / default.search_calls:.2f}x in the search (evolution + finalists); cache hits "
+          f"(not paid, not counted as calls): paper {paper.cache_hits:.0f}, default {default.cache_hits:.0f} per run")
+    print(f"winner's true validation MAE, default - paper (paired by world): {diff.mean():+.4f} "
+          f"[{low:+.4f}, {high:+.4f}] (bootstrap over worlds, 95%)")
+    print(f"false-winner rate (winner truly worse than the best initial prompt): paper {paper.false_winner_rate:.0%}, "
+          f"default {default.false_winner_rate:.0%}; of which an evolved winner (a false 'better'): paper "
+          f"{paper.false_evolved_rate:.0%}, default {default.false_evolved_rate:.0%}; the worse initial prompt kept: "
+          f"paper {paper.worse_initial_kept_rate:.0%}, default {default.worse_initial_kept_rate:.0%}")
+    print(f"validation verdict 'better' than the best initial prompt (the report's): paper "
+          f"{paper.better_verdicts:.0%}, default {default.better_verdicts:.0%} of runs; false (the winner truly not "
+          f"better): paper {paper.false_better_verdicts:.0%}, default {default.false_better_verdicts:.0%}")
+    print(f"pruned mutants truly better (validation) than the run's winner: {default.pruned_better:.2f} per run, "
+          f"in {default.pruned_better_runs:.0%} of runs; accepted short of {cell.accepted}: paper "
+          f"{paper.shortfall_rate:.0%}, default {default.shortfall_rate:.0%} of runs (mean accepted "
+          f"{paper.accepted:.1f} / {default.accepted:.1f})")
+    return {"cell": cell.label, "worlds": int(frame["seed"].nunique()), "paper_calls": paper.judge_calls,
+            "default_calls": default.judge_calls, "ratio": ratio, "diff": float(diff.mean()), "low": low, "high": high,
+            "false_better": default.false_evolved_rate, "false_better_paper": paper.false_evolved_rate,
+            "false_verdict": default.false_better_verdicts, "false_verdict_paper": paper.false_better_verdicts,
+            "pruned_better_runs": default.pruned_better_runs, "shortfall": default.shortfall_rate}
+
+
+def targets(row: dict) -> list[tuple[str, str, bool | None]]:
+    """Issue 25 item 4's targets for one cell: (name, measured, met; None = reported only)."""
+    shown_worse = row["low"] > 0
+    return [
+        ("fewer judge calls than the paper protocol", f"{row['paper_calls']:.0f} / {row['default_calls']:.0f} = "
+         f"{row['ratio']:.2f}x", row["ratio"] > 1),
+        ("true validation MAE not shown worse", f"{row['diff']:+.4f} [{row['low']:+.4f}, {row['high']:+.4f}]",
+         not shown_worse),
+        ("false 'better' verdicts on validation <= 5% of runs",
+         f"{row['false_verdict']:.0%} (paper {row['false_verdict_paper']:.0%})", row["false_verdict"] <= 0.05),
+        ("evolved winner truly worse than the best initial prompt", f"{row['false_better']:.0%} (paper "
+         f"{row['false_better_paper']:.0%})", None),
+        ("runs where a pruned mutant was truly better than the winner", f"{row['pruned_better_runs']:.0%}", None),
+        ("runs short of the accepted budget (warned)", f"{row['shortfall']:.0%}", None),
+    ]
+
+
+def print_targets(rows: list[dict]) -> None:
+    print("\nissue 25 item 4 targets, default protocol against the paper protocol:")
+    print("| cell (worlds) | target | measured | |")
+    print("|---|---|---|---|")
+    for row in rows:
+        for name, measured, met in targets(row):
+            verdict = "reported" if met is None else ("met" if met else "NOT met")
+            print(f"| {row['cell']} ({row['worlds']}) | {name} | {measured} | {verdict} |")
+
+
+def _validation_verdict(world: World, run: Path, cands: pd.DataFrame, winner: pd.Series,
+                        val_targets: list[str]) -> tuple[str, bool]:
+    """The report's paired verdict, winner - best initial prompt on validation (the re-evaluation's
+    calls, :func:`evolve.stats.paired_mae_difference`), and whether a ``better`` is false (the
+    winner's true validation MAE is not below the best initial prompt's)."""
+    best = cands[cands["best_initial"] == "True"]
+    if best.empty or best.iloc[0]["candidate_id"] == winner["candidate_id"]:
+        return "same candidate", False
+    scores = pd.read_csv(run / "scores.csv", dtype={"candidate_id": str, "target_id": str, "case_id": str})
+    val = scores[(scores["phase"] == "reeval") & (scores["split"] == "validation")]
+    ratings = pd.DataFrame([{"case_id": f"case-{t}", "target_id": t, "rater_id": f"rater-{k + 1}",
+                             "criterion": "entailment", "score": r}
+                            for t in val_targets for k, r in enumerate(world.ratings[t])])
+    other = best.iloc[0]
+    d = paired_mae_difference(val[val["candidate_id"] == winner["candidate_id"]],
+                              val[val["candidate_id"] == other["candidate_id"]], ratings)
+    truly_better = world.true_mae(winner["text"], val_targets) < world.true_mae(other["text"], val_targets) - 1e-12
+    return d.verdict, d.verdict == "better" and not truly_better
 
 
 def main() -> None:
@@ -224,62 +371,30 @@ def main() -> None:
     ap.add_argument("--validation-fraction", type=float, default=0.5)
     ap.add_argument("--accepted", type=int, default=25, help="accepted mutants per criterion (the paper's 25)")
     ap.add_argument("--attempts", type=int, default=50)
+    ap.add_argument("--grid", action="store_true",
+                    help="both budgets (quick: 8 of <= 16, 60 targets; paper: 25 of <= 50, 100 targets) at both noise "
+                         "levels; --accepted/--attempts/--cases/--noise are then ignored")
+    ap.add_argument("--budgets", default="quick,paper", help="with --grid: which budgets (comma-separated)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=JSON",
                     help="override a setting of the default protocol, e.g. selection.finalists=2")
     args = ap.parse_args()
+    args.protocols = list(PROTOCOLS)
     for item in args.set:
         key, value = item.split("=", 1)
         section, field = key.split(".", 1)
         PROTOCOLS["default"].setdefault(section, {})[field] = json.loads(value)
-    start = time.perf_counter()
+    if args.grid:
+        cells = [Cell(*BUDGETS[b], noise) for b in args.budgets.split(",") for noise in ("low", "high")]
+    else:
+        cells = [Cell(args.accepted, args.attempts, args.cases, args.noise)]
+    print(f"bench/racing.py: default protocol {json.dumps(PROTOCOLS['default'])}")
     rows = []
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        prompts = _prompts_root(tmp)
-        for seed in range(args.seeds):
-            world = World.make(1000 + seed, args.cases, args.noise)
-            for protocol in PROTOCOLS:
-                rows.append(run_once(world, tmp, prompts, seed, protocol, args))
-    frame = pd.DataFrame(rows)
-    frame["false_winner"] = frame["winner_true_mae"] > frame["best_initial_true_mae"] + 1e-12
-    frame["false_evolved"] = frame["false_winner"] & frame["winner_evolved"]
-    frame["worse_initial_kept"] = frame["false_winner"] & ~frame["winner_evolved"]
-    frame["gain_vs_initial"] = frame["best_initial_true_mae"] - frame["winner_true_mae"]
-    summary = frame.groupby("protocol", sort=False).agg(
-        runs=("seed", "size"), judge_calls=("judge_calls", "mean"), search_calls=("search_calls", "mean"),
-        winner_true_mae=("winner_true_mae", "mean"), best_initial_true_mae=("best_initial_true_mae", "mean"),
-        gain_vs_initial=("gain_vs_initial", "mean"), false_winner_rate=("false_winner", "mean"),
-        false_evolved_rate=("false_evolved", "mean"), worse_initial_kept_rate=("worse_initial_kept", "mean"),
-        evolved_winner_rate=("winner_evolved", "mean"), attempts=("attempts", "mean"), pruned=("pruned", "mean"),
-    )
-    print(f"bench/racing.py: {args.seeds} worlds x {len(PROTOCOLS)} protocols, noise {args.noise}, {args.cases} targets, "
-          f"accepted {args.accepted} of <= {args.attempts} attempts; "
-          f"{time.perf_counter() - start:.0f} s")
-    print(summary.to_string(float_format=lambda x: f"{x:.3f}"))
-    phases = [c for c in frame.columns if c.startswith("calls_")]
-    print("fresh judge calls per phase (mean per run):")
-    print(frame.groupby("protocol", sort=False)[phases].mean().to_string(float_format=lambda x: f"{x:.0f}"))
-    paper, default = summary.loc["paper"], summary.loc["default"]
-    paired = frame.pivot(index="seed", columns="protocol", values="winner_true_mae")
-    diff = paired["default"] - paired["paper"]
-    rng = np.random.default_rng(0)
-    boots = [diff.to_numpy()[rng.integers(0, len(diff), len(diff))].mean() for _ in range(2000)]
-    print(f"judge calls, paper / default: {paper.judge_calls / default.judge_calls:.2f}x in total, "
-          f"{paper.search_calls / default.search_calls:.2f}x in the search (evolution + finalists)")
-    print(f"winner's true validation MAE, default - paper (paired by world): {diff.mean():+.4f} "
-          f"[{np.percentile(boots, 2.5):+.4f}, {np.percentile(boots, 97.5):+.4f}] (bootstrap over worlds, 95%)")
-    print(f"false-winner rate (winner truly worse than the best initial prompt): paper {paper.false_winner_rate:.0%}, "
-          f"default {default.false_winner_rate:.0%}; of which an evolved winner: paper {paper.false_evolved_rate:.0%}, "
-          f"default {default.false_evolved_rate:.0%}; the worse initial prompt kept: "
-          f"paper {paper.worse_initial_kept_rate:.0%}, default {default.worse_initial_kept_rate:.0%}")
-    ratio = paper.judge_calls / default.judge_calls
-    high = float(np.percentile(boots, 97.5))
-    print("issue 11 targets, default protocol:")
-    print(f"  >= 2x fewer judge calls: {ratio:.2f}x - {'met' if ratio >= 2 else 'NOT met'}")
-    print(f"  true MAE no worse than the paper protocol: {diff.mean():+.4f}, 95% upper bound {high:+.4f} - "
-          f"{'met (not shown worse: the interval includes 0, or better)' if diff.mean() <= 0 or np.percentile(boots, 2.5) < 0 else 'NOT met'}")
-    print(f"  false-winner rate <= 5%: {default.false_winner_rate:.0%} - "
-          f"{'met' if default.false_winner_rate <= 0.05 else 'NOT met'}")
+    for cell in cells:
+        start = time.perf_counter()
+        frame = run_cell(cell, args)
+        rows.append(summarize(frame, cell, time.perf_counter() - start))
+    print_targets(rows)
+
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,7 @@ from evolve.calibration._mutation import (
     mutation_messages,
 )
 from evolve.calibration._order import interleave, lane_runs
-from evolve.calibration._racing import Race
+from evolve.calibration._racing import Race, judge_noise_sd, prune_decision
 from evolve.calibration._selection import choose_winner, paper_order
 from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse_run_config
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
@@ -425,6 +425,7 @@ class CriterionRun:
             for cand in inits:
                 if cand.status == "accepted":
                     self.race.add_incumbent(self._target_errors(cand, range(len(self.train))))
+            self._measure_noise([c for c in inits if c.status == "accepted"])
         emitter = self._evolve(inits)
         self.journal.append(
             Event.EVOLUTION_FINISHED, criterion=self.cid, attempts=emitter.attempts, accepted=emitter.accepted,
@@ -534,6 +535,29 @@ class CriterionRun:
             alive = still
         return alive
 
+    def _measure_noise(self, inits: Sequence[Candidate]) -> None:
+        """The judge's seed-to-seed noise, for the racing margin: the initial prompts judged on
+        training again with the re-evaluation's first seed - calls the finalists and the
+        re-evaluation make anyway, so they come back from the response cache there and cost
+        nothing extra - compared target by target with their evolution calls (journaled as
+        ``racing_noise``)."""
+        assert self.race is not None
+        if self.config.racing.margin_sd <= 0 or not inits:
+            return
+        seed = derive_seed(self.config.seed, "reeval", self.cid, 0)
+        again = pd.DataFrame(self._judge_many(inits, self.train, [seed], "noise", batchable=True), columns=SCORE_COLUMNS)
+        first: dict[tuple[str, str], float] = {}
+        second: dict[tuple[str, str], float] = {}
+        for cand in inits:
+            for rows, into in ((self._rows_by_candidate[cand.candidate_id], first),
+                               (again[again["candidate_id"] == cand.candidate_id], second)):
+                errors = item_errors(rows, self.train_ratings)
+                for tid, err in zip(errors["target_id"], errors["abs_error"]):
+                    into[(cand.candidate_id, str(tid))] = float(err)
+        sd = judge_noise_sd(first, second)
+        self.race.set_noise(sd)
+        self.journal.append(Event.RACING_NOISE, criterion=self.cid, noise_sd=sd, pairs=len(first.keys() & second.keys()))
+
     def _stop_if_every_call_failed(self, cands: Sequence[Candidate]) -> None:
         """A batch whose every judge call failed means the endpoint is not judging: stop the
         criterion now, with the endpoint's own error, rather than spend the mutation budget."""
@@ -580,14 +604,69 @@ class CriterionRun:
         # fresh to evolution, and the re-evaluation's own training seeds: its training calls of the
         # initial prompts and the winner are these calls again (from the cache), not new ones
         seeds = [derive_seed(self.config.seed, "reeval", self.cid, r) for r in range(sel.finalist_repeats)]
-        fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist", batchable=True),
-                             columns=SCORE_COLUMNS)
-        frames = {c.candidate_id: fresh[fresh["candidate_id"] == c.candidate_id] for c in finalists}
+        if sel.adaptive and len(mutants) > 1:
+            fresh, mutants = self._judge_finalists_adaptively(initials, mutants, seeds)
+        else:
+            fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist", batchable=True),
+                                 columns=SCORE_COLUMNS)
+        frames = {c.candidate_id: fresh[fresh["candidate_id"] == c.candidate_id] for c in [*initials, *mutants]}
         decision = choose_winner(initials, mutants, frames, self._rows_by_candidate, self.train_ratings,
                                  confidence=sel.confidence, seed=derive_seed(self.config.seed, "selection", self.cid, 0),
                                  gate=sel.gate)
         self.journal.append(Event.FINALISTS_JUDGED, criterion=self.cid, **decision.journal())
         return decision.winner
+
+    def _judge_finalists_adaptively(
+        self, initials: Sequence[Candidate], mutants: Sequence[Candidate], seeds: Sequence[int]
+    ) -> tuple[pd.DataFrame, list[Candidate]]:
+        """Fresh finalist calls in two steps, stopping a mutant once the ranking is settled.
+
+        Every finalist is judged with the fresh seeds on a first share of the training targets
+        (``selection.first_share``, in the race's fixed order). On those targets the leader is
+        the finalist with the lowest pooled (evolution + fresh) error; a mutant finalist that a
+        one-sided paired signed-rank test finds worse than the leader at level ``(1 -
+        selection.confidence) / 2`` (:func:`~evolve.calibration._racing.prune_decision`, no
+        margin) cannot win and is judged no further. The others are judged on the remaining
+        targets. The initial prompts and the eventual winner are re-scored on every training
+        target by the re-evaluation anyway (these calls come back from the cache there), so
+        what a settled ranking saves is the losing mutants' remaining calls.
+
+        Returns:
+            The fresh calls (every finalist's), and the mutants still in the final.
+        """
+        sel = self.config.selection
+        order = self.race.order if self.race is not None else np.arange(len(self.train))
+        k = min(len(order), max(2, math.ceil(sel.first_share * len(order))))
+        first, rest = [self.train[i] for i in order[:k]], [self.train[i] for i in order[k:]]
+        finalists = [*initials, *mutants]
+        fresh = pd.DataFrame(self._judge_many(finalists, first, seeds, "finalist", batchable=True), columns=SCORE_COLUMNS)
+        errors = {c.candidate_id: self._pooled_errors(c, fresh, first) for c in finalists}
+        leader = min(finalists, key=lambda c: (float(np.mean(list(errors[c.candidate_id].values()))), c.seq))
+        kept = []
+        for cand in mutants:
+            diffs = [errors[cand.candidate_id][t] - errors[leader.candidate_id][t] for t in errors[cand.candidate_id]]
+            out, p = prune_decision(diffs, p_threshold=(1 - sel.confidence) / 2, margin=0.0) \
+                if cand is not leader else (False, 1.0)
+            if out:
+                cand.finalist = True
+                cand.note = (f"out of the final after {k} of {len(self.train)} training targets (worse than "
+                             f"{leader.candidate_id}, p = {p:.3f}); " + cand.note)[:1000]
+            else:
+                kept.append(cand)
+        if rest:
+            more = self._judge_many([*initials, *kept], rest, seeds, "finalist", batchable=True)
+            fresh = pd.concat([fresh, pd.DataFrame(more, columns=SCORE_COLUMNS)], ignore_index=True)
+        return fresh, kept
+
+    def _pooled_errors(self, cand: Candidate, fresh: pd.DataFrame, items: Sequence[Item]) -> dict[str, float]:
+        """Per target of ``items``: mean |judge - rater| over the candidate's evolution and fresh
+        calls; a target with no numeric score counts as the worst possible error."""
+        ids = {it.target.target_id for it in items}
+        rows = pd.concat([self._rows_by_candidate[cand.candidate_id], fresh[fresh["candidate_id"] == cand.candidate_id]])
+        errors = item_errors(rows[rows["target_id"].isin(ids)], self.train_ratings)
+        by = errors.set_index("target_id")["abs_error"].replace(math.inf, math.nan).dropna()
+        worst = float(self.criterion.scale_range)
+        return {t: float(by.get(t, worst)) for t in sorted(ids)}
 
     def _failures(self) -> str:
         """``: 12 of 12 training calls failed, most often with "<error>"`` ('' when none failed)."""

@@ -253,7 +253,8 @@ def shortfall_warnings(report: dict) -> list[str]:
         if asked is None or e.get("accepted", 0) >= asked:
             continue
         why = ", ".join(f"{n} {k}" for k, n in sorted(e.get("status_counts", {}).items()) if k != "accepted")
-        out.append(f"criterion {c.get('name') or criterion}: {e.get('accepted', 0)} accepted mutants of the "
+        n = e.get("accepted", 0)
+        out.append(f"criterion {c.get('name') or criterion}: {n} accepted mutant{'' if n == 1 else 's'} of the "
                    f"{asked} asked - all {e.get('attempts', 0)} mutation attempts were spent"
                    f"{f' ({why})' if why else ''}; raise --max-attempts (or budget.shared_attempts) for the full "
                    "search, or read this winner as coming from a smaller one.")

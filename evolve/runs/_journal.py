@@ -34,6 +34,7 @@ class Event(str, Enum):
     CANDIDATE_EVALUATED = "candidate_evaluated"
     CANDIDATE_PRUNED = "candidate_pruned"
     FINALISTS_JUDGED = "finalists_judged"
+    RACING_NOISE = "racing_noise"
     MUTATION_ATTEMPT = "mutation_attempt"
     EVOLUTION_FINISHED = "evolution_finished"
     CRITERION_FAILED = "criterion_failed"
