@@ -967,15 +967,42 @@ def audit(
     out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})", highlight=False)
 
 
-def _show_plan(plan: Any, price: Price | None, calls_per_hour: float | None, journal: Path | None = None) -> None:
+def _show_plan(plan: Any, price: Price | None, calls_per_hour: float | None, journal: Path | None = None, *,
+               limits: EndpointSettings | None = None) -> None:
     """Print a :class:`~evolve.runs.CallPlan` (``--plan``); without ``calls_per_hour`` the
-    throughput measured in ``journal`` (an existing run's) is used when it has one."""
+    throughput measured in ``journal`` (an existing run's) is used when it has one. With
+    ``limits`` (an endpoint with ``max_usd``/``max_tokens``) a line per limit says whether the
+    plan fits under it."""
     source = "--calls-per-hour"
     if calls_per_hour is None and journal is not None:
         from evolve.runs import measured_calls_per_hour
 
         calls_per_hour, source = measured_calls_per_hour(journal), f"measured in {journal}"
-    typer.echo(plan.render(price, calls_per_hour, throughput_source=source))  # unwrapped: the table stays intact
+    lines = [plan.render(price, calls_per_hour, throughput_source=source), *_limit_lines(plan, price, limits)]
+    typer.echo("\n".join(lines))  # unwrapped: the table stays intact
+
+
+def _limit_lines(plan: Any, price: Price | None, endpoint: EndpointSettings | None) -> list[str]:
+    """One line per spending limit of ``endpoint``: the plan fits under it, may pass it, or
+    passes it even at its low end (the run then stops cleanly before the call that would)."""
+    lines = []
+    max_usd, max_tokens = getattr(endpoint, "max_usd", None), getattr(endpoint, "max_tokens", None)
+    if max_usd is not None and price is not None:
+        lines.append(f"--max-usd {max_usd:g}: " + _fit(*plan.usd(price), max_usd, lambda v: f"${v:,.2f}"))
+    if max_tokens is not None:
+        t = plan.totals()
+        low, high = t.prompt_tokens_low + t.completion_tokens_low, t.prompt_tokens_high + t.completion_tokens_high
+        lines.append(f"--max-tokens {max_tokens:,}: " + _fit(low, high, max_tokens, lambda v: f"{v:,.0f} tokens"))
+    return lines
+
+
+def _fit(low: float, high: float, limit: float, show: Callable[[float], str]) -> str:
+    if high <= limit:
+        return f"the whole plan ({show(high)} at most) fits under it."
+    stop = "the run stops cleanly before the call that would pass it; --resume with a higher limit continues it"
+    if low > limit:
+        return f"even the plan's low end ({show(low)}) passes it: {stop}."
+    return f"the plan ({show(low)}-{show(high)}) may pass it: {stop}."
 
 
 def _print_bench_report(run_dir: Path) -> None:
@@ -1133,7 +1160,8 @@ def _plan_bench_run(config: Any, *, judge: bool, guidance: Path | None, resume: 
     finished = finished_work(config, cases) if resume else None  # the plan of what is left
     plan = plan_bench_run(config, cases, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint),
                           finished=finished)
-    _show_plan(plan, price, calls_per_hour, BenchFolder(config.run_dir).journal_path if resume else None)
+    _show_plan(plan, price, calls_per_hour, BenchFolder(config.run_dir).journal_path if resume else None,
+               limits=config.endpoint)
 
 
 def _case_columns(items: list[str]):
@@ -1176,7 +1204,8 @@ def bench_judge(
             counter = token_counter(load_bench_config(run_dir).endpoint)
             _show_plan(plan_bench_judge(run_dir, calibration_run=guidance, repeats=repeats, free_form_roles=free_form_roles,
                                         prompts_root=prompts_root, counter=counter),
-                       price, calls_per_hour, BenchFolder(run_dir).journal_path)
+                       price, calls_per_hour, BenchFolder(run_dir).journal_path,
+                       limits=_with_spend(load_bench_config(run_dir).endpoint, **options))
             return
         _interrupt_on_sigterm()
         with _progress_bar() as bar, limited as client:

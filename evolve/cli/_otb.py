@@ -177,7 +177,8 @@ def _plan_otb_run(config, *, judge: bool, guidance: Optional[Path], resume: bool
     answered = answered_items(config) if resume else None  # the plan of what is left
     plan = plan_otb_run(config, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint),
                         answered=answered)
-    _show_plan(plan, price, calls_per_hour, OtbFolder(config.run_dir).journal_path if resume else None)
+    _show_plan(plan, price, calls_per_hour, OtbFolder(config.run_dir).journal_path if resume else None,
+               limits=config.endpoint)
 
 
 @otb_app.command("judge")
@@ -208,7 +209,8 @@ def otb_judge(
 
             counter = token_counter(load_otb_config(run_dir).endpoint)
             _show_plan(plan_otb_judge(run_dir, calibration_run=guidance, prompts_root=prompts_root, counter=counter),
-                       price, calls_per_hour, OtbFolder(run_dir).journal_path)
+                       price, calls_per_hour, OtbFolder(run_dir).journal_path,
+                       limits=_with_spend(load_otb_config(run_dir).endpoint, **options))
             return
         _interrupt_on_sigterm()
         with _progress_bar() as bar, limited as client:

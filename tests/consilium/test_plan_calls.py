@@ -223,11 +223,15 @@ def test_bench_run_plan_prints_the_plan_calls_no_model_and_writes_nothing(tmp_pa
     result = runner.invoke(app, [
         "bench", "run", "--cases", str(cases_file), "--plan", "--base-url", server.base_url, "--model", "m",
         "--archives-dir", str(archives), "--price-in", "0.5", "--price-out", "2", "--calls-per-hour", "600",
+        "--max-usd", "1000", "--max-tokens", "10",
     ], env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Plan of evolve bench run (no call made)" in out and "review votes" in out and "judging" in out
     assert "USD at 0.5/2 per million" in out and "Hours at 600 calls per hour" in out
+    # the spending limits against the plan
+    assert "--max-usd 1000: the whole plan ($" in out and "fits under it." in out
+    assert "--max-tokens 10: even the plan's low end" in out and "--resume with a higher limit" in out
     assert not _chat_calls(server) and not archives.exists() and not (tmp_path / "cache").exists()
 
 

@@ -160,8 +160,9 @@ def test_otb_plans_on_an_existing_run(tmp_path, server):
     rows = {line.split("  ")[0].strip(): line.split()[3] for line in resumed.stdout.splitlines()
             if line.startswith(("generation:", "judging:"))}
     assert rows["generation: Board Simulation"] == "0" and rows["judging: Board Simulation"] == "6"
-    judged = runner.invoke(app, ["otb", "judge", str(run), "--plan"], env=env)
+    judged = runner.invoke(app, ["otb", "judge", str(run), "--plan", "--max-tokens", "100000000"], env=env)
     assert judged.exit_code == 0, judged.output
     assert "Plan of evolve otb judge (no call made)" in judged.stdout and "exact: the run's extracted answers" in judged.stdout
+    assert "--max-tokens 100,000,000: the whole plan" in judged.stdout
     assert len(_chat_calls(server)) == calls and not (OtbFolder(run) / OtbFolder.JUDGE_SCORES).exists()
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # nothing written
