@@ -77,6 +77,18 @@ MaxTokensOption = Annotated[Optional[int], typer.Option(
     "--max-tokens", callback=in_range(0, 10**13), help="Stop the run cleanly (resumable) before a model call could take "
     "the tokens it paid for (prompt and completion) past this number. Cache hits are free. Raise it with --resume to "
     "continue.")]
+# The Batch API path (calibrate, judge): result-neutral, so also allowed with --resume.
+BatchApiOption = Annotated[Optional[bool], typer.Option(
+    "--batch/--no-batch", help="Send the non-interactive phases (initial evaluation, finalist re-judging, "
+    "re-evaluation, held-out and `evolve judge` scoring) through the endpoint's OpenAI-style Batch API: answered "
+    "within its 24 h window at batch prices (--price-batch-in/--price-batch-out); racing and mutation stay "
+    "interactive. Each batch is journaled before it is polled, so a killed run's --resume polls it instead of paying "
+    "again. Needs --base-url (the embedded server has no Batch API).")]
+ExportBatchOption = Annotated[Optional[Path], typer.Option(
+    "--export-batch", help="Write the requests this command would send that are known before it runs (calibrate: the "
+    "initial prompts' and the no-guidance baseline's judge calls; judge: all) as Batch API JSONL for an offline runner "
+    "(vLLM: python -m vllm.entrypoints.openai.run_batch -i FILE -o results.jsonl --model MODEL) and exit; then "
+    "`evolve batch import results.jsonl --requests FILE`. Give the --base-url and --model the run will use.")]
 # --plan of bench run/judge and otb run/judge: print the calls, tokens, USD and hours, call nothing.
 PlanOption = Annotated[bool, typer.Option(
     "--plan", help="Print what this command would send, by phase - calls, prompt and completion tokens, USD at the "
@@ -181,6 +193,21 @@ def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSe
 SPEND_OPTIONS = ("max_usd", "max_tokens", "price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out")
 """Options that change what a run may spend and how it is priced, never what it computes:
 accepted with ``--resume`` (mapped onto the endpoint by :func:`_with_spend`)."""
+
+
+def _with_batch(endpoint: EndpointSettings, batch: bool | None) -> EndpointSettings:
+    """``endpoint`` with ``--batch/--no-batch`` applied (None: as stored).
+
+    Raises:
+        EvolveError: ``--batch`` with the embedded server, which has no Batch API.
+    """
+    if batch is None:
+        return endpoint
+    if batch and endpoint.provider == "embedded":
+        raise EvolveError("--batch needs an endpoint with a Batch API (--base-url URL of OpenAI, or a server that "
+                          "copies its /v1/files and /v1/batches routes); the embedded server has none. For vLLM's "
+                          "offline run-batch, see --export-batch.")
+    return endpoint.model_copy(update={"batch": batch})
 
 
 def _with_spend(endpoint: EndpointSettings, **options: float | int | None) -> EndpointSettings:
@@ -704,6 +731,8 @@ def calibrate(
     price_batch_out: PriceBatchOutOption = None,
     max_usd: MaxUsdOption = None,
     max_tokens: MaxTokensOption = None,
+    batch_api: BatchApiOption = None,
+    export_batch: ExportBatchOption = None,
     seed: Optional[int] = typer.Option(None, help="Master seed."),
     min_coverage: Optional[float] = typer.Option(None, help="Least share of numeric judge scores for a selectable candidate."),
     archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
@@ -725,7 +754,7 @@ def calibrate(
         if resume is not None:
             _refuse_options_on_resume(options, defaults={"preset": "quick", "no_header": False},
                                       allowed=("resume", "parallel_criteria", *SPEND_OPTIONS, "plan",
-                                               "calls_per_hour"),
+                                               "calls_per_hour", "batch_api", "export_batch"),
                                       command="evolve calibrate")
             config = load_run_config(resume).model_copy(update={"archives_dir": resume.parent, "run_id": resume.name})
             if parallel_criteria is not None:  # how many archives run at once changes no result
@@ -772,12 +801,21 @@ def calibrate(
             }
             config = resolve_config(preset=preset, config_file=config_file, overrides=overrides)
         config = config.model_copy(update={"endpoint": _with_spend(config.endpoint, **options)})  # also on --resume
+        config = config.model_copy(update={"endpoint": _with_batch(config.endpoint, batch_api)})
         price = _price(price_in, price_out, config.endpoint)
         if plan:
             from evolve.workflows._plan import plan_calibration_run
 
             _show_plan(plan_calibration_run(config, resume=resume is not None), price, calls_per_hour,
                        CalibrationFolder(config.run_dir).journal_path if resume is not None else None)
+            return
+        if export_batch is not None:
+            from evolve.cli._batch import export_note
+            from evolve.workflows._batch import calibration_batch_requests
+            from evolve.workflows._batch import export_batch as write_batch
+
+            n = write_batch(calibration_batch_requests(config, resume=resume is not None), config.endpoint, export_batch)
+            out.print(export_note(n, export_batch), highlight=False, soft_wrap=True)
             return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:

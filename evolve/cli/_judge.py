@@ -12,7 +12,9 @@ import typer
 from evolve.cli._app import (
     ApiKeyEnvOption,
     BaseUrlOption,
+    BatchApiOption,
     CallsPerHourOption,
+    ExportBatchOption,
     HtmlOption,
     LocalModelOption,
     MaxConcurrencyOption,
@@ -28,6 +30,7 @@ from evolve.cli._app import (
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
+    _with_batch,
     _interrupt_on_sigterm,
     _price,
     _progress_bar,
@@ -73,6 +76,8 @@ def judge(
     price_batch_out: PriceBatchOutOption = None,
     max_usd: MaxUsdOption = None,
     max_tokens: MaxTokensOption = None,
+    batch_api: BatchApiOption = None,
+    export_batch: ExportBatchOption = None,
     n_boot: NBootOption = 2000,
     html: HtmlOption = True,
     plan: PlanOption = False,
@@ -94,6 +99,7 @@ def judge(
             price_cached_in=price_cached_in, price_batch_in=price_batch_in, price_batch_out=price_batch_out,
             max_usd=max_usd, max_tokens=max_tokens),
             "endpoint options")
+        endpoint = _with_batch(endpoint, batch_api)
         options = JudgeRunOptions(
             targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
             columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),
@@ -109,6 +115,14 @@ def judge(
 
             _show_plan(plan_judge_run(options), _price(price_in, price_out, endpoint), calls_per_hour,
                        ScoringFolder(folder).journal_path if resume else None)
+            return
+        if export_batch is not None:
+            from evolve.cli._batch import export_note
+            from evolve.workflows._batch import export_batch as write_batch
+            from evolve.workflows._batch import judge_batch_requests
+
+            n = write_batch(judge_batch_requests(options), endpoint, export_batch)
+            out.print(export_note(n, export_batch), highlight=False, soft_wrap=True)
             return
         _interrupt_on_sigterm()
         with _progress_bar() as bar:

@@ -40,6 +40,7 @@ __all__ = [
     "OutputLine",
     "batch_line",
     "batch_tag",
+    "body_problem",
     "is_batch_tag",
     "read_output_lines",
     "request_lines",
@@ -153,6 +154,26 @@ def _output_line(line: dict[str, Any]) -> OutputLine:
             detail = detail.get("message", detail)
         return OutputLine(cid, None, f"HTTP {status}: {detail}")
     return OutputLine(cid, body)
+
+
+def body_problem(body: dict[str, Any], response: ChatResponse) -> str | None:
+    """Why an answer to a request ``body`` (as sent) would not be cached by the interactive
+    path, or None when it would: a ``finish_reason`` other than ``stop``, or, for a structured
+    request, a reply that is not a JSON object fitting the schema as sent."""
+    from evolve.llm._schema import schema_violation
+    from evolve.llm._structured import parse_json_object
+
+    if response.finish_reason != "stop":
+        return f"finish_reason {response.finish_reason!r} (a cut answer)"
+    fmt = body.get("response_format")
+    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
+    if not isinstance(fmt, dict):
+        return None
+    try:
+        value = parse_json_object(response.text)
+    except ValueError as exc:
+        return f"not a JSON object ({exc})"
+    return schema_violation(value, schema) if isinstance(schema, dict) else None
 
 
 class BatchLedger(Protocol):

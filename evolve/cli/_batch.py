@@ -1,0 +1,48 @@
+"""``evolve batch``: answers of an offline batch runner (vLLM ``run_batch``, a Batch API output
+file downloaded by hand) read into the response cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evolve.cli._app import _fail, out
+from evolve.errors import EvolveError
+
+batch_app = typer.Typer(no_args_is_help=True, help="Batch files: answers of an offline batch runner (vLLM run-batch) "
+                        "into the response cache. Write the requests with --export-batch on calibrate or judge.")
+
+VLLM_COMMAND = "python -m vllm.entrypoints.openai.run_batch -i {requests} -o results.jsonl --model MODEL"
+"""The vLLM command that answers a request file offline (the model served under the run's --model)."""
+
+
+@batch_app.command("import")
+def import_(
+    output: Path = typer.Argument(..., help="The batch output JSONL (vLLM run_batch's -o file, or a Batch API output "
+                                  "or error file)."),
+    requests: Path = typer.Option(..., "--requests", help="The request JSONL it answers (written by --export-batch)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Folder of the response cache "
+                                             "(default: $EVOLVE_CACHE_DIR, else ~/.cache/evolve)."),
+) -> None:
+    """Store each answer of OUTPUT in the response cache, checked as an interactive answer is (complete, and fitting
+    the JSON schema sent): the run that then sends those requests (same --base-url, --model and options as the export)
+    pays nothing for them."""
+    from evolve.workflows._batch import import_batch
+
+    try:
+        summary = import_batch(output, requests, cache_path=cache_dir / "responses.sqlite" if cache_dir else None)
+    except EvolveError as exc:
+        _fail(exc)
+    out.print(summary.describe(), highlight=False, soft_wrap=True)
+    for problem in summary.problems:
+        out.print(f"  {problem}", highlight=False, soft_wrap=True)
+
+
+def export_note(n: int, path: Path) -> str:
+    """What ``--export-batch`` prints: the count and the vLLM command that answers the file."""
+    return (f"wrote {n} request line(s) to {path}. Answer them offline with vLLM, e.g.\n  "
+            + VLLM_COMMAND.format(requests=path)
+            + f"\nthen: evolve batch import results.jsonl --requests {path}\nand run the same command without "
+            "--export-batch (against the same --base-url and --model): those calls come from the cache.")
