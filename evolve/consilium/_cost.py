@@ -65,8 +65,8 @@ __all__ = [
     "expected_sizes",
     "finished_work",
     "plan_bench_judge",
-    "shared_prefix",
     "plan_bench_run",
+    "shared_prefix",
 ]
 
 TokenCounter = Callable[[Sequence[str]], tuple[list[int], str]]
@@ -212,14 +212,14 @@ class _Tokens:
 @dataclass(frozen=True)
 class _Prompts:
     """Prompt tokens of one case and condition with the generated texts left out (they are added
-    at their expected sizes): ``[low, high]`` where the panel size (1 or 5 roles) matters."""
+    at their expected sizes); ``synthesis`` is ``(one role, five roles)``."""
 
     role: float
     role_consolidation: float
     opinion: float
     opinion_consolidation: float
     synthesis: tuple[float, float]
-    vote: tuple[float, ...]           # by round (index 0: round 1), full panel; round 1 of one role at [0] too
+    vote: tuple[float, ...]           # a vote of a full panel, by round (index 0: round 1)
     vote_single: float                # round 1, one role
     moderator: float
     finalizer_single: float           # one role, one round of consensus
