@@ -113,6 +113,23 @@ def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
     total = plan.totals()
     assert total.calls_low == total.calls_high == made > 0
     assert [p.phase for p in plan.phases] == ["judging (winner)", "judging (no guidance, rated targets)"]
+    # the same through the CLI, on the default (embedded) endpoint: no server started, nothing written
+    journal = (config.run_dir / "journal.jsonl").read_text()
+    result = runner.invoke(app, ["judge", str(inputs[0]), "--judge", str(config.run_dir), "--run-id", "j", "--archives-dir",
+                                 str(tmp_path / "archives"), "--plan", "--price-in", "1", "--price-out", "2"],
+                           env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Plan of evolve judge (no call made)")
+    total_row = next(line.split() for line in result.output.splitlines() if line.startswith("total"))
+    assert total_row[1] == f"{made:,}"
+    assert "the embedded model is not started for a plan" in result.output
+    assert not (tmp_path / "archives" / "j").exists() and not (tmp_path / "cache").exists()
+    # --plan on --resume of the finished calibration: the whole run's plan, the run left as it was
+    result = runner.invoke(app, ["calibrate", "--resume", str(config.run_dir), "--plan"],
+                           env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert "this run is resumed" in result.output
+    assert (config.run_dir / "journal.jsonl").read_text() == journal
 
 
 def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path, inputs):
