@@ -1191,11 +1191,17 @@ def bench_run(
 def _plan_bench_run(config: Any, *, judge: bool, guidance: Path | None, resume: bool, price: Price | None,
                     calls_per_hour: float | None) -> None:
     """``evolve bench run --plan``: the checks the run makes before any call, then the plan."""
-    from evolve.consilium import default_backend, finished_work, plan_bench_run, prepare_bench
+    import dataclasses
+
+    from evolve.consilium import FinishedWork, default_backend, finished_work, plan_bench_run, plan_context, prepare_bench
     from evolve.workflows._plan import token_counter
 
     cases, _ = prepare_bench(config, resume, default_backend())  # reads only
-    finished = finished_work(config, cases) if resume else None  # the plan of what is left
+    context = plan_context(config, cases)  # runs whose prompt alone exceeds the context are refused without a call
+    for warning in context.warnings:
+        err.print(f"warning: context: {warning}", highlight=False, soft_wrap=True)
+    finished = finished_work(config, cases) if resume else FinishedWork()  # the plan of what is left
+    finished = dataclasses.replace(finished, blocked=frozenset(context.blocked))
     plan = plan_bench_run(config, cases, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint),
                           finished=finished)
     _show_plan(plan, price, calls_per_hour, BenchFolder(config.run_dir).journal_path if resume else None,

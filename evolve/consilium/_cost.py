@@ -314,10 +314,14 @@ class FinishedWork:
     Attributes:
         runs: ``(case_id, model, condition, topology)`` of pipeline runs finished without failure.
         panels: ``(case_id, model, topology)`` of stored role assignments.
+        blocked: ``(case_id, model, condition, topology)`` of pipeline runs the context check
+            refuses before any call (a prompt alone exceeds the context,
+            :func:`~evolve.consilium.plan_context`): no call, nothing to judge.
     """
 
     runs: frozenset[tuple[str, str, str, str]] = frozenset()
     panels: frozenset[tuple[str, str, str]] = frozenset()
+    blocked: frozenset[tuple[str, str, str, str]] = frozenset()
 
 
 def finished_work(config: BenchConfig, cases: Sequence[Case]) -> FinishedWork:
@@ -358,7 +362,8 @@ def _pipeline_spans(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens,
             for topology in config.topologies:
                 workers = len(config.workers) if topology == "n+1" else 0
                 writer = (config.consolidator or model) if workers else model
-                todo = [c for c in config.conditions if (case.case_id, model, c, topology) not in finished.runs]
+                todo = [c for c in config.conditions
+                        if (case.case_id, model, c, topology) not in finished.runs | finished.blocked]
                 if todo and (case.case_id, model, topology) not in finished.panels:
                     z = expected_sizes(pipe, writer, config.conditions[0])
                     _add_roles(spans, prompts[config.conditions[0]][topology], z, workers, s.max_reasks)
@@ -393,7 +398,8 @@ def _bench_judge(config: BenchConfig, calibration_run: Path | None) -> tuple[Jud
 
 
 def _judging_before_generation(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens, judge: Judge,
-                               rubric: Rubric, guidance: Mapping[str, str], free_form_roles: bool) -> PhasePlan:
+                               rubric: Rubric, guidance: Mapping[str, str], free_form_roles: bool,
+                               blocked: frozenset[tuple[str, str, str, str]] = frozenset()) -> PhasePlan:
     """The judge calls of a run not generated yet: every pipeline run assumed to succeed; the
     judged texts at their expected sizes (panel: one to five roles)."""
     pipe = ConsiliumPipeline(None, config.pipeline_settings())  # type: ignore[arg-type]
@@ -414,10 +420,11 @@ def _judging_before_generation(config: BenchConfig, cases: Sequence[Case], token
         for model in config.models:
             for topology in config.topologies:
                 writer = (config.consolidator or model) if topology == "n+1" else model
-                for side, roles in ((0, 1), (1, MAX_PANEL_ROLES)):
+                conditions = [c for c in config.conditions if (case.case_id, model, c, topology) not in blocked]
+                for side, roles in ((0, 1), (1, MAX_PANEL_ROLES)) if conditions else ():
                     panel = expected_sizes(pipe, writer, config.conditions[0]).panel(roles)
                     _add_target(span, side, base["case"], head["case"], panel, out, repeats)
-                for condition in config.conditions:
+                for condition in conditions:
                     z = expected_sizes(pipe, writer, condition)
                     judged = {"final": z.final}
                     if condition == "structured" or free_form_roles:
@@ -501,10 +508,14 @@ def plan_bench_run(
     phases = [spans[name].phase(name, note=_PIPELINE_NOTES[name]) for name in BENCH_PHASES[:-1]]
     if judge:
         j, rubric, guidance = _bench_judge(config, calibration_run)
-        phases.append(_judging_before_generation(config, cases, tokens, j, rubric, guidance, free_form_roles))
+        phases.append(_judging_before_generation(config, cases, tokens, j, rubric, guidance, free_form_roles,
+                                                 finished.blocked))
     runs = len(cases) * len(config.models) * len(config.conditions) * len(config.topologies)
     left = (f"{len(finished.runs)} of them finished already (not counted above; the judging is counted whole: what "
             "an earlier judging of the run asked comes from the response cache)" if finished.runs else "")
+    if finished.blocked:
+        left += ("; " if left else "") + (f"{len(finished.blocked)} refused before any call (a prompt alone exceeds "
+                                          "the context; see the warnings)")
     return CallPlan(
         command="evolve bench run", phases=tuple(phases), token_source=tokens.source,
         completion_source=_completion_source(config),

@@ -257,6 +257,18 @@ def test_bench_run_plan_counts_with_the_servers_tokenizer(tmp_path):
         assert row.split()[3].split("-")[0] == f"{exact:,}"
 
 
+def test_bench_run_plan_leaves_out_runs_the_context_refuses(tmp_path, server):
+    """A prompt alone beyond the stated context: the run would refuse the pipeline run before any
+    call, so the plan counts no call for it (nor judging) and says why."""
+    example = Path(__file__).resolve().parents[2] / "ratings" / "example"
+    result = runner.invoke(app, ["bench", "run", "--cases", str(example), "--plan", "--base-url", server.base_url,
+                                 "--context-tokens", "256", "--archives-dir", str(tmp_path / "archives")])
+    assert result.exit_code == 0, result.output
+    assert "6 refused before any call (a prompt alone exceeds the context" in result.stdout
+    total = next(line for line in result.stdout.splitlines() if line.startswith("total"))
+    assert total.split()[1:4] == ["0", "0", "0"] and "warning: context:" in result.output
+
+
 def test_bench_run_plan_without_judging_and_bad_throughput(tmp_path, server):
     cases_file = write_cases(tmp_path / "cases.jsonl", n=1)
     args = ["bench", "run", "--cases", str(cases_file), "--plan", "--no-judge", "--base-url", server.base_url,
