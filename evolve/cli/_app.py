@@ -804,7 +804,7 @@ def calibrate(
         config = config.model_copy(update={"endpoint": _with_batch(config.endpoint, batch_api)})
         price = _price(price_in, price_out, config.endpoint)
         if plan:
-            from evolve.workflows._plan import plan_calibration_run
+            from evolve.workflows import plan_calibration_run
 
             _show_plan(plan_calibration_run(config, resume=resume is not None), price, calls_per_hour,
                        CalibrationFolder(config.run_dir).journal_path if resume is not None else None)

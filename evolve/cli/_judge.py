@@ -111,7 +111,7 @@ def judge(
         options = options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
         if plan:
             from evolve.runs import ScoringFolder
-            from evolve.workflows._plan import plan_judge_run
+            from evolve.workflows import plan_judge_run
 
             _show_plan(plan_judge_run(options), _price(price_in, price_out, endpoint), calls_per_hour,
                        ScoringFolder(folder).journal_path if resume else None)

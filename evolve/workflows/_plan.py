@@ -26,10 +26,12 @@ from evolve.runs import (
     CalibrationFolder,
     CallPlan,
     EndpointSettings,
+    Journal,
     PhasePlan,
     ScoringFolder,
     count_tokens,
     prompt_text,
+    run_usage,
 )
 from evolve.scoring import check_statements, chosen_criteria, read_targets, scoring_requests, select_cases
 
@@ -147,6 +149,14 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
     sizes = _Sizes(counter or token_counter(config.endpoint), groups)
     judge_reply = _reply_tokens(config.judge.rationale_max_chars, sizes.chars_per_token)
     mutation_reply = _reply_tokens(400 + MAX_GUIDANCE_CHARS, sizes.chars_per_token)  # MutationReply's limits
+    completion_source = (f"estimated from the reply schemas: a quarter to all of the judge's rationale limit "
+                         f"({config.judge.rationale_max_chars} characters) per judge call; reasoning tokens of a "
+                         f"thinking model come on top")
+    measured = _measured_replies(CalibrationFolder(config.run_dir).journal_path) if resume else {}
+    if "judge" in measured:  # what this run's judge really answered beats the schema's estimate
+        judge_reply = (measured["judge"], measured["judge"])
+        mutation_reply = (measured["mutation"],) * 2 if "mutation" in measured else mutation_reply
+        completion_source = "measured in this run: " + ", ".join(f"{n:,.0f} per {tag} call" for tag, n in measured.items())
     phases: list[PhasePlan] = []
     for name in ("initial evaluation", "racing noise", "evolution", "mutation", "finalists", "re-evaluation"):
         parts = [(c.criterion, p) for c in per_criterion for p in c.phases if p.phase == name]
@@ -171,11 +181,18 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
              f"retried (up to {config.endpoint.max_retries} times each): retries are not counted."]
     return CallPlan(
         command="evolve calibrate", phases=tuple(phases), token_source=sizes.source,
-        completion_source=(f"estimated from the reply schemas: a quarter to all of the judge's rationale limit "
-                           f"({config.judge.rationale_max_chars} characters) per judge call; reasoning tokens of "
-                           f"a thinking model come on top"),
-        notes=tuple(notes),
+        completion_source=completion_source, notes=tuple(notes),
     )
+
+
+def _measured_replies(journal_path: Path) -> dict[str, float]:
+    """Mean completion tokens per paid call of the judge and the mutation model in a run's
+    journal (tags with no paid call left out; nothing when there is no journal)."""
+    if not journal_path.is_file():
+        return {}
+    usage = run_usage(Journal(journal_path))
+    return {tag: usage[tag]["billed_completion_tokens"] / usage[tag]["calls"] for tag in ("judge", "mutation")
+            if usage.get(tag, {}).get("calls") and "billed_completion_tokens" in usage[tag]}
 
 
 def _distinct(requests) -> list[ChatRequest]:

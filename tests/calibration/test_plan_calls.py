@@ -129,6 +129,7 @@ def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
                            env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
     assert "this run is resumed" in result.output
+    assert "Completion tokens: measured in this run: " in result.output and "per judge call" in result.output
     assert (config.run_dir / "journal.jsonl").read_text() == journal
 
 
