@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import astuple, dataclass
@@ -239,7 +240,15 @@ class SpendLimit:
             spent_usd = spent.usd(self.price) or 0.0
             more = sum(self.price.usd(t.prompt_tokens, t.completion_tokens, batch=t.batch) for t in out)
             if spent_usd + more > self.max_usd:
-                return (f"the USD limit (--max-usd {self.max_usd:g}) would be passed: ${spent_usd:.4f} spent over "
-                        f"{spent.calls:,} paid calls, ${more:.4f} more estimated for the next call and those in "
+                return (f"the USD limit (--max-usd {self.max_usd:g}) would be passed: {_usd(spent_usd)} spent over "
+                        f"{spent.calls:,} paid calls, {_usd(more)} more estimated for the next call and those in "
                         f"flight; {stop}")
         return None
+
+
+def _usd(x: float) -> str:
+    """``$12.34``; below a dollar to four significant digits (``$0.00003733``), never in
+    scientific notation."""
+    if x >= 1 or x <= 0:
+        return f"${max(x, 0):,.2f}"
+    return f"${x:.{min(max(2, 3 - math.floor(math.log10(x))), 10)}f}"

@@ -61,7 +61,7 @@ def test_a_usd_limit_prices_the_calls_and_counts_earlier_processes(tmp_path):
     with client:
         for i in range(3):
             client.complete(_request(i))
-        with pytest.raises(SpendLimitReachedError, match=r"--max-usd 1\b.*\$1\.0000 spent over 5 paid calls"):
+        with pytest.raises(SpendLimitReachedError, match=r"--max-usd 1\b.*\$1.00 spent over 5 paid calls"):
             client.complete(_request(3))
     assert provider.calls == 3
 
