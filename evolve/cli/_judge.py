@@ -30,12 +30,12 @@ from evolve.cli._app import (
     SchemaLimitsOption,
     _endpoint_overrides,
     _fail,
-    _with_batch,
     _interrupt_on_sigterm,
     _price,
     _progress_bar,
     _RichProgress,
     _show_plan,
+    _with_batch,
     err,
     out,
 )

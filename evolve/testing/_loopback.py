@@ -188,8 +188,8 @@ class LoopbackChatServer:
                 pass
             elif path.rstrip("/") == "/v1/files":
                 message = BytesParser(policy=HTTP).parsebytes(f"content-type: {content_type}\r\n\r\n".encode() + raw)
-                fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-                          for part in message.iter_parts()}
+                fields: dict[Any, Any] = {part.get_param("name", header="content-disposition"):
+                                          part.get_payload(decode=True) for part in message.iter_parts()}
                 file_id = self._new_id("file")
                 self._files[file_id] = fields.get("file") or b""
                 return 200, {"id": file_id, "object": "file", "bytes": len(self._files[file_id]), "created_at": 0,
@@ -239,7 +239,8 @@ class LoopbackChatServer:
                 {"code": "invalid_request", "message": "the fake batch failed validation", "line": 1}]})
             return batch
         answered = len(lines) if script.outcome == "completed" else script.answered_before_expiry
-        out, errors = [], []
+        out: list[dict] = []
+        errors: list[dict] = []
         for i, line in enumerate(lines):
             if i >= answered:
                 code = "batch_expired" if script.outcome == "expired" else "batch_cancelled"

@@ -163,7 +163,7 @@ def import_batch(output: Path, requests: Path, *, cache_path: Path | None = None
                 problem = body_problem(body, response)
             except Exception as exc:  # noqa: BLE001 - a malformed answer is refused, named
                 problem = f"not a chat completion ({exc})"[:300]
-        if problem is not None:
+        if problem is not None or response is None:
             counts["failed" if line.body is None else "refused"] += 1
             if len(problems) < 5:
                 problems.append(f"{line.custom_id[:12]}: {problem}"[:300])

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from evolve.llm import (
     BatchOptions,
@@ -24,7 +25,6 @@ from evolve.llm import (
 )
 from evolve.llm._batch import _chunks
 from evolve.testing import BatchScript, LoopbackChatServer
-from pydantic import BaseModel
 
 
 class Verdict(BaseModel):
