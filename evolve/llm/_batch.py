@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from evolve.errors import EndpointError, EndpointUnreachableError, UnsupportedFeatureError
+from evolve.errors import EndpointError, EndpointUnreachableError, SpendLimitReachedError, UnsupportedFeatureError
+from evolve.llm._budget import request_chars
 from evolve.llm._types import CallFailure, ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
@@ -257,7 +258,10 @@ class BatchRunner:
     request's key; their usage is counted under :func:`batch_tag`. Lines that failed, expired,
     were cancelled or are missing are asked again interactively (:meth:`Client.acomplete`).
     An endpoint without a Batch API (HTTP 404/405/501 on upload or create) gets every request
-    interactively, with a note.
+    interactively, with a note. Under a client's :attr:`~evolve.llm.Client.spend_limit`, every
+    line of a batch is reserved (at batch prices) before the batch is created: a batch that
+    could pass the limit is not sent (:class:`~evolve.errors.SpendLimitReachedError` stops the
+    run, resumable), and each answer read replaces its line's estimate by what it cost.
 
     Args:
         client: The client (cache, usage, retries, interactive fallback).
@@ -269,6 +273,7 @@ class BatchRunner:
         self.options = options
         self.provider = client.provider
         self.ledger = options.the_ledger
+        self._tickets: dict[str, Any] = {}  # custom_id -> its spend-limit reservation
 
     # -- the whole run ---------------------------------------------------------------------
     async def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None
@@ -344,7 +349,12 @@ class BatchRunner:
         made = []
         for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
             data = "".join(text + "\n" for _, text in chunk).encode("utf-8")
-            batch_id = await self._create(data)
+            self._reserve([(key, requests[todo[key][0]]) for key, _ in chunk], strict=True)
+            try:
+                batch_id = await self._create(data)
+            except BaseException:
+                self._release(key for key, _ in chunk)
+                raise
             ids = frozenset(key for key, _ in chunk)
             self.ledger.submitted(batch_id, sorted(ids))
             self._note(f"batch {batch_id} submitted: {len(ids)} request(s), window {self.options.completion_window}")
@@ -371,6 +381,15 @@ class BatchRunner:
     async def _collect(self, batch_id: str, ids: frozenset[str], requests: Sequence[ChatRequest],
                        left: dict[str, list[int]], settle: Callable[[str, Result], None]) -> None:
         """Poll one batch until it ends; settle the requests its output answers."""
+        # a batch a killed process submitted: its lines count against the limit as they are read
+        self._reserve([(k, requests[left[k][0]]) for k in ids if k in left and k not in self._tickets], strict=False)
+        try:
+            await self._read(batch_id, ids, requests, left, settle)
+        finally:
+            self._release(ids)  # lines not answered cost nothing
+
+    async def _read(self, batch_id: str, ids: frozenset[str], requests: Sequence[ChatRequest],
+                    left: dict[str, list[int]], settle: Callable[[str, Result], None]) -> None:
         batch = await self._poll(batch_id)
         if batch is None:  # the endpoint does not know it (another server, or purged): its lines are asked again
             self.ledger.finished(batch_id, status="lost", answered=0, failed=len(ids))
@@ -404,7 +423,47 @@ class BatchRunner:
             response = getattr(self.provider, "response_of")(line.body)  # noqa: B009 - not every Provider has it
         except Exception as exc:  # noqa: BLE001 - a malformed body is a failed line, asked again
             return CallFailure(error=f"{self.client.endpoint_id}: batch line {line.custom_id}: {exc}"[:2000])
-        return self.client.accept_batch_answer(request, line.custom_id, response)
+        answer = self.client.accept_batch_answer(request, line.custom_id, response)
+        self._settle(line.custom_id, answer)
+        return answer
+
+    # -- the spending limit ----------------------------------------------------------------
+    def _reserve(self, lines: Sequence[tuple[str, ChatRequest]], *, strict: bool) -> None:
+        """Reserve each line at the client's spending limit (batch prices). ``strict``: refuse
+        the whole batch when one line could pass the limit (nothing reserved stays); else (a
+        batch already paid for) a refusal only marks the limit reached, and the run stops at
+        its next interactive call.
+
+        Raises:
+            SpendLimitReachedError: ``strict`` and the lines could pass the limit.
+        """
+        limit = self.client.spend_limit
+        if limit is None:
+            return
+        taken = []
+        try:
+            for key, request in lines:
+                self._tickets[key] = limit.reserve(request_chars(request), request.max_tokens, batch=True)
+                taken.append(key)
+        except SpendLimitReachedError:
+            if strict:
+                self._release(taken)
+                raise
+
+    def _settle(self, key: str, answer: ChatResponse) -> None:
+        ticket = self._tickets.pop(key, None)
+        if ticket is not None and self.client.spend_limit is not None:
+            self.client.spend_limit.settle(ticket, prompt_tokens=answer.prompt_tokens,
+                                           completion_tokens=answer.completion_tokens,
+                                           cached_prompt_tokens=answer.cached_prompt_tokens)
+
+    def _release(self, keys: Iterable[str]) -> None:
+        """Drop the reservations of lines that were not answered (they cost nothing)."""
+        limit = self.client.spend_limit
+        for key in list(keys):
+            ticket = self._tickets.pop(key, None)
+            if ticket is not None and limit is not None:
+                limit.settle(ticket, answered=False)
 
     async def _poll(self, batch_id: str) -> Any:
         """Retrieve the batch until it is in a final state (at once, then with growing waits);

@@ -235,3 +235,31 @@ def test_empty_list(tmp_path: Path, size: int) -> None:
         assert client.map([], batchable=True) == []
         client.close()
     assert not server.batches
+
+
+def test_a_batch_that_could_pass_the_spending_limit_is_not_sent(tmp_path: Path) -> None:
+    from evolve.errors import SpendLimitReachedError
+    from evolve.llm import SpendLimit
+
+    with LoopbackChatServer(_echo) as server:
+        client = _client(server, tmp_path)
+        client.spend_limit = SpendLimit(max_tokens=100)  # 5 lines of ~1024 output tokens each: far past it
+        with pytest.raises(SpendLimitReachedError):
+            client.map(_requests(5), batchable=True)
+        client.close()
+    assert not server.batches and not server.bodies  # refused before the batch was created
+
+
+def test_batch_answers_are_charged_at_batch_prices_under_the_limit(tmp_path: Path) -> None:
+    from evolve.llm import SpendLimit
+
+    requests = [r.model_copy(update={"max_tokens": 20}) for r in _requests(3)]
+    with LoopbackChatServer(_echo, BatchScript(polls_in_progress=0)) as server:
+        client = _client(server, tmp_path)
+        client.spend_limit = limit = SpendLimit(max_tokens=10_000)
+        client.map(requests, batchable=True)
+        client.close()
+    spent = limit.spent()
+    # the loopback answers 50 prompt and 10 completion tokens per line
+    assert (spent.calls, spent.batch_prompt_tokens, spent.batch_completion_tokens) == (3, 150, 30)
+    assert limit.reached is None and not limit._in_flight
