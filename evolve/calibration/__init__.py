@@ -25,6 +25,7 @@ workbooks and a case file into a run's pack and split (the paper's 80/30 frame s
 """
 
 from evolve.calibrated import CandidateRecord, read_candidates  # readers of finished runs live below the engine
+from evolve.calibration._cost import CriterionCalls, PhaseCalls, calibration_calls, calls_left, race_rungs
 from evolve.calibration._engine import (
     CANDIDATE_COLUMNS,
     EXCLUSION_COLUMNS,
@@ -36,7 +37,6 @@ from evolve.calibration._engine import (
     plan_calibration,
     structural_exclusions,
 )
-from evolve.calibration._cost import CriterionCalls, PhaseCalls, calibration_calls, race_rungs
 from evolve.calibration._workbooks import (
     PAPER_FRAME,
     WorkbookInputs,
@@ -59,6 +59,7 @@ __all__ = [
     "budget_warnings",
     "calibrate",
     "calibration_calls",
+    "calls_left",
     "derive_seed",
     "load_run_config",
     "plan_calibration",

@@ -19,7 +19,7 @@ from evolve.config import CalibrationConfig
 from evolve.judge import Judge, derive_seed
 from evolve.llm import ChatRequest
 
-__all__ = ["CriterionCalls", "PhaseCalls", "calibration_calls", "race_rungs"]
+__all__ = ["CriterionCalls", "PhaseCalls", "calibration_calls", "calls_left", "race_rungs"]
 
 
 @dataclass(frozen=True)
@@ -133,12 +133,13 @@ def calibration_calls(config: CalibrationConfig, plan: CalibrationPlan, judge: J
     return out
 
 
-def _phases(config: CalibrationConfig, n: int, v: int, n_initial: int, attempts: int) -> list[tuple]:
+def _phases(config: CalibrationConfig, n: int, v: int, n_initial: int, attempts: int,
+            accepted: int | None = None) -> list[tuple]:
     """``(phase, low, high, batchable, note)`` of one criterion (see :func:`calibration_calls`):
     each phase's least and most calls over the outcomes the models decide (how many mutants
     racing keeps, whether the winner is a mutant)."""
     b = config.budget
-    accepted, repeats = min(b.accepted, attempts), b.train_repeats
+    accepted, repeats = min(b.accepted if accepted is None else accepted, attempts), b.train_repeats
     rungs = race_rungs(n, config.racing.first_batch)
     racing = config.racing.enabled and accepted > 0 and len(rungs) > 1
     # (mutants accepted, evolution judge calls, mutation calls) of each outcome
@@ -234,3 +235,65 @@ def _mutation_request(config: CalibrationConfig, criterion, parent: str, train: 
     return ChatRequest(model=m.model or config.endpoint.model, messages=messages, temperature=m.temperature,
                        seed=derive_seed(config.seed, "mutation", criterion.criterion_id, index),
                        max_tokens=m.max_tokens, response_format=MUTATION_FORMAT, tag="mutation")
+
+
+FINISHED_BY = {
+    "evolution": "evolution_finished", "mutation": "evolution_finished", "racing noise": "racing_noise",
+    "finalists": "finalists_judged", "re-evaluation": "reevaluation_finished",
+}
+"""The journal event after which a phase of a criterion has made all its calls."""
+
+
+def calls_left(config: CalibrationConfig, plan: CalibrationPlan, judge: Judge,
+               events: Sequence[dict]) -> tuple[list[CriterionCalls], list[str]]:
+    """The calls a resumed calibration still has to make, from its journal's events.
+
+    A phase whose finishing event (:data:`FINISHED_BY`; the initial evaluation: every initial
+    prompt evaluated) is journaled for a criterion makes no more calls: a resume replays it from
+    the response cache. An evolution under way has the attempts and accepted mutants the journal
+    records subtracted from the budget; the phases after it are counted whole.
+
+    Args:
+        config: The run's configuration.
+        plan: Its checked inputs.
+        judge: The judge that builds the requests.
+        events: The run's journal events, in order.
+
+    Returns:
+        The calls left per criterion (phases with none left are kept, at 0), and one sentence per
+        criterion with work done.
+    """
+    whole = calibration_calls(config, plan, judge)
+    out, notes = [], []
+    n_criteria = len(plan.criteria)
+    for index, crit in enumerate(whole):
+        mine = [e for e in events if e.get("criterion") == crit.criterion]
+        finished = {e.get("event") for e in mine}
+        initial_ids = {f"{crit.criterion}:{name}" for name, _ in plan.initial[crit.criterion]}
+        evaluated = {e.get("candidate_id") for e in mine if e.get("event") == "candidate_evaluated"}
+        attempts = {e.get("attempt") for e in mine if e.get("event") == "mutation_attempt"}
+        accepted = sum(e.get("status") == "accepted" for e in mine if e.get("event") == "mutation_attempt") \
+            - sum(e.get("event") == "candidate_pruned" for e in mine)
+        evolution_left = None
+        if attempts and "evolution_finished" not in finished:
+            train, validation = plan.items[crit.criterion]
+            budget = config.budget.attempts_for(index, n_criteria)
+            left = _phases(config, len(train), len(validation), len(initial_ids), max(0, budget - len(attempts)),
+                           accepted=max(0, config.budget.accepted - accepted))
+            evolution_left = {name: (low, high) for name, low, high, _, _ in left}
+        phases = []
+        for p in crit.phases:
+            done = (initial_ids <= evaluated) if p.phase == "initial evaluation" else FINISHED_BY.get(p.phase) in finished
+            if done:
+                p = PhaseCalls(p.phase, 0, 0, p.requests, p.batchable, "done")
+            elif evolution_left is not None and p.phase in ("evolution", "mutation"):
+                low, high = evolution_left[p.phase]
+                p = PhaseCalls(p.phase, low, high, p.requests, p.batchable,
+                               f"{len(attempts)} attempts made, {max(0, accepted)} mutants accepted so far")
+            phases.append(p)
+        if any(p.note == "done" or p.phase == "evolution" and evolution_left is not None for p in phases):
+            done = [p.phase for p in phases if p.note == "done"]
+            notes.append(f"{crit.criterion}: " + (f"{', '.join(done)} done" if done else "evolution under way")
+                         + (f"; {len(attempts)} mutation attempts made" if attempts else ""))
+        out.append(CriterionCalls(crit.criterion, tuple(phases)))
+    return out, notes

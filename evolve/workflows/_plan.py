@@ -16,7 +16,7 @@ from pathlib import Path
 from evolve.audit import DriftCheckSettings, drift_request
 from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS
 from evolve.calibrated import load_judge_file
-from evolve.calibration import calibration_calls, plan_calibration
+from evolve.calibration import calibration_calls, calls_left, plan_calibration
 from evolve.config import CalibrationConfig
 from evolve.judge import Judge, derive_seed
 from evolve.llm import ChatRequest
@@ -135,6 +135,12 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
     plan = plan_calibration(config, resume=resume)
     judge = Judge(plan.rubric, plan.protocol, config.judge, schema_limits=config.endpoint.schema_limits)
     per_criterion = calibration_calls(config, plan, judge)
+    journal = CalibrationFolder(config.run_dir).journal_path
+    events = list(Journal(journal).events()) if resume and journal.is_file() else []
+    left_notes: list[str] = []
+    if events:  # the calls left; the finished phases replay from the response cache
+        per_criterion, left_notes = calls_left(config, plan, judge, events)
+    finished = {e.get("event") for e in events}
     groups: dict[str, Sequence[ChatRequest]] = {}
     for crit in per_criterion:
         for phase in crit.phases:
@@ -164,25 +170,32 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
             continue
         reply = mutation_reply if name == "mutation" else judge_reply
         phases.append(_summed(name, parts, sizes, reply))
-    if config.audit:
+    if config.audit and "audit_finished" not in finished:
         n_init = sum(len(plan.initial[c.criterion_id]) for c in plan.criteria)
         n_crit = len(plan.criteria)
         phases.append(PhasePlan.of_calls(
             "drift audit", n_init + 1, n_init + n_crit + 1, prompt_tokens_per_call=sizes.mean("audit"),
             completion_tokens_per_call=_reply_tokens(DRIFT_RATIONALE_MAX_CHARS, sizes.chars_per_token), batchable=True,
             note="one LLM check per initial prompt and mutant winner, and one embeddings request"))
-    if holdout:
+    if holdout and not _finished(config.run_dir / CalibrationFolder.HOLDOUT / ScoringFolder.JOURNAL):
         phases.append(PhasePlan.of_calls(
             "held-out scoring", len(holdout), len(holdout), prompt_tokens_per_call=sizes.mean("holdout"),
             completion_tokens_per_call=judge_reply, batchable=True,
             note="the winner (sized as an initial prompt) and no guidance on every held-out target"))
+    counted = ("the calls left: phases its journal records as finished (done) replay from the response cache, "
+               "free, and so do the finished calls of a phase under way" if events else "the whole run")
     notes = [f"Calls a resumed or repeated run already made come from the response cache, free; the plan counts "
-             f"the whole run{' (this run is resumed: part of it is done)' if resume else ''}. Failed calls are "
-             f"retried (up to {config.endpoint.max_retries} times each): retries are not counted."]
+             f"{counted}. Failed calls are retried (up to {config.endpoint.max_retries} times each): retries are not "
+             f"counted.", *(f"  {n}" for n in left_notes)]
     return CallPlan(
-        command="evolve calibrate", phases=tuple(phases), token_source=sizes.source,
+        command="evolve calibrate --resume (the calls left)" if events else "evolve calibrate", phases=tuple(phases), token_source=sizes.source,
         completion_source=completion_source, notes=tuple(notes),
     )
+
+
+def _finished(journal_path: Path) -> bool:
+    """Whether a scoring run's journal records its end (``run_finished``)."""
+    return journal_path.is_file() and any(e.get("event") == "run_finished" for e in Journal(journal_path).events())
 
 
 def _measured_replies(journal_path: Path) -> dict[str, float]:

@@ -128,7 +128,9 @@ def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
     result = runner.invoke(app, ["calibrate", "--resume", str(config.run_dir), "--plan"],
                            env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
-    assert "this run is resumed" in result.output
+    assert result.output.startswith("Plan of evolve calibrate --resume (the calls left)")
+    total_row = next(line.split() for line in result.output.splitlines() if line.startswith("total"))
+    assert total_row[1] == "0"  # a finished run has nothing left to pay for
     assert "Completion tokens: measured in this run: " in result.output and "per judge call" in result.output
     assert (config.run_dir / "journal.jsonl").read_text() == journal
 
@@ -177,3 +179,28 @@ def test_plan_refuses_a_bad_throughput(tmp_path, inputs):
     result = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--plan",
                                  "--calls-per-hour", "0"])
     assert result.exit_code == 2 and "--calls-per-hour" in result.output
+
+
+def test_calls_left_of_a_run_under_way(tmp_path, inputs):
+    from evolve.calibration import calibration_calls, calls_left, plan_calibration
+    from evolve.judge import Judge
+
+    config = _config(tmp_path, inputs, racing={"enabled": False}, budget={"accepted": 3, "max_attempts": 6})
+    plan = plan_calibration(config)
+    judge = Judge(plan.rubric, plan.protocol, config.judge)
+    cid = plan.criteria[0].criterion_id
+    initial = [f"{cid}:{name}" for name, _ in plan.initial[cid]]
+    events = [{"event": "candidate_evaluated", "criterion": cid, "candidate_id": c} for c in initial]
+    events += [{"event": "mutation_attempt", "criterion": cid, "attempt": 0, "status": "accepted"},
+               {"event": "mutation_attempt", "criterion": cid, "attempt": 1, "status": "invalid"}]
+    whole = {p.phase: p for p in calibration_calls(config, plan, judge)[0].phases}
+    left, notes = calls_left(config, plan, judge, events)
+    phases = {p.phase: p for p in left[0].phases}
+    assert (phases["initial evaluation"].low, phases["initial evaluation"].high) == (0, 0)
+    # 2 of 6 attempts made, 1 of 3 mutants accepted: 2 to 4 attempts left, 2 mutants to judge
+    assert (phases["mutation"].low, phases["mutation"].high) == (2, 4)
+    n_train = len(plan.items[cid][0])
+    assert phases["evolution"].low == phases["evolution"].high == 2 * n_train * config.budget.train_repeats
+    assert (phases["re-evaluation"].low, phases["re-evaluation"].high) == (whole["re-evaluation"].low,
+                                                                          whole["re-evaluation"].high)
+    assert notes == [f"{cid}: initial evaluation done; 2 mutation attempts made"]
