@@ -233,7 +233,7 @@ def _spend_client(endpoint: EndpointSettings, *, cache_path: Path | None, journa
 
     from evolve.runs import owned_client
 
-    if endpoint.max_usd is None and endpoint.max_tokens is None:
+    if endpoint.max_usd is None and endpoint.max_tokens is None and not endpoint.batch:
         return contextlib.nullcontext(None)
     return owned_client(endpoint, cache_path=cache_path, journal=journal)
 
@@ -256,14 +256,14 @@ def _run_spend(options: dict, load_config: Callable[[Path], Any], run_dir: Path,
     """
     import contextlib
 
-    if options.get("max_usd") is None and options.get("max_tokens") is None:
+    if options.get("max_usd") is None and options.get("max_tokens") is None and not options.get("batch_api"):
         endpoint = None
         with contextlib.suppress(EvolveError):  # unreadable: the command itself then says what is wrong
             endpoint = _with_spend(load_config(run_dir).endpoint, **options)
         return _price(options.get("price_in"), options.get("price_out"), endpoint,
                       cached_in=options.get("price_cached_in")), contextlib.nullcontext(None)
     config = load_config(run_dir)
-    endpoint = _with_spend(config.endpoint, **options)
+    endpoint = _with_batch(_with_spend(config.endpoint, **options), options.get("batch_api"))  # --batch: bench/otb judge
     return _price(None, None, endpoint), _spend_client(endpoint, cache_path=config.cache_path, journal=journal())
 
 
@@ -1232,6 +1232,7 @@ def bench_judge(
     price_batch_out: PriceBatchOutOption = None,
     max_usd: MaxUsdOption = None,
     max_tokens: MaxTokensOption = None,
+    batch_api: BatchApiOption = None,
     prompts_root: RunPromptsRootOption = None,
     plan: PlanOption = False,
     calls_per_hour: CallsPerHourOption = None,

@@ -233,7 +233,7 @@ def split_fallbacks(run: CaseRun) -> list[tuple[str, str]]:
 def _judge_batch(judge: Judge, client: Client, batch: list, progress: ProgressHook) -> list[dict]:
     """Judge one batch of ``(row, case, target, criterion, text, seed)`` in one concurrent map."""
     requests = [judge.request(case, target, crit, text, seed) for _, case, target, crit, text, seed in batch]
-    results = client.map(requests, on_result=on_call(progress, PROGRESS_KEY))
+    results = client.map(requests, on_result=on_call(progress, PROGRESS_KEY), batchable=True)  # --batch
     rows = []
     for (row, _, _, crit, _, _), request, res in zip(batch, requests, results):
         out = judge.parse(request, res, crit)

@@ -337,7 +337,7 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
     result = OtbJudgeResult(calls=len(plan), guidance=guidance, warnings=warnings, judge_file=record)
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         progress.phase("judging", len(plan), key=PROGRESS_KEY, unit="judge calls")
-        results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY))
+        results = client.map([p[2] for p in plan], on_result=on_call(progress, PROGRESS_KEY), batchable=True)
         told = limits_sent(client)  # the length limits the calls were sent with
     scores = []
     for (row, rubric, request), res in zip(plan, results):

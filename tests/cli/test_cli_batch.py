@@ -263,3 +263,25 @@ def test_judge_export_import_pays_nothing_and_bad_answers_are_refused(tmp_path, 
     embedded = runner.invoke(app, ["judge", str(pack), "--judge", str(archives / "cal"), "--export-batch",
                                    str(tmp_path / "x.jsonl")])
     assert embedded.exit_code != 0 and "--base-url" in embedded.output and "Traceback" not in embedded.output
+
+
+def test_bench_judge_through_the_batch_api(tmp_path, monkeypatch):
+    from tests.cli.test_cli_bench import respond
+    from tests.consilium.bench_support import write_cases
+
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "cases.jsonl", n=2)
+    run = tmp_path / "archives" / "b"
+    with LoopbackChatServer(respond, BatchScript(polls_in_progress=0)) as server:
+        generated = runner.invoke(app, ["bench", "run", "--cases", str(cases), "--run-id", "b", "--archives-dir",
+                                        str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "scripted",
+                                        "--max-cases", "1", "--no-judge"])
+        assert generated.exit_code == 0, generated.output
+        before = len(server.bodies)
+        judged = runner.invoke(app, ["bench", "judge", str(run), "--batch"])
+        assert judged.exit_code == 0, judged.output
+        assert len(server.bodies) == before and len(server.batches) >= 1 and server.batch_answered
+        again = runner.invoke(app, ["bench", "judge", str(run), "--batch"])
+        assert again.exit_code == 0, again.output
+    assert len(server.bodies) == before and len(set(server.batch_answered)) == len(server.batch_answered)
+    assert (run / "judge_scores.csv").exists() and _events(run, "batch_submitted")
