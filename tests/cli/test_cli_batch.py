@@ -285,3 +285,22 @@ def test_bench_judge_through_the_batch_api(tmp_path, monkeypatch):
         assert again.exit_code == 0, again.output
     assert len(server.bodies) == before and len(set(server.batch_answered)) == len(server.batch_answered)
     assert (run / "judge_scores.csv").exists() and _events(run, "batch_submitted")
+
+
+def test_otb_judge_through_the_batch_api(tmp_path):
+    from tests.otb.test_cli_otb import EXAMPLE
+    from tests.otb.test_cli_otb import respond as otb_respond
+
+    with LoopbackChatServer(otb_respond, BatchScript(polls_in_progress=0)) as server:
+        args = ["otb", "run", "--board", str(EXAMPLE / "task1_example.jsonl"), "--turn",
+                str(EXAMPLE / "task2_example.jsonl"), "--base-url", server.base_url, "--model", "scripted",
+                "--max-items", "10", "--run-id", "ex", "--archives-dir", str(tmp_path / "archives")]
+        assert runner.invoke(app, args, env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")}).exit_code == 0
+        before = len(server.bodies)
+        run = tmp_path / "archives" / "ex"
+        (tmp_path / "cache" / "responses.sqlite").unlink()  # the run keeps its answers; the judge calls are asked again
+        judged = runner.invoke(app, ["otb", "judge", str(run), "--batch"], env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
+        assert judged.exit_code == 0, judged.output
+    assert len(server.bodies) == before  # the judge calls all went by batch
+    assert len(server.batch_answered) == 10 and len(server.batches) == 1
+    assert "10 judge calls (0 from the cache, 0 judge failures)" in judged.stdout
