@@ -376,11 +376,16 @@ def _pipeline_spans(config: BenchConfig, cases: Sequence[Case], tokens: _Tokens,
 # -- judging -----------------------------------------------------------------------------------
 
 
-def judge_completion_tokens(judge: Judge) -> int:
-    """Expected output of one judge call, tokens: a rationale at its schema limit
-    (``rationale_max_chars``) and the score, at most the judge's ``max_tokens``."""
+def judge_completion_tokens(judge: Judge) -> tuple[int, int]:
+    """Expected output of one judge call, tokens, ``(low, high)``: the score with a rationale of a
+    quarter of, or all of, its schema limit (``rationale_max_chars``), at most the judge's
+    ``max_tokens``."""
     s = judge.settings
-    return min(s.max_tokens, JSON_TOKENS + math.ceil(s.rationale_max_chars / CHARS_PER_TOKEN))
+
+    def tokens(chars: float) -> int:
+        return min(s.max_tokens, JSON_TOKENS + math.ceil(chars / CHARS_PER_TOKEN))
+
+    return tokens(s.rationale_max_chars / 4), tokens(s.rationale_max_chars)
 
 
 def _bench_judge(config: BenchConfig, calibration_run: Path | None) -> tuple[Judge, Rubric, dict[str, str]]:
@@ -423,7 +428,7 @@ def _judging_before_generation(config: BenchConfig, cases: Sequence[Case], token
                 conditions = [c for c in config.conditions if (case.case_id, model, c, topology) not in blocked]
                 for side, roles in ((0, 1), (1, MAX_PANEL_ROLES)) if conditions else ():
                     panel = expected_sizes(pipe, writer, config.conditions[0]).panel(roles)
-                    _add_target(span, side, base["case"], head["case"], panel, out, repeats)
+                    _add_target(span, side, base["case"], head["case"], panel, out[side], repeats)
                 for condition in conditions:
                     z = expected_sizes(pipe, writer, condition)
                     judged = {"final": z.final}
@@ -431,7 +436,7 @@ def _judging_before_generation(config: BenchConfig, cases: Sequence[Case], token
                         judged |= {"reasoning": math.ceil(z.opinion * 0.8), "opinion": math.ceil(z.opinion * 0.2)}
                     for component, size in judged.items():
                         for side in (0, 1):
-                            _add_target(span, side, base[component], head[component], size, out, repeats)
+                            _add_target(span, side, base[component], head[component], size, out[side], repeats)
     return span.phase(
         JUDGING, batchable=True,
         note=("every pipeline run assumed to succeed (a failed one is not judged); judged texts at their expected "
@@ -533,7 +538,7 @@ def _completion_source(config: BenchConfig) -> str:
     g = config.generation
     bounded = "bounded texts at their character limits" if g.max_text_chars or g.max_field_chars else \
         f"opinions and reports about {TYPICAL_TEXT_TOKENS:,} tokens, critiques and summaries {TYPICAL_FIELD_TOKENS:,}"
-    return (f"estimate: {bounded}, {ROLE_TOKENS} per panel role, judge rationales at their "
+    return (f"estimate: {bounded}, {ROLE_TOKENS} per panel role, a judge rationale a quarter of to all of its "
             f"{config.judge.rationale_max_chars:,}-character limit (each call at most its output limit)")
 
 
@@ -604,15 +609,17 @@ def plan_bench_judge(
     texts = [prompt_text(judge.messages(case, target, crit, text)) for _, case, target, crit, text, _ in calls]
     counts, source = (counter or count_tokens)(texts)
     cached = _cached_tokens(texts, counts)
+    reply = judge_completion_tokens(judge)
     phase = PhasePlan(
         phase=JUDGING, calls_low=len(calls), calls_high=len(calls), prompt_tokens_low=sum(counts),
-        prompt_tokens_high=sum(counts), completion_tokens_low=len(calls) * judge_completion_tokens(judge),
-        completion_tokens_high=len(calls) * judge_completion_tokens(judge), cached_prompt_tokens_low=cached,
+        prompt_tokens_high=sum(counts), completion_tokens_low=len(calls) * reply[0],
+        completion_tokens_high=len(calls) * reply[1], cached_prompt_tokens_low=cached,
         cached_prompt_tokens_high=cached, batchable=True,
         note=f"exact: {len(calls):,} judge request(s) of the run's successful pipeline runs")
     notes = [f"{result.skipped_runs} failed pipeline run(s) are not judged."] if result.skipped_runs else []
     notes.append("Calls answered by the response cache (an earlier judging with the same judge) are not paid again.")
     return CallPlan(command="evolve bench judge", phases=(phase,), token_source=source,
-                    completion_source=(f"estimate: a rationale at its {judge.settings.rationale_max_chars:,}-character "
-                                       f"limit and the score, at most {judge.settings.max_tokens:,} tokens a call"),
+                    completion_source=(f"estimate: the score and a rationale a quarter of to all of its "
+                                       f"{judge.settings.rationale_max_chars:,}-character limit, at most "
+                                       f"{judge.settings.max_tokens:,} tokens a call"),
                     notes=tuple(notes))

@@ -74,12 +74,16 @@ def judging_phase(task: str) -> str:
     return f"judging: {TASK_NAMES[task]}"
 
 
-def judge_reply_tokens(config: OtbConfig, rubric: Rubric) -> int:
-    """Expected judge reply, tokens: the rationale at its schema limit and the scores, at most
-    the judge's output limit for the task."""
+def judge_reply_tokens(config: OtbConfig, rubric: Rubric) -> tuple[int, int]:
+    """Expected judge reply, tokens, ``(low, high)``: the scores with a rationale of a quarter of,
+    or all of, its schema limit, at most the judge's output limit for the task."""
     chars = _rationale_chars(judge_schema(rubric)[0])
     limit = config.judge.max_tokens_turn if rubric == "clinical_equivalence" else config.judge.max_tokens_board
-    return min(limit, JSON_TOKENS + math.ceil(chars / CHARS_PER_TOKEN))
+
+    def tokens(n: float) -> int:
+        return min(limit, JSON_TOKENS + math.ceil(n / CHARS_PER_TOKEN))
+
+    return tokens(chars / 4), tokens(chars)
 
 
 def _rationale_chars(model: type[BaseModel]) -> int:
@@ -151,7 +155,7 @@ def plan_otb_run(
     counts, source = (counter or count_tokens)(texts)
     phases: list[PhasePlan] = []
     start = 0
-    judged: dict[str, list[tuple[float, float, int]]] = {}
+    judged: dict[str, list[tuple[float, tuple[int, int], int]]] = {}
     answered = answered or {}
     for kind, task, n in spans:
         per_item = counts[start:start + n]
@@ -171,8 +175,8 @@ def plan_otb_run(
     for task, parts in judged.items():
         calls = sum(n for _, _, n in parts) * len(config.models)
         prompt = sum(p for p, _, _ in parts) * len(config.models)
-        out = sum(o * n for _, o, n in parts) * len(config.models)
-        phases.append(_phase(judging_phase(task), calls, prompt, out / max(calls, 1),
+        out = tuple(sum(o[side] * n for _, o, n in parts) * len(config.models) / max(calls, 1) for side in (0, 1))
+        phases.append(_phase(judging_phase(task), calls, prompt, (out[0], out[1]),
                              note=("every answer assumed usable (a malformed one is not judged); the candidate at "
                                    "its expected size")))
     done = sum(len(v) for v in answered.values())
@@ -211,7 +215,7 @@ def _counts_note(config: OtbConfig, items: Mapping[Task, Sequence[object]]) -> s
 def _completion_source(config: OtbConfig) -> str:
     thinking = " (a declared reasoning model up to its output limit)" if config.reasoning_models else ""
     return (f"estimate: a board answer about {BOARD_ANSWER_TOKENS:,} tokens, a turn answer {TURN_ANSWER_TOKENS}"
-            f"{thinking}, a judge rationale at its schema limit, each at most its output limit")
+            f"{thinking}, a judge rationale a quarter of to all of its schema limit, each at most its output limit")
 
 
 def plan_otb_judge(
@@ -255,11 +259,13 @@ def plan_otb_judge(
     for name, calls in requests.items():
         tokens = counts[start:start + len(calls)]
         start += len(calls)
-        out = sum(judge_reply_tokens(config, rubric) for rubric, _ in calls)
-        phases.append(_phase(judging_phase(name), len(calls), sum(tokens), out / max(len(calls), 1),
+        replies = [judge_reply_tokens(config, rubric) for rubric, _ in calls]
+        out = (sum(r[0] for r in replies) / max(len(calls), 1), sum(r[1] for r in replies) / max(len(calls), 1))
+        phases.append(_phase(judging_phase(name), len(calls), sum(tokens), out,
                              note="exact: the run's extracted answers"))
     notes = [f"{malformed} malformed answer(s) are not judged."] if malformed else []
     notes.append("Calls answered by the response cache (an earlier judging with the same judge) are not paid again.")
     return CallPlan(command="evolve otb judge", phases=tuple(phases), token_source=source,
-                    completion_source="estimate: a judge rationale at its schema limit, at most the judge's output limit",
+                    completion_source=("estimate: a judge rationale a quarter of to all of its schema limit, at most the judge's "
+                                       "output limit"),
                     notes=tuple(notes))
