@@ -1026,7 +1026,8 @@ def _limit_lines(plan: Any, price: Price | None, endpoint: EndpointSettings | No
     lines = []
     max_usd, max_tokens = getattr(endpoint, "max_usd", None), getattr(endpoint, "max_tokens", None)
     if max_usd is not None and price is not None:
-        lines.append(f"--max-usd {max_usd:g}: " + _fit(*plan.usd(price), max_usd, lambda v: f"${v:,.2f}"))
+        low, high = plan.usd(price)
+        lines.append(f"--max-usd {max_usd:g}: " + _fit(low, high, max_usd, lambda v: f"${v:,.2f}"))
     if max_tokens is not None:
         t = plan.totals()
         low, high = t.prompt_tokens_low + t.completion_tokens_low, t.prompt_tokens_high + t.completion_tokens_high
