@@ -99,7 +99,8 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def _row(label: str, kind: str, candidate_id: str, tr: Agreement, va: Agreement, calls: int, ptok: int, ctok: int) -> dict:
+def _row(label: str, kind: str, candidate_id: str, tr: Agreement, va: Agreement, calls: int, ptok: int, ctok: int,
+         cached: int = 0) -> dict:
     return {
         "label": label,
         "kind": kind,
@@ -107,6 +108,7 @@ def _row(label: str, kind: str, candidate_id: str, tr: Agreement, va: Agreement,
         "train": tr.model_dump(),
         "validation": va.model_dump(),
         "calls": calls,
+        "cached_calls": cached,
         "prompt_tokens": ptok,
         "completion_tokens": ctok,
     }
@@ -278,9 +280,10 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         frame = reeval[(reeval["candidate_id"] == cid) & (reeval["split"] == split)]
         return agreement(frame, split_ratings[split])
 
-    def cost(cid: str) -> tuple[int, int, int]:
+    def cost(cid: str) -> tuple[int, int, int, int]:
         frame = reeval[reeval["candidate_id"] == cid]
-        return len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
+        return (len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum()),
+                int(frame["cached"].astype(str).eq("True").sum()))
 
     rows = []
     none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
@@ -791,6 +794,12 @@ def render_verdicts(report: dict) -> list[str]:
     return out + ([""] if warnings else [])
 
 
+def _calls_cell(r: dict) -> str:
+    """``120``, or ``90 + 30 from cache`` when the response cache answered some of the calls."""
+    cached = int(r.get("cached_calls") or 0)
+    return f"{r['calls'] - cached} + {cached} from cache" if cached else str(r["calls"])
+
+
 def _accepted_cell(r: dict) -> str:
     """``8``, or ``5 of 8 asked`` when the accepted budget was not met."""
     asked = r.get("accepted_asked")
@@ -892,7 +901,7 @@ def render_markdown(report: dict) -> str:
             out.append(
                 f"| {label} | {_fmt(tr['mae'])} | {_fmt(va['mae'])} | {_fmt(tr['signed_error'], 3)} | "
                 f"{_fmt(va['signed_error'], 3)} | {_fmt(tr['repeat_sd'], 3)} | {_fmt(va['repeat_sd'], 3)} | "
-                f"{_cov(tr)} | {_cov(va)} | {r['calls']} | {r['prompt_tokens']}/{r['completion_tokens']} |"
+                f"{_cov(tr)} | {_cov(va)} | {_calls_cell(r)} | {r['prompt_tokens']}/{r['completion_tokens']} |"
             )
         ce = c["ceiling"]
         out.append(

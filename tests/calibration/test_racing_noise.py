@@ -89,7 +89,12 @@ def test_the_noise_is_measured_on_calls_the_run_makes_anyway(tmp_path, pack_and_
     judged = len([r for r in provider.requests if r.tag == "judge"])
     assert row["judge_calls"] == judged == int((scores["cached"] == "False").sum())
     assert row["judge_cache_hits"] == int((scores["cached"] == "True").sum()) > 0
-    assert "| judge calls | cache hits |" in (result.run_dir / "report.md").read_text()
+    md = (result.run_dir / "report.md").read_text()
+    assert "| judge calls | cache hits |" in md
+    # the re-evaluation rows: the initial prompts' training calls with the finalists' seed are cache hits
+    initial = next(r for r in result.report["criteria"]["entailment"]["rows"] if r["kind"] == "initial")
+    assert 0 < initial["cached_calls"] < initial["calls"]
+    assert f"| {initial['calls'] - initial['cached_calls']} + {initial['cached_calls']} from cache |" in md
 
 
 def test_racing_without_a_margin_measures_nothing(tmp_path, pack_and_splits):
