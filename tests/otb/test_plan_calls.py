@@ -17,7 +17,7 @@ from evolve.runs import OtbFolder, estimate_tokens, prompt_text
 from evolve.testing import FakeProvider, LoopbackChatServer
 from tests.otb.test_cli_otb import EXAMPLE, respond
 from tests.otb.test_judge_file_guidance import GUIDANCE, _judge_file
-from tests.otb.test_run_judge import BOARD_OK, Endpoint, files  # noqa: F401 - files is a fixture
+from tests.otb.test_run_judge import BOARD_OK, Endpoint, _manifest, files  # noqa: F401 - files is a fixture
 
 runner = CliRunner()
 PHASE = {"otb_board": "generation: Board Simulation", "otb_turn": "generation: Specialist Turn"}
@@ -110,6 +110,26 @@ def test_the_plans_count_the_guidance_of_a_judge_file(tmp_path, files):  # noqa:
     sent = [r for r in provider.requests[start:] if r.response_format["json_schema"]["name"] == "clinical_equivalence"]
     assert all(GUIDANCE in r.messages[-1].content for r in sent)
     assert _phase(plan, turn).prompt_tokens_high == sum(estimate_tokens(prompt_text(r.messages)) for r in sent)
+
+
+def test_released_prompts_are_planned_from_the_manifest(tmp_path, files):  # noqa: F811
+    """--prompts released: the plan counts the stored prompts, and refuses a manifest lacking an
+    item as the run does (before anything)."""
+    from evolve.errors import DataError
+    from evolve.llm import Message
+
+    stored = [(f"qa-00{n}", "STORED SYSTEM PROMPT", f"STORED USER TURN {n} " * n) for n in (1, 2, 3)]
+    manifest = _manifest(tmp_path / "specialist_turn.caption.jsonl", stored)
+    config = _config(tmp_path, files, board=None, prompts="released", turn_manifest=manifest)
+    plan = plan_otb_run(config, judge=False)
+    want = sum(estimate_tokens(prompt_text((Message(role="system", content=s), Message(role="user", content=u))))
+               for _, s, u in stored)
+    assert [p.phase for p in plan.phases] == ["generation: Specialist Turn"]
+    assert plan.phases[0].calls_high == 3 and plan.phases[0].prompt_tokens_high == want
+    partial = _config(tmp_path, files, board=None, prompts="released",
+                      turn_manifest=_manifest(tmp_path / "m.jsonl", stored[:1]))
+    with pytest.raises(DataError, match="no stored prompt for 2 turn item"):
+        plan_otb_run(partial)
 
 
 # -- the CLI ------------------------------------------------------------------------------------
