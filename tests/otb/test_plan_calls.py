@@ -132,6 +132,17 @@ def test_released_prompts_are_planned_from_the_manifest(tmp_path, files):  # noq
         plan_otb_run(partial)
 
 
+def test_a_reasoning_model_may_think_up_to_its_output_limit(tmp_path, files):  # noqa: F811
+    config = _config(tmp_path, files, models=("plain", "thinker"), reasoning_models=("thinker",))
+    board = _phase(plan_otb_run(config, judge=False), "generation: Board Simulation")
+    limit = config.decoding.max_tokens_board  # quick preset: 700, the typical answer's cap too
+    assert board.calls_high == 4 and board.completion_tokens_low == 4 * min(limit, 1200)
+    wide = _config(tmp_path, files, models=("plain", "thinker"), reasoning_models=("thinker",),
+                   decoding={"max_tokens_board": 30000})
+    board = _phase(plan_otb_run(wide, judge=False), "generation: Board Simulation")
+    assert board.completion_tokens_low == 4 * 1200 and board.completion_tokens_high == 2 * 1200 + 2 * 30000
+
+
 # -- the CLI ------------------------------------------------------------------------------------
 
 
