@@ -254,23 +254,31 @@ def run_once(world: ConsiliumWorld, folder: Path, prompts: Path, seed: int, prot
 
 
 def costs(run: dict, naive: bool) -> dict:
-    """Calls, tokens and USD of one run under its protocol's pricing (see the module docstring)."""
-    s = run["scores"]
+    """Calls, tokens and USD of one run under its protocol's pricing (see the module docstring);
+    ``usd_cache_credited``: the same calls with the simulated prefix cache credited everywhere
+    (what a naive user of an endpoint that caches on its own would pay)."""
+    s, m = run["scores"], run["mutation"]
     paid = s if naive else s[~s["cached"].astype(bool)]
-    m = run["mutation"]
-    inter, batch = paid[~paid["batchable"]] if not naive else paid, paid[paid["batchable"]] if not naive else paid[:0]
-    credit = 0 if naive else 1
-    usd = (PRICE.usd(inter["prompt_tokens"].sum(), inter["completion_tokens"].sum(),
-                     cached_prompt_tokens=credit * inter["cached_prompt_tokens"].sum())
-           + PRICE.usd(batch["prompt_tokens"].sum(), batch["completion_tokens"].sum(), batch=True)
-           + PRICE.usd(m.prompt_tokens, m.completion_tokens, cached_prompt_tokens=credit * m.cached_prompt_tokens))
+    inter = paid if naive else paid[~paid["batchable"]]
+    batch = paid[:0] if naive else paid[paid["batchable"]]
+
+    def usd(frame: pd.DataFrame, *, credit: bool, batch_prices: bool = False) -> float:
+        return PRICE.usd(frame["prompt_tokens"].sum(), frame["completion_tokens"].sum(), batch=batch_prices,
+                         cached_prompt_tokens=frame["cached_prompt_tokens"].sum() if credit else 0)
+
+    mutation = PRICE.usd(m.prompt_tokens, m.completion_tokens, cached_prompt_tokens=0 if naive else m.cached_prompt_tokens)
+    parts = {"usd_racing": usd(inter, credit=not naive), "usd_batch": usd(batch, credit=False, batch_prices=True),
+             "usd_mutation": mutation}
     sent = s[~s["cached"].astype(bool)]
     return {
         "judge_calls": len(paid), "batch_calls": len(batch), "mutation_calls": m.calls,
         "prompt_mtok": (paid["prompt_tokens"].sum() + m.prompt_tokens) / 1e6,
         "completion_mtok": (paid["completion_tokens"].sum() + m.completion_tokens) / 1e6,
         "cached_share": sent["cached_prompt_tokens"].sum() / max(1, sent["prompt_tokens"].sum()),
-        "usd": usd, "true_val_mae": run["true_mae"],
+        "usd": sum(parts.values()), **parts,
+        "usd_cache_credited": usd(paid, credit=True) + PRICE.usd(m.prompt_tokens, m.completion_tokens,
+                                                                   cached_prompt_tokens=m.cached_prompt_tokens),
+        "true_val_mae": run["true_mae"],
     }
 
 
@@ -285,6 +293,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4, help="requests in flight = simulated server slots")
     ap.add_argument("--judge-output", type=int, default=200, help="completion tokens per judge call (stated)")
     ap.add_argument("--mutation-output", type=int, default=400, help="completion tokens per mutation call (stated)")
+    ap.add_argument("--out", type=Path, default=None, help="also write the per-world rows to this CSV")
     args = ap.parse_args()
     start = time.perf_counter()
     rubric = load_rubric("consilium")
@@ -299,6 +308,8 @@ def main() -> None:
                 run = run_once(world, tmp / f"{name}-{w}", prompts, w, protocol, args)
                 rows.append({"protocol": name, "world": w, **costs(run, naive=name == "naive")})
     frame = pd.DataFrame(rows)
+    if args.out is not None:
+        frame.to_csv(args.out, index=False)
     print(f"bench/cost.py: {args.worlds} worlds x 2 protocols, {args.cases} cases x {len(ROLES)} roles, "
           f"{len(criteria)} of 9 criteria{'' if len(criteria) == 9 else ' (a reduction: the others are not run)'}, "
           f"noise {args.noise}, {args.accepted} accepted of <= {args.attempts} attempts; "
@@ -314,6 +325,12 @@ def main() -> None:
     low, high = np.percentile(boots, [2.5, 97.5])
     print(f"cost, default / naive: {ratio.mean():.3f} of the naive USD (per world {ratio.min():.3f}-{ratio.max():.3f}); "
           f"default {summary.loc['default', 'usd']:,.2f} USD against naive {summary.loc['naive', 'usd']:,.2f} USD per run")
+    d = summary.loc["default"]
+    print(f"default's USD: racing (interactive judge calls) {d.usd_racing:,.2f}, batch phases {d.usd_batch:,.2f}, "
+          f"mutation {d.usd_mutation:,.2f}; its completions {d.completion_mtok:,.2f}M tokens")
+    credited = (paired["usd"]["default"] / frame[frame.protocol == "naive"].set_index("world")["usd_cache_credited"]).mean()
+    print(f"against the naive protocol with the endpoint's own prefix caching credited "
+          f"({summary.loc['naive', 'cached_share']:.0%} of its prompt tokens): default {credited:.3f} of its USD")
     print(f"true validation MAE, default - naive (paired by world): {diff.mean():+.4f} [{low:+.4f}, {high:+.4f}] "
           "(bootstrap over worlds, 95%)" + ("; too few worlds for an interval" if len(diff) < 5 else ""))
     cheap = ratio.mean() <= 0.2
