@@ -2,8 +2,10 @@
 
 Usage::
 
+    python bench/racing.py --grid          # both budgets x both noise levels, 20 worlds each, target table
     python bench/racing.py                 # the paper's scale: 25 accepted of <= 50 attempts, 20 worlds
     python bench/racing.py --accepted 8 --attempts 16 --cases 60 --seeds 40   # the quick preset's scale
+    python bench/racing.py --grid --budgets quick --set racing.margin_sd=0   # another default protocol
 
 The world (all invented, no model, no network): a synthetic K-QA-style pack (one target per case,
 truth 0-2, two physicians who agree most of the time) and an OpenAI-compatible *simulated* endpoint
@@ -16,18 +18,24 @@ behind the fake provider:
 * the **mutator** copies its parent's tokens and adds or removes one at random (from its seed).
 
 Two protocols run on the same worlds and seeds: ``paper`` (``--racing off --selection paper``: every
-accepted mutant judged on every training target; winner = lowest training MAE) and ``default``
-(racing and robust selection). For each, the table gives judge calls paid (search: evolution and
-finalists; total: with the re-evaluation on validation), the winner's true validation MAE, and
-how often the winner is truly worse than the best initial prompt (the false-winner rate), split
-into evolved winners truly worse than the best initial prompt and runs that kept the truly
-worse of the initial prompts. The two initial prompts are equally good on average and differ
-only by how their tips happen to suit the validation targets, so when a run keeps an initial
-prompt, training evidence cannot tell which of the two is better on validation: about half of
-such runs count as false winners whatever the rule (a rule that keeps initial prompts more
-often, such as ``selection.gate``, trades evolved false winners for these). The last lines check issue 11's targets
-(>= 2x fewer judge calls, true MAE no worse, false-winner rate <= 5%) and say which are met.
-Everything is measured in this one process; ratios compare the two protocols run side by side.
+accepted mutant judged on every training target with 2 seeds; winner = lowest training MAE) and
+``default`` (evolve's defaults: one training seed, racing, robust selection). For each, the
+tables give judge calls made (sent to the endpoint: ``client.usage["judge"].calls``, checked
+against the rows of ``scores.csv`` that are not cache hits) apart from cache hits, by phase; the
+winner's true validation MAE; how often the winner is truly worse than the best initial prompt
+(the false-winner rate), split into evolved winners truly worse than the best initial prompt and
+runs that kept the truly worse of the initial prompts; the report's paired validation verdict
+of the winner against the best initial prompt and how often a ``better`` is false (the winner
+truly not better); how many pruned mutants were truly better on validation than the run's
+winner; and how often the accepted budget was not met. The two initial prompts are equally
+good on average and differ only by how their tips happen to suit the validation targets, so
+when a run keeps an initial prompt, training evidence cannot tell which of the two is better on
+validation: about half of such runs count as false winners whatever the rule.
+
+The last table checks issue 25 item 4's targets per cell (fewer judge calls than the paper
+protocol; true validation MAE not shown worse, paired by world with a bootstrap interval; false
+``better`` verdicts <= 5%) and reports the rest. Everything is measured in this one process;
+ratios compare the two protocols run side by side.
 """
 
 from __future__ import annotations
