@@ -158,8 +158,9 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
     """
     err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
     if resume is not None and isinstance(exc, SpendLimitReachedError):
+        option = "--max-tokens" if "--max-tokens" in str(exc) else "--max-usd"  # the limit that was reached
         err.print(f"the run stopped at its spending limit; finished calls are cached. Continue with a higher limit: "
-                  f"{resume} --max-usd MORE (or --max-tokens MORE)", highlight=False, soft_wrap=True)
+                  f"{resume} {option} MORE", highlight=False, soft_wrap=True)
     elif resume is not None and isinstance(exc, RunStoppedError):
         err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)

@@ -52,7 +52,7 @@ def test_calibrate_stops_at_max_tokens_and_resumes_with_a_higher_limit_paying_no
         assert stopped.exit_code == 2, stopped.output
         said = " ".join(stopped.output.split())
         assert "--max-tokens" in said and "spending limit" in said
-        assert f"evolve calibrate --resume {archives / 'cal'} --max-usd MORE" in said
+        assert f"evolve calibrate --resume {archives / 'cal'} --max-tokens MORE" in said  # the limit it reached
         first = len(server.bodies)
         assert 0 < first * PER_CALL <= limit
         assert not (archives / "cal" / "report.md").exists()
@@ -153,3 +153,67 @@ def test_bench_judge_stops_at_max_tokens_and_a_rerun_with_more_pays_nothing_twic
         assert again.exit_code == 0, again.output
     assert paid > 0 and len(server.bodies) - before == paid  # the rerun is all cache hits
     assert (run / "judge_scores.csv").exists()
+
+
+def test_bench_run_stops_at_max_tokens_and_resumes_to_an_uninterrupted_runs_requests(tmp_path, monkeypatch):
+    from tests.cli.test_cli_bench import respond
+    from tests.consilium.bench_support import write_cases
+
+    cases = write_cases(tmp_path / "cases.jsonl", n=2)
+
+    def bench(server, run_id, *extra):
+        return runner.invoke(app, ["bench", "run", "--cases", str(cases), "--run-id", run_id, "--archives-dir",
+                                   str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "scripted",
+                                   "--max-cases", "1", *extra])
+
+    with LoopbackChatServer(respond) as server:
+        monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache-whole"))
+        assert bench(server, "whole").exit_code == 0
+        uninterrupted = len(server.bodies)
+        tokens = sum(int(e.get("usage", {}).get(tag, {}).get("billed_prompt_tokens", 0))
+                     + int(e.get("usage", {}).get(tag, {}).get("billed_completion_tokens", 0))
+                     for e in Journal(tmp_path / "archives" / "whole" / "journal.jsonl").events()
+                     if e.get("event") == "usage" and "final" not in e for tag in e.get("usage", {}))
+        assert tokens > 0
+        monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache-limited"))
+        stopped = bench(server, "b", "--max-tokens", str(tokens // 2))
+        assert stopped.exit_code == 2, stopped.output
+        said = " ".join(stopped.output.split())
+        assert "spending limit" in said and "evolve bench run --resume" in said
+        first = len(server.bodies) - uninterrupted
+        assert 0 < first < uninterrupted
+        resumed = runner.invoke(app, ["bench", "run", "--resume", str(tmp_path / "archives" / "b"), "--max-tokens",
+                                      str(10 * tokens)])
+        assert resumed.exit_code == 0, resumed.output
+        assert len(server.bodies) - uninterrupted == uninterrupted  # the stop and the resume: nothing paid twice
+    report = json.loads((tmp_path / "archives" / "b" / "bench_report.json").read_text())
+    assert report["usage"]["spend"]["stopped_at_limit"] == 1 and report["usage"]["spend"]["max_tokens"] == 10 * tokens
+
+
+def test_otb_run_and_judge_take_the_limits(tmp_path):
+    from tests.otb.test_cli_otb import EXAMPLE, respond
+
+    env = {"EVOLVE_CACHE_DIR": str(tmp_path / "cache")}
+    run = tmp_path / "archives" / "o"
+    with LoopbackChatServer(respond) as server:
+        stopped = runner.invoke(app, ["otb", "run", "--turn", str(EXAMPLE / "task2_example.jsonl"), "--base-url",
+                                      server.base_url, "--model", "scripted", "--max-items", "4", "--run-id", "o",
+                                      "--archives-dir", str(tmp_path / "archives"), "--max-tokens", "1"], env=env)
+        assert stopped.exit_code == 2, stopped.output
+        assert f"evolve otb run --resume {run} --max-tokens MORE" in " ".join(stopped.output.split())
+        assert server.bodies == []  # no call fits in one token: none was sent
+        refused = runner.invoke(app, ["otb", "run", "--resume", str(run), "--max-usd", "5"], env=env)
+        assert refused.exit_code == 2 and "needs prices" in " ".join(refused.output.split())
+        still = runner.invoke(app, ["otb", "run", "--resume", str(run), "--max-usd", "5", "--price-in", "1",
+                                    "--price-out", "2"], env=env)
+        assert still.exit_code == 2, still.output  # the stored --max-tokens 1 still holds: raise it to continue
+        assert server.bodies == []
+        resumed = runner.invoke(app, ["otb", "run", "--resume", str(run), "--max-usd", "5", "--price-in", "1",
+                                      "--price-out", "2", "--max-tokens", "100000000"], env=env)
+        assert resumed.exit_code == 0, resumed.output
+        paid = len(server.bodies)
+        judged = runner.invoke(app, ["otb", "judge", str(run), "--max-tokens", "1"], env=env)
+        assert judged.exit_code == 0, judged.output  # every judge call is a cache hit: free, never refused
+    assert paid > 0 and len(server.bodies) == paid
+    spend = json.loads((run / "otb_report.json").read_text())["usage"]["spend"]
+    assert spend["spent"]["calls"] == paid and spend["usd"] is not None and spend["stopped_at_limit"] == 2
