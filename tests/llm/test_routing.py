@@ -211,3 +211,25 @@ def test_a_group_refuses_no_replica_and_a_replica_listed_twice() -> None:
         RoutingProvider([], endpoint_id="g")
     with pytest.raises(ConfigError, match="twice"):
         _group(["http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1"])
+
+
+def test_otb_generation_and_judge_requests_carry_their_routing_keys(tmp_path: Path) -> None:
+    """OpenTumorBoard: generation keyed by the recorded case, the judge by item and answer."""
+    from evolve.llm import FakeProvider
+    from evolve.otb import generate_otb, judge_otb
+    from tests.otb.test_records_extract import BOARD, TURN
+    from tests.otb.test_run_judge import Endpoint, _config
+    from tests.otb.test_run_judge import files as files_fixture
+
+    files = files_fixture.__wrapped__(tmp_path)  # the fixture's function
+    provider = FakeProvider(Endpoint())
+    with Client(provider, cache=ResponseCache(tmp_path / "cache.sqlite")) as client:
+        config = _config(tmp_path, files)
+        generate_otb(config, client=client)
+        judge_otb(config.run_dir, client=client)
+    generation = [r for r in provider.requests if r.tag in ("otb_board", "otb_turn")]
+    assert {r.affinity for r in generation} == {BOARD["case_id"], TURN["case_id"], "case-B"}  # the recorded cases
+    judged = [r for r in provider.requests if r.tag == "otb_judge"]
+    board = [r for r in judged if r.response_format["json_schema"]["name"] in ("conclusion_alignment", "four_decisions")]
+    assert len({r.affinity for r in board}) == 1  # both rubrics of one board answer: one replica
+    assert len({r.affinity for r in judged}) == len(judged) - len(board) + 1  # each turn answer its own key
