@@ -292,8 +292,8 @@ def calls_left(config: CalibrationConfig, plan: CalibrationPlan, judge: Judge,
                                f"{len(attempts)} attempts made, {max(0, accepted)} mutants accepted so far")
             phases.append(p)
         if any(p.note == "done" or p.phase == "evolution" and evolution_left is not None for p in phases):
-            done = [p.phase for p in phases if p.note == "done"]
-            notes.append(f"{crit.criterion}: " + (f"{', '.join(done)} done" if done else "evolution under way")
+            names = [p.phase for p in phases if p.note == "done"]
+            notes.append(f"{crit.criterion}: " + (f"{', '.join(names)} done" if names else "evolution under way")
                          + (f"; {len(attempts)} mutation attempts made" if attempts else ""))
         out.append(CriterionCalls(crit.criterion, tuple(phases)))
     return out, notes
