@@ -89,6 +89,9 @@ def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str
         prefix = f"{cached / prompt:.0%}" if prompt and cached else "-"
         out.append(f"| {md_code(name)} | {calls} | {share} | {int(c.get('failed_attempts', 0))} | {int(c.get('taken_out', 0))} "
                    f"| {prompt} | {prefix} | {int(c.get('billed_completion_tokens', c.get('completion_tokens', 0)))} |")
+    if out_ := [name for name, c in by_endpoint.items() if int(c.get("taken_out", 0)) > 0]:
+        out += ["", f"Taken out during the run (its calls went to the next replica; the journal's warnings say when "
+                f"and why): {', '.join(md_code(n) for n in out_)}."]
     return out + [""]
 
 

@@ -115,6 +115,10 @@ def test_a_failing_replica_is_taken_out_and_the_run_completes_on_the_other(tmp_p
     assert "model_failure" not in scores
     by_endpoint = json.loads((run / "report.json").read_text())["usage"]["by_endpoint"]
     assert by_endpoint[sick.base_url]["taken_out"] == 1 and by_endpoint[sick.base_url]["calls"] == 0
+    assert by_endpoint[sick.base_url]["failed_attempts"] >= 2
+    report = (run / "report.md").read_text()
+    assert f"Taken out during the run (its calls went to the next replica; the journal's warnings say when and why): " \
+           f"`{sick.base_url}`." in report
 
 
 def test_a_replica_listed_twice_is_refused_before_any_call(tmp_path, tiny_pack_dir, tiny_splits_dir, monkeypatch):
