@@ -15,10 +15,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
 from evolve.data import load_pack, write_pack
+from evolve.report import spend_report
 from evolve.runs import Journal
 from evolve.splits import make_splits, write_splits
 from evolve.testing import BatchScript, LoopbackChatServer
@@ -64,9 +66,17 @@ def test_calibrate_through_the_batch_api_pays_what_an_interactive_run_pays(tmp_p
         assert done.exit_code == 0, done.output
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache-batch"))
     with LoopbackChatServer(_answer, BatchScript(polls_in_progress=0)) as server:
-        run = runner.invoke(app, _calibrate_args(pack, splits, tmp_path / "b", server.base_url, "cal", "--batch"))
+        run = runner.invoke(app, _calibrate_args(pack, splits, tmp_path / "b", server.base_url, "cal", "--batch",
+                                                 "--price-in", "1", "--price-out", "2", "--price-batch-in", "0.5",
+                                                 "--price-batch-out", "1", "--max-usd", "1000"))
         assert run.exit_code == 0, run.output
     run_dir = tmp_path / "b" / "cal"
+    spend = spend_report(Journal(run_dir / "journal.jsonl"))["spent"]  # batch calls priced at the batch prices
+    batch_prompt, batch_completion = spend["batch_prompt_tokens"], spend["batch_completion_tokens"]
+    assert batch_prompt == 50 * len(server.batch_answered) and batch_completion == 10 * len(server.batch_answered)
+    expected = ((spend["prompt_tokens"] - batch_prompt) * 1 + (spend["completion_tokens"] - batch_completion) * 2
+                + batch_prompt * 0.5 + batch_completion * 1) / 1e6
+    assert spend_report(Journal(run_dir / "journal.jsonl"))["usd"] == pytest.approx(expected)
     submitted, finished = _events(run_dir, "batch_submitted"), _events(run_dir, "batch_finished")
     # initial evaluation, finalists and re-evaluation per criterion
     assert len(submitted) == len(server.batches) == len(finished) >= 3
