@@ -416,6 +416,11 @@ def _batch_by_api(client: Client, endpoint: EndpointSettings, journal: Journal |
             journal.append(Event.WARNING, message="--batch: the embedded server has no Batch API; every call goes "
                            "interactively")
         return False
+    if endpoint.is_group:  # a batch is one endpoint's job; the replicas share no files or batches
+        if journal is not None:
+            journal.append(Event.WARNING, message="--batch: a Batch API belongs to one endpoint, not a group of "
+                           "replicas; every call goes interactively (give one --base-url to batch)")
+        return False
     from evolve.runs._batches import run_batch_options
 
     client.batch = run_batch_options(journal, poll_initial_s=endpoint.batch_poll_s)

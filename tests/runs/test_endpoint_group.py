@@ -59,3 +59,14 @@ def test_open_client_builds_one_routing_provider_over_the_urls(tmp_path) -> None
         assert closer is None
     finally:
         client.close()
+
+
+def test_batch_with_a_replica_group_warns_and_stays_interactive(tmp_path) -> None:
+    from evolve.runs import Journal, owned_client
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    endpoint = EndpointSettings(base_url=[A, B], model="m", batch=True)
+    with owned_client(endpoint, cache_path=tmp_path / "c.sqlite", journal=journal) as client:
+        assert client.batch is None
+    warnings = [e["message"] for e in journal.events() if e.get("event") == "warning"]
+    assert any("not a group of replicas" in w for w in warnings)
