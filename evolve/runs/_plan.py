@@ -12,6 +12,7 @@ says where the estimate comes from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import urllib.error
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evolve.runs._progress import Price
 
 __all__ = [
-    "CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "count_tokens", "estimate_tokens", "has_batch_prices", "measured_calls_per_hour",
+    "CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "cached_keys", "count_tokens", "estimate_tokens", "has_batch_prices", "measured_calls_per_hour",
     "prompt_text",
     "tokenize_url",
 ]
@@ -438,3 +439,34 @@ def measured_calls_per_hour(journal_path: Path) -> float | None:
             busy += times[i] - times[i - 1]
             calls += paid_per_event[i]
     return calls * 3600.0 / busy if busy > 0 else None
+
+
+def cached_keys(cache_path: Path | None, keys: Iterable[str]) -> set[str]:
+    """Which of ``keys`` a response cache already answers (read only: a missing cache file is
+    not created, a cache that cannot be read answers none).
+
+    Args:
+        cache_path: The SQLite response cache (``evolve.llm.ResponseCache``); None: none.
+        keys: Cache keys (:meth:`evolve.llm.ChatRequest.cache_key` with the endpoint's identity).
+
+    Returns:
+        The keys found.
+    """
+    wanted = list(dict.fromkeys(keys))
+    if cache_path is None or not Path(cache_path).is_file() or not wanted:
+        return set()
+    import sqlite3
+
+    found: set[str] = set()
+    uri = Path(cache_path).resolve().as_uri()
+    for query in (f"{uri}?mode=ro", f"{uri}?immutable=1"):  # a WAL database without its -shm file needs the second
+        try:
+            with contextlib.closing(sqlite3.connect(query, uri=True, timeout=5)) as conn:
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start:start + 500]
+                    rows = conn.execute(f"SELECT key FROM responses WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    found.update(row[0] for row in rows)
+            return found
+        except sqlite3.Error:
+            found.clear()
+    return found

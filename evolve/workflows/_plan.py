@@ -9,6 +9,7 @@ tokens with the model's own tokenizer.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from evolve.calibrated import load_judge_file
 from evolve.calibration import calibration_calls, calls_left, plan_calibration
 from evolve.config import CalibrationConfig
 from evolve.judge import Judge, derive_seed
-from evolve.llm import ChatRequest
+from evolve.llm import ChatRequest, FakeProvider
 from evolve.rubric import MAX_GUIDANCE_CHARS
 from evolve.runs import (
     CHARS_PER_TOKEN,
@@ -29,7 +30,9 @@ from evolve.runs import (
     Journal,
     PhasePlan,
     ScoringFolder,
+    cached_keys,
     count_tokens,
+    default_cache_path,
     prompt_text,
     run_usage,
 )
@@ -61,6 +64,37 @@ def token_counter(endpoint: EndpointSettings):
     def tokenize(texts: Sequence[str]) -> tuple[list[int], str]:
         return count_tokens(texts, base_url=endpoint.base_url, model=endpoint.model, headers=headers)
     return tokenize
+
+
+def endpoint_identity(endpoint: EndpointSettings) -> str | None:
+    """The endpoint identity a run's client puts in its cache keys (as
+    :func:`evolve.runs.open_client` builds it), found without starting or calling anything.
+
+    Returns:
+        ``embedded:<model>:<sha>``, a replica group's ``group:<name>``, the base URL of an
+        ``openai_compatible`` endpoint, the fake provider's ``fake://``; None when unknown.
+    """
+    if endpoint.provider == "embedded":
+        from evolve.local import LOCAL_MODELS
+
+        spec = LOCAL_MODELS.get(endpoint.local_model)
+        return None if spec is None else f"embedded:{spec.name}:{(spec.sha256 or '')[:12]}"
+    if getattr(endpoint, "is_group", False):
+        return endpoint.cache_identity() or None
+    if endpoint.provider == "openai_compatible" and endpoint.base_url:
+        from evolve.llm import get_provider
+
+        return str(get_provider("openai_compatible", base_url=endpoint.base_url, api_key=None,
+                                timeout=endpoint.timeout_s, schema_limits=endpoint.schema_limits).endpoint_id)
+    return FakeProvider(lambda request: "").endpoint_id if endpoint.provider == "fake" else None
+
+
+def _hits(endpoint: EndpointSettings, cache_path: Path | None, requests: Sequence[ChatRequest]) -> set[str]:
+    """Cache keys of ``requests`` (under this endpoint's identity) the response cache answers."""
+    identity = endpoint_identity(endpoint)
+    if identity is None:
+        return set()
+    return cached_keys(cache_path or default_cache_path(), [r.cache_key(identity) for r in requests])
 
 
 class _Sizes:
@@ -141,6 +175,7 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
     if events:  # the calls left; the finished phases replay from the response cache
         per_criterion, left_notes = calls_left(config, plan, judge, events)
     finished = {e.get("event") for e in events}
+    per_criterion, cached_initial = _without_cached_initial(config, per_criterion)
     groups: dict[str, Sequence[ChatRequest]] = {}
     for crit in per_criterion:
         for phase in crit.phases:
@@ -182,6 +217,9 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
             "held-out scoring", len(holdout), len(holdout), prompt_tokens_per_call=sizes.mean("holdout"),
             completion_tokens_per_call=judge_reply, batchable=True,
             note="the winner (sized as an initial prompt) and no guidance on every held-out target"))
+    if cached_initial:
+        left_notes.append(f"{cached_initial:,} initial-evaluation calls are already in the response cache (an earlier "
+                          "run with the same seeds): free, not counted")
     counted = ("the calls left: phases its journal records as finished (done) replay from the response cache, "
                "free, and so do the finished calls of a phase under way" if events else "the whole run")
     notes = [f"Calls a resumed or repeated run already made come from the response cache, free; the plan counts "
@@ -191,6 +229,22 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
         command="evolve calibrate --resume (the calls left)" if events else "evolve calibrate", phases=tuple(phases), token_source=sizes.source,
         completion_source=completion_source, notes=tuple(notes),
     )
+
+
+def _without_cached_initial(config: CalibrationConfig, per_criterion: list) -> tuple[list, int]:
+    """``per_criterion`` with the initial evaluation's calls that the response cache already
+    answers taken off (their requests are known exactly), and how many those are."""
+    out, total = [], 0
+    for crit in per_criterion:
+        phases = []
+        for p in crit.phases:
+            if p.phase == "initial evaluation" and p.high:
+                hits = len(_hits(config.endpoint, config.cache_path, p.requests))
+                total += hits
+                p = dataclasses.replace(p, low=max(0, p.low - hits), high=max(0, p.high - hits))
+            phases.append(p)
+        out.append(dataclasses.replace(crit, phases=tuple(phases)))
+    return out, total
 
 
 def _finished(journal_path: Path) -> bool:
@@ -296,19 +350,24 @@ def plan_judge_run(options, *, counter=None) -> CallPlan:
     if options.model is not None or "model" not in endpoint.model_fields_set:
         endpoint = endpoint.model_copy(update={"model": options.model or judge.judge.model})
     groups = {kind: [r for k, r in unique.values() if k == kind] for kind in ("winner", "no-guidance")}
+    cache_path = options.cache_path or default_cache_path()
+    hits = _hits(endpoint, cache_path, [r for _, r in unique.values()])
+    identity = endpoint_identity(endpoint) or ""
+    paid = {kind: sum(r.cache_key(identity) not in hits for r in reqs) for kind, reqs in groups.items()}
     sizes = _Sizes(counter or token_counter(endpoint), groups)
     reply = _reply_tokens(judge.judge.rationale_max_chars, sizes.chars_per_token)
     labels = {"winner": "judging (winner)", "no-guidance": "judging (no guidance, rated targets)"}
     phases = tuple(
-        PhasePlan.of_calls(labels[kind], len(reqs), len(reqs), prompt_tokens_per_call=sizes.mean(kind),
+        PhasePlan.of_calls(labels[kind], paid[kind], paid[kind], prompt_tokens_per_call=sizes.mean(kind),
                            completion_tokens_per_call=reply, batchable=True,
                            cached_share=sizes.shared_share(kind, "no-guidance") if kind == "winner" else 0.0)
         for kind, reqs in groups.items() if reqs)
     repeats = judge.seed_policy.repeats
     note = (f"{len(targets.pack.targets)} targets x {len(chosen_criteria(judge, options.criteria))} criteria (applicable "
             f"pairs only) x {repeats} repeats{' x 2 (winner and no guidance)' if targets.rated else ''}; "
-            f"{len(pairs) - len(unique)} repeated requests counted once. Targets a calibration already scored "
-            "with these seeds come from the response cache, free; the plan counts them.")
+            f"{len(pairs) - len(unique)} repeated requests counted once; {len(hits):,} of {len(unique):,} requests are "
+            f"already in the response cache ({cache_path}: e.g. targets the calibration scored with these seeds), "
+            "free, and not counted.")
     return CallPlan(command="evolve judge", phases=phases, token_source=sizes.source,
                     completion_source=(f"estimated: a quarter to all of the rationale limit "
                                        f"({judge.judge.rationale_max_chars} characters) per call"),

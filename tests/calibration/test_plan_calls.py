@@ -113,6 +113,19 @@ def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
     total = plan.totals()
     assert total.calls_low == total.calls_high == made > 0
     assert [p.phase for p in plan.phases] == ["judging (winner)", "judging (no guidance, rated targets)"]
+    # over the calibration's own cache, what it already scored (winner and no guidance on its
+    # training and validation targets, same seeds) is free: the plan counts only the rest
+    shared = options.model_copy(update={"run_dir": tmp_path / "scored2", "cache_path": config.cache_path})
+    plan = plan_judge_run(shared)
+    with Client(FakeProvider(Answers()), cache=ResponseCache(config.cache_path), max_concurrency=1) as client:
+        run_judge(shared, client=client)
+        made_shared = client.usage["judge"].calls
+    assert plan.totals().calls_high == made_shared < made
+    assert "already in the response cache" in plan.notes[0]
+    # a second calibration with the same seeds finds its initial evaluation in the cache
+    again = config.model_copy(update={"run_id": "again"})
+    initial = next(p for p in plan_calibration_run(again).phases if p.phase == "initial evaluation")
+    assert initial.calls_low == initial.calls_high == 0
     # the same through the CLI, on the default (embedded) endpoint: no server started, nothing written
     journal = (config.run_dir / "journal.jsonl").read_text()
     result = runner.invoke(app, ["judge", str(inputs[0]), "--judge", str(config.run_dir), "--run-id", "j", "--archives-dir",

@@ -112,3 +112,18 @@ def test_measured_throughput_leaves_out_pauses(tmp_path):
     journal.write_text("\n".join(json.dumps(e) for e in events) + "\n{torn")
     # 2 calls in 10 s, then 4 calls in 30 s: 6 calls in 40 s
     assert measured_calls_per_hour(journal) == pytest.approx(6 * 3600 / 40)
+
+
+def test_cached_keys_reads_a_cache_without_creating_or_changing_it(tmp_path):
+    from evolve.llm import ChatResponse, ResponseCache
+    from evolve.runs import cached_keys
+
+    path = tmp_path / "cache.sqlite"
+    assert cached_keys(path, ["k1"]) == set() and not path.exists()  # no cache: nothing found, nothing created
+    cache = ResponseCache(path)
+    cache.put("k1", ChatResponse(text="x"))
+    cache.close()
+    before = path.read_bytes()
+    assert cached_keys(path, ["k1", "k2", "k1"]) == {"k1"}
+    assert path.read_bytes() == before
+    assert cached_keys(path, [f"k{i}" for i in range(1200)]) == {"k1"}  # asked in chunks
