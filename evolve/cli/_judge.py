@@ -127,7 +127,8 @@ def judge(
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
             summary = run_judge(options, progress=_RichProgress(bar, endpoint.price()),
-                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True))
+                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True),
+                                on_note=lambda n: err.print(f"note: {n}", highlight=False, soft_wrap=True))
     except EvolveError as exc:
         _fail(exc, resume=_resume_hint(targets, judge_path, options))
     except KeyboardInterrupt:

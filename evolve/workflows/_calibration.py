@@ -47,7 +47,8 @@ def run_calibration(
         on_warning: Receives each warning about the run before it starts (a budget too small
             to calibrate, :func:`evolve.calibration.budget_warnings`); they are journaled too.
         on_note: Receives each choice the plan made for the user before the run starts (the
-            ``paper`` preset's structured targets, ``CalibrationConfig.prefer_condition``).
+            ``paper`` preset's structured targets, ``CalibrationConfig.prefer_condition``), and
+            what the Batch API path does (``--batch``: a batch submitted, its status).
 
     Returns:
         The run folder, the winners and the parsed ``report.json``.
@@ -76,6 +77,8 @@ def _calibration_steps(config: CalibrationConfig, client: Client | None, resume:
     journal = CalibrationFolder(config.run_dir).journal()
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client,
                       journal_usage=True) as client:
+        if on_note is not None and client.batch is not None and client.batch.on_note is None:
+            client.batch.on_note = on_note
         result = calibrate(config, client=client, resume=resume, progress=progress, plan=plan)
         if config.audit:
             audit_run(result.run_dir, client=client)

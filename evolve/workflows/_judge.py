@@ -218,6 +218,7 @@ def run_judge(
     progress: ProgressHook | None = None,
     judge: JudgeFile | None = None,
     on_warning: Any = None,
+    on_note: Any = None,
 ) -> ScoringSummary:
     """Score targets with a calibrated judge, then write the report (``evolve judge``).
 
@@ -232,6 +233,8 @@ def run_judge(
         progress: Progress hook.
         judge: The judge file already loaded (else read from ``options.judge``).
         on_warning: Receives each warning (e.g. a model other than the validated one).
+        on_note: Receives what the Batch API path does (``--batch``: a batch submitted, its
+            status, lines asked again), one line each.
 
     Returns:
         The summary: per criterion the counts, the mean with its interval, the anchored mean.
@@ -264,6 +267,8 @@ def run_judge(
     with folder.exclusive():  # one process writes a run folder (the judge file it reads needs no lock)
         with owned_client(endpoint, cache_path=options.cache_path, journal=folder.journal(), client=client,
                           journal_usage=True) as used:
+            if on_note is not None and used.batch is not None and used.batch.on_note is None:
+                used.batch.on_note = on_note
             result = score_targets(judge, targets, client=used, run_dir=folder.path, config=config,
                                    criteria=options.criteria, resume=options.resume, model=options.model,
                                    progress=progress)

@@ -70,6 +70,7 @@ def test_calibrate_through_the_batch_api_pays_what_an_interactive_run_pays(tmp_p
                                                  "--price-in", "1", "--price-out", "2", "--price-batch-in", "0.5",
                                                  "--price-batch-out", "1", "--max-usd", "1000"))
         assert run.exit_code == 0, run.output
+        assert "submitted" in " ".join(run.output.split())  # calibrate prints the batch notes too
     run_dir = tmp_path / "b" / "cal"
     spend = spend_report(Journal(run_dir / "journal.jsonl"))["spent"]  # batch calls priced at the batch prices
     batch_prompt, batch_completion = spend["batch_prompt_tokens"], spend["batch_completion_tokens"]
@@ -109,6 +110,8 @@ def test_judge_through_the_batch_api_and_resume_pays_nothing(tmp_path, monkeypat
                 str(archives), "--base-url", server.base_url, "--batch"]
         scored = runner.invoke(app, args)
         assert scored.exit_code == 0, scored.output
+        said = " ".join(scored.output.split())
+        assert "note: batch batch-" in said and "submitted" in said and "completed: " in said  # the user sees the wait
         assert len(server.bodies) == before  # every judge call went by batch (none was cached from calibration)
         assert len(server.batches) == 1 and server.batch_answered
         answered = len(server.batch_answered)
