@@ -226,6 +226,9 @@ class BatchOptions:
         max_lines: Most lines per batch (:data:`MAX_BATCH_LINES`).
         max_bytes: Largest input file per batch, bytes (:data:`MAX_BATCH_BYTES`).
         on_note: Receives a line per event (submitted, status changes, lines retried).
+        submit: False: only the batches the ledger holds (submitted by a process that was
+            killed) are polled; requests none of them holds go interactively (a run resumed
+            without ``--batch`` still reads what it already paid for).
     """
 
     ledger: BatchLedger | None = None
@@ -235,6 +238,7 @@ class BatchOptions:
     max_lines: int = MAX_BATCH_LINES
     max_bytes: int = MAX_BATCH_BYTES
     on_note: Callable[[str], None] | None = None
+    submit: bool = True
     _memory: MemoryBatchLedger = field(default_factory=MemoryBatchLedger, repr=False)
 
     @property
@@ -310,7 +314,7 @@ class BatchRunner:
         pending = [(b, ids) for b, ids in self.ledger.pending() if ids & left.keys()]
         submitted: list[tuple[str, frozenset[str]]] = []
         fresh = [k for k in left if not any(k in ids for _, ids in pending)]
-        if fresh:
+        if fresh and self.options.submit:
             try:
                 submitted = await self._submit(requests, {k: left[k] for k in fresh})
             except UnsupportedFeatureError as exc:

@@ -55,9 +55,10 @@ class JournalBatchLedger:
 
 
 def run_batch_options(journal: Journal | None, *, poll_initial_s: float = 10.0,
-                      on_note: Callable[[str], None] | None = None) -> BatchOptions:
+                      on_note: Callable[[str], None] | None = None, submit: bool = True) -> BatchOptions:
     """The :class:`~evolve.llm.BatchOptions` of a run: its batches journaled
-    (:class:`JournalBatchLedger`; in memory without a journal), polled first after
-    ``poll_initial_s`` seconds and then at growing intervals up to ten minutes."""
+    (:class:`JournalBatchLedger`; in memory without a journal), polled at once, then after
+    ``poll_initial_s`` seconds and at growing intervals up to ten minutes (``submit`` False:
+    only the journaled batches are polled, nothing new is submitted)."""
     return BatchOptions(ledger=JournalBatchLedger(journal) if journal is not None else None,
-                        poll_initial_s=poll_initial_s, on_note=on_note)
+                        poll_initial_s=poll_initial_s, on_note=on_note, submit=submit)

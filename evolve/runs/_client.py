@@ -407,10 +407,23 @@ def owned_client(
 
 def _batch_by_api(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:
     """With ``endpoint.batch``, let ``client`` send batchable phases through the Batch API, its
-    batches journaled (:func:`~evolve.runs.run_batch_options`); False when it does not (no
-    ``batch``, the client has batch options already, or the embedded server: warned)."""
-    if not endpoint.batch or client.batch is not None:
+    batches journaled (:func:`~evolve.runs.run_batch_options`); without it, still poll the
+    batches a killed process of the run submitted (nothing new is submitted: a run resumed
+    without ``--batch`` pays nothing twice). False when it does neither (the client has batch
+    options already, nothing to poll, or the embedded server: warned)."""
+    if client.batch is not None:
         return False
+    if not endpoint.batch:
+        from evolve.runs._batches import JournalBatchLedger, run_batch_options
+
+        pending = JournalBatchLedger(journal).pending() if journal is not None else []
+        if not pending:
+            return False
+        assert journal is not None
+        journal.append(Event.WARNING, message=f"{len(pending)} batch(es) a previous process submitted are polled and "
+                       "read although --batch is off; the run's other calls go interactively")
+        client.batch = run_batch_options(journal, poll_initial_s=endpoint.batch_poll_s, submit=False)
+        return True
     if endpoint.provider == "embedded":
         if journal is not None:
             journal.append(Event.WARNING, message="--batch: the embedded server has no Batch API; every call goes "

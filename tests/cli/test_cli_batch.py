@@ -205,7 +205,8 @@ def test_kill_9_of_evolve_judge_then_resume_pays_no_line_twice(tmp_path, monkeyp
             if process.poll() is None:
                 process.kill()
         server.batch_script.hold = False
-        resumed = runner.invoke(app, args + ["--resume"])
+        # resumed even with --no-batch: the batch the killed process paid for is still polled and read
+        resumed = runner.invoke(app, [a for a in args if a != "--batch"] + ["--no-batch", "--resume"])
         assert resumed.exit_code == 0, resumed.output
     assert len(server.batches) == 1 and len(server.bodies) == interactive  # polled, not resubmitted; nothing interactive
     assert sorted(server.batch_answered) == sorted(line["custom_id"] for line in server.batch_lines)
