@@ -259,11 +259,25 @@ def run_cell(cell: Cell, args: argparse.Namespace) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         prompts = _prompts_root(tmp)
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             world = World.make(1000 + seed, cell.cases, cell.noise)
             for protocol in args.protocols:
                 rows.append(run_once(world, tmp, prompts, seed, protocol, run_args))
-    frame = pd.DataFrame(rows)
+            if args.rows:  # every finished world kept, so an interrupted bench can still be summarized
+                _save_rows(args.rows, cell, rows[-len(args.protocols):])
+    return _derived(pd.DataFrame(rows))
+
+
+def _save_rows(path: Path, cell: Cell, rows: list[dict]) -> None:
+    extra = {"accepted_asked": cell.accepted, "attempts_allowed": cell.attempts, "cases": cell.cases, "noise": cell.noise}
+    columns = [*extra, *(k for k in rows[0] if not k.startswith("calls_")),
+               *(f"calls_{phase}" for phase in ("evolution", "noise", "finalist", "reeval"))]
+    frame = pd.DataFrame([{**extra, **r} for r in rows]).reindex(columns=columns)  # one column order in every append
+    frame.to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
+def _derived(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-run flags the summary averages."""
     frame["false_winner"] = frame["winner_true_mae"] > frame["best_initial_true_mae"] + 1e-12
     frame["false_evolved"] = frame["false_winner"] & frame["winner_evolved"]
     frame["worse_initial_kept"] = frame["false_winner"] & ~frame["winner_evolved"]
@@ -383,6 +397,10 @@ def main() -> None:
                     help="both budgets (quick: 8 of <= 16, 60 targets; paper: 25 of <= 50, 100 targets) at both noise "
                          "levels; --accepted/--attempts/--cases/--noise are then ignored")
     ap.add_argument("--budgets", default="quick,paper", help="with --grid: which budgets (comma-separated)")
+    ap.add_argument("--first-seed", type=int, default=0, help="worlds first-seed .. first-seed + seeds - 1")
+    ap.add_argument("--rows", type=Path, help="append one row per run to this CSV as each world finishes")
+    ap.add_argument("--summarize", type=Path, nargs="+", metavar="CSV",
+                    help="no runs: print the tables of rows saved by --rows (several files are pooled)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=JSON",
                     help="override a setting of the default protocol, e.g. selection.finalists=2")
     args = ap.parse_args()
@@ -397,6 +415,17 @@ def main() -> None:
         cells = [Cell(args.accepted, args.attempts, args.cases, args.noise)]
     print(f"bench/racing.py: default protocol {json.dumps(PROTOCOLS['default'])}")
     rows = []
+    if args.summarize:
+        saved = pd.concat([pd.read_csv(p) for p in args.summarize], ignore_index=True)
+        for (asked, allowed, cases, noise), frame in saved.groupby(["accepted_asked", "attempts_allowed", "cases", "noise"],
+                                                                   sort=False):
+            frame = frame.drop_duplicates(["seed", "protocol"])  # a world saved twice counts once
+            frame = frame.groupby("seed").filter(lambda g: g["protocol"].nunique() == len(PROTOCOLS))  # whole worlds
+            rows.append(summarize(_derived(frame.drop(columns=[c for c in frame if c.startswith("calls_")
+                                                              and frame[c].isna().all()])),
+                                  Cell(int(asked), int(allowed), int(cases), str(noise)), 0.0))
+        print_targets(rows)
+        return
     for cell in cells:
         start = time.perf_counter()
         frame = run_cell(cell, args)
