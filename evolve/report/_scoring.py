@@ -21,6 +21,7 @@ from evolve.markdown import md_code, md_inline
 from evolve.report import _figures as fig
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
+from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share
 from evolve.runs import ScoringFolder
 from evolve.stats import (
@@ -179,6 +180,8 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
         "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
         "prefix_cached_share": prefix_cached_share(calls),
     }
+    if spend := spend_report(folder.journal()):  # a spending limit or prices: what the run spent against them
+        report["spend"] = spend
     return _holm(report, 1.0 - confidence)
 
 
@@ -261,6 +264,8 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"| {md_inline(cid)} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
     if (share := render_prefix_share(report.get("prefix_cached_share"), "calls.csv")):
         lines += ["", *share[:-1]]
+    if (spend := render_spend(report.get("spend"))):
+        lines += ["", *spend[:-1]]
     return "\n".join(lines) + "\n"
 
 

@@ -126,6 +126,9 @@ def test_evolve_judge_stops_at_max_tokens_and_resumes(tmp_path, monkeypatch):
         assert len(server.bodies) - before == needed  # the calls paid before the stop were not paid again
     events = [e["event"] for e in Journal(archives / "scored" / "journal.jsonl").events()]
     assert events.count("spend_limit_reached") == 1
+    spend = json.loads((archives / "scored" / "summary.json").read_text())["spend"]
+    assert spend["stopped_at_limit"] == 1 and spend["spent"]["calls"] == needed and spend["max_tokens"] == 10 * limit
+    assert "The run stopped at its limit 1 time" in (archives / "scored" / "report.md").read_text()
 
 
 def test_bench_judge_stops_at_max_tokens_and_a_rerun_with_more_pays_nothing_twice(tmp_path, monkeypatch):
