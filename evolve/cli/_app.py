@@ -955,6 +955,11 @@ def audit(
         None, "--schema-limits/--no-schema-limits",
         help="Send maxLength in output schemas (default: the run's setting)."),
     local_model: LocalModelOption = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
+    price_cached_in: PriceCachedInOption = None,
+    max_usd: MaxUsdOption = None,
+    max_tokens: MaxTokensOption = None,
     embedding_model: Optional[str] = typer.Option(None, help="Model id for /v1/embeddings (default: the endpoint's model)."),
     rebuild_report: bool = typer.Option(
         True, "--report/--no-report", help="Rebuild the run's report so its drift column shows the flags."),
@@ -977,7 +982,8 @@ def audit(
         config = load_run_config(run_dir)
         overrides = _endpoint_overrides(base_url=base_url, model=model, api_key_env=api_key_env,
                                         max_concurrency=max_concurrency, local_model=local_model,
-                                        schema_limits=schema_limits)
+                                        schema_limits=schema_limits, price_in=price_in, price_out=price_out,
+                                        price_cached_in=price_cached_in, max_usd=max_usd, max_tokens=max_tokens)
         endpoint = None
         if overrides:
             try:

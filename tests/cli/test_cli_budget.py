@@ -220,3 +220,19 @@ def test_otb_run_and_judge_take_the_limits(tmp_path):
     assert paid > 0 and len(server.bodies) == paid
     spend = json.loads((run / "otb_report.json").read_text())["usage"]["spend"]
     assert spend["spent"]["calls"] == paid and spend["usd"] is not None and spend["stopped_at_limit"] == 2
+
+
+def test_audit_takes_the_limits_and_a_stopped_audit_continues_with_a_higher_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack, splits = _inputs(tmp_path)
+    run = tmp_path / "a" / "cal"
+    with LoopbackChatServer(_answer) as server:
+        assert _calibrate(pack, splits, tmp_path / "a", server.base_url, "cal").exit_code == 0
+        before = len(server.bodies)
+        stopped = runner.invoke(app, ["audit", str(run), "--no-embeddings", "--max-tokens", "1"])
+        assert stopped.exit_code == 2, stopped.output
+        assert f"evolve audit {run} --max-tokens MORE" in " ".join(stopped.output.split())
+        assert len(server.bodies) == before  # nothing fits in one token: nothing sent
+        audited = runner.invoke(app, ["audit", str(run), "--no-embeddings", "--max-tokens", "100000000"])
+        assert audited.exit_code == 0, audited.output
+    assert len(server.bodies) > before and (run / "audit.json").exists()
