@@ -11,12 +11,12 @@ and :func:`parse_json_object`; their replies are cached only when they fit the s
 (``jsonschema``, JSON types read strictly), so a reply outside it is asked again on resume.
 A provider's own secrets (its key, header values, credentials in its URL) are replaced by
 ``[redacted]`` in every text it returns, so an endpoint that echoes them puts them nowhere.
-A :class:`SpendLimit` on a client (``--max-usd``, ``--max-tokens``) refuses, before it leaves,
-any call that could take the run past its limit (:class:`~evolve.errors.SpendLimitReachedError`
-stops the run, resumable); what a run paid is a :class:`Spend` (cache hits are free).
 Several replicas of one model sit behind one :class:`RoutingProvider`: calls sharing a prompt
 prefix (a request's ``affinity``: the judges pass the case and target) go to the same replica,
 by rendezvous hashing, so its prefix cache stays warm; a failing replica is taken out.
+A :class:`SpendLimit` on a client (``--max-usd``, ``--max-tokens``) refuses, before it leaves,
+any call that could take the run past its limit (:class:`~evolve.errors.SpendLimitReachedError`
+stops the run, resumable); what a run paid is a :class:`Spend` (cache hits are free).
 Lists of independent requests may go through an endpoint's Batch API instead
 (:class:`BatchOptions` on :attr:`Client.batch`, :meth:`Client.map` with ``batchable=True``):
 one JSONL file of lines whose ``custom_id`` is the cache key and whose body is the interactive
@@ -24,7 +24,6 @@ one, answered within a 24 h window at batch prices, each answer checked and cach
 come interactively; its usage counts under the tag ``"<tag> (batch)"``.
 """
 
-from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
 from evolve.llm._batch import (
     BATCH_TAG_SUFFIX,
     MAX_BATCH_BYTES,
@@ -41,6 +40,7 @@ from evolve.llm._batch import (
     read_output_lines,
     request_lines,
 )
+from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
 from evolve.llm._cache import ResponseCache
 from evolve.llm._client import Client, Result
 from evolve.llm._fake import FakeOutput, FakeProvider

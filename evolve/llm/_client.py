@@ -24,8 +24,8 @@ from evolve.errors import (
     TransientEndpointError,
     UnsupportedFeatureError,
 )
-from evolve.llm._budget import SpendLimit, request_chars
 from evolve.llm._batch import BatchOptions, BatchRunner, batch_tag
+from evolve.llm._budget import SpendLimit, request_chars
 from evolve.llm._cache import ResponseCache
 from evolve.llm._providers import Provider
 from evolve.llm._schema import schema_violation, sent_schema
@@ -116,8 +116,8 @@ class Client:
         self.session = secrets.token_hex(6)
         self.on_usage: Callable[[dict[str, dict[str, int]]], None] | None = None
         self.on_call_event: Callable[[str, str], None] | None = None
-        self.batch: BatchOptions | None = None
         self.spend_limit: SpendLimit | None = None
+        self.batch: BatchOptions | None = None
         self._usage_reported = time.monotonic()
         self._portal_cm: Any = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
