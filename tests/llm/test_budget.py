@@ -171,3 +171,23 @@ def test_request_chars_counts_messages_and_schema():
     request = ChatRequest(model="m", messages=(Message(role="system", content="ab"), Message(role="user", content="cde")),
                           response_format={"type": "json_object"})
     assert request_chars(request) == 5 + len(str({"type": "json_object"}))
+
+
+def test_a_killed_process_leaves_its_spend_in_the_journal_for_the_next_limit(tmp_path):
+    from evolve.runs import Journal, run_usage
+    from evolve.runs._client import UsageLedger
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    client, _ = _client(tmp_path, None)
+    client.on_call_event = UsageLedger(journal, client)  # what a run's own client journals as it goes
+    with client:
+        for i in range(3):
+            client.complete(_request(i))
+        client.complete(_request(0))  # a cache hit: free
+    # no final usage snapshot (as after kill -9): the per-call events alone carry the spend
+    assert not any(e["event"] == "usage" for e in journal.events())
+    before = spend_of_usage(run_usage(journal))
+    assert before == Spend(3, 300, 60, 0)
+    limit = SpendLimit(max_tokens=3 * 120 + 100, before=before)
+    with pytest.raises(SpendLimitReachedError, match="360 tokens spent over 3 paid calls"):
+        limit.reserve(300, 50)
