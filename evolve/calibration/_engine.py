@@ -26,7 +26,7 @@ from evolve.calibration._racing import Race, judge_noise_sd, prune_decision
 from evolve.calibration._selection import choose_winner, paper_order
 from evolve.config import CONFIG_PATHS, CONFIG_VERSION, CalibrationConfig, parse_run_config
 from evolve.data import Case, Rating, RatingPack, Target, load_pack
-from evolve.errors import NoWinnerError, RunError
+from evolve.errors import NoWinnerError, RunError, SpendLimitReachedError
 from evolve.judge import Judge, derive_seed
 from evolve.llm import CallFailure, ChatRequest, Client, limits_sent, parse_json_object, validation_problem
 from evolve.rubric import (
@@ -1023,7 +1023,7 @@ def _run_criteria(config: CalibrationConfig, client: Client, plan: CalibrationPl
         interrupted = isinstance(exc, KeyboardInterrupt)
         journal.append(Event.RUN_INTERRUPTED, error=f"{type(exc).__name__}: {exc}"[:500])
         pool.shutdown(wait=False, cancel_futures=True)
-        if owns:
+        if owns and not isinstance(exc, SpendLimitReachedError):  # at a spend limit, calls out finish and are cached
             client.close(cancel=True)  # the criterion threads' calls in flight raise at once
         raise
     finally:

@@ -11,7 +11,7 @@ import pytest
 from evolve.config import resolve_config
 from evolve.errors import SpendLimitReachedError
 from evolve.llm import Client, FakeProvider, ResponseCache
-from evolve.runs import Journal
+from evolve.runs import EndpointSettings, Journal
 from evolve.workflows import run_calibration
 from tests.conftest import fake_endpoint
 
@@ -76,3 +76,28 @@ def test_a_usd_limit_is_priced_with_the_cached_input_price(tmp_path, tiny_pack_d
     assert spend["usd"] == pytest.approx(calls * (100 * 2.0 + 20 * 8.0) / 1e6)  # the fake reports no cached tokens
     assert spend["price"]["cached_input_usd_per_m"] == 0.5
     assert "never reached its limit" in (config.run_dir / "report.md").read_text()
+
+
+def test_calibrate_with_its_own_client_lets_calls_out_finish_at_the_limit(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    """``evolve.calibration.calibrate`` opening its own client (no workflow around it): at the
+    limit the calls already sent finish and are cached instead of being cancelled, so the resume
+    does not send them again."""
+    from evolve.calibration import calibrate
+    from evolve.testing import LoopbackChatServer, chat_completion
+    from tests.conftest import request_of
+
+    def answer(body: dict) -> object:
+        return 200, chat_completion(fake_endpoint(request_of(body)), prompt_tokens=100, completion_tokens=20)
+
+    with LoopbackChatServer(answer) as server:
+        def config(run_id: str, **limit):
+            return _config(tmp_path, tiny_pack_dir, tiny_splits_dir, run_id).model_copy(update={"endpoint": EndpointSettings(
+                base_url=server.base_url, model="scripted", max_concurrency=4, **limit)})
+
+        calibrate(config("whole"))
+        uninterrupted = len(server.bodies)
+        stopped = config("limited", max_tokens=uninterrupted // 2 * PER_CALL)
+        with pytest.raises(SpendLimitReachedError):
+            calibrate(stopped)
+        calibrate(config("limited", max_tokens=10 * uninterrupted * PER_CALL), resume=True)
+    assert len(server.bodies) == 2 * uninterrupted  # the whole run, then the stop and the resume: nothing twice
