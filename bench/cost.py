@@ -2,8 +2,9 @@
 
 Usage::
 
-    python bench/cost.py                               # 110 cases, 3 roles, the nine evolved criteria, 6 worlds
-    python bench/cost.py --cases 30 --criteria 2 --worlds 2 --accepted 4 --attempts 8   # a smoke run (seconds)
+    python bench/cost.py                               # 110 cases, 3 roles, the nine evolved criteria, 6 worlds (hours)
+    python bench/cost.py --criteria 1 --worlds 3       # what the README reports (22 minutes on 2 shared cores)
+    python bench/cost.py --cases 30 --criteria 2 --worlds 2 --accepted 4 --attempts 8   # a smoke run (minutes)
 
 The world (all INVENTED, no model, no network): a consilium-shaped rating pack - 110 cases, each
 with three specialist roles (reasoning and closing opinion each), a final report and the panel
@@ -27,7 +28,7 @@ Two protocols run on the same worlds:
   non-interactive phases (the initial prompts' evaluation, finalist re-judging, re-evaluation)
   at Batch API prices, and the prompt tokens a prefix-caching endpoint serves from its cache at
   the cached-input price in the interactive phases (racing and mutation). Batch lines get no
-  cache credit (OpenAI documents no cached-input price inside a batch for this model).
+  cache credit (a cached-input discount inside a batch is not assumed).
 
 The prefix cache is simulated from the order the calls reach the endpoint, as a server with one
 slot per request in flight (``--concurrency``) that keeps only the last prompt of each slot: call
