@@ -48,7 +48,7 @@ app.add_typer(bench_app, name="bench")
 # Endpoint options shared by calibrate, audit and bench run (mapped by _endpoint_overrides).
 BaseUrlOption = Annotated[Optional[list[str]], typer.Option(
     help="OpenAI-compatible base URL (replaces the embedded model). Repeat it (or separate URLs by commas) for several "
-         "replicas of one model: calls sharing a case and target go to one replica, a failing one is taken out.")]
+         "replicas of one model: calls about one case go to one replica, a failing one is taken out.")]
 ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")]
 MaxConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.")]
 # Prices of the progress line (mapped by _endpoint_overrides; also allowed with --resume: they change no result).

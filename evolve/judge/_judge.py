@@ -194,7 +194,7 @@ class Judge:
             max_tokens=s.max_tokens,
             response_format=fmt,
             tag="judge",
-            affinity=f"{case.case_id}/{target.target_id}",  # one replica per case and target (several endpoints)
+            affinity=case.case_id,  # several endpoints: a case's calls on one replica (bench/replicas.py)
         )
 
     def parse(self, request: ChatRequest, result: ChatResponse | CallFailure, criterion: Criterion) -> JudgeOutcome:

@@ -12,7 +12,7 @@ and :func:`parse_json_object`; their replies are cached only when they fit the s
 A provider's own secrets (its key, header values, credentials in its URL) are replaced by
 ``[redacted]`` in every text it returns, so an endpoint that echoes them puts them nowhere.
 Several replicas of one model sit behind one :class:`RoutingProvider`: calls sharing a prompt
-prefix (a request's ``affinity``: the judges pass the case and target) go to the same replica,
+prefix (a request's ``affinity``: the judges pass the case) go to the same replica,
 by rendezvous hashing, so its prefix cache stays warm; a failing replica is taken out.
 A :class:`SpendLimit` on a client (``--max-usd``, ``--max-tokens``) refuses, before it leaves,
 any call that could take the run past its limit (:class:`~evolve.errors.SpendLimitReachedError`

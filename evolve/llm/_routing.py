@@ -4,7 +4,7 @@ A group of OpenAI-compatible servers that serve the same model (several ``vllm s
 processes, llama-servers on several machines) answers any request alike, so a call may go to
 any of them. Where it goes still matters for speed and cost: a server keeps the key/value
 cache of the prompts it has just processed, and a call whose prompt starts like an earlier
-one (the same system message, case and target, only the criterion's guidance differing) reuses
+one (the same system message and case, only the target, criterion or guidance differing) reuses
 that prefix instead of computing it again. :class:`RoutingProvider` therefore sends every call
 with the same routing key (:func:`routing_key`: the request's ``affinity``, else a hash of its
 shared prefix) to the same replica, chosen by rendezvous (highest-random-weight) hashing:

@@ -45,7 +45,7 @@ class ChatRequest(BaseModel):
         tag: Free label for accounting (``judge``, ``mutation`` ...); part of the cache key.
         affinity: Routing key for several replicas (:class:`~evolve.llm.RoutingProvider`):
             calls with the same key go to the same replica, so its prefix cache stays warm
-            (the judges pass the case and target). Not sent, and NOT part of the cache key:
+            (the judges pass the case id). Not sent, and NOT part of the cache key:
             where a call went never changes its answer. ``""``: routed by the shared prefix.
     """
 

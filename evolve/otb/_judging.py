@@ -13,7 +13,6 @@ BERTScore-style F1 on an offline stand-in encoder, named beside it (:mod:`evolve
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -179,7 +178,7 @@ def _judge_request(config: OtbConfig, rubric: Rubric, item: BoardCase | TurnQues
     return ChatRequest(model=j.model or config.endpoint.model, messages=judge_messages(rubric, item, candidate, guidance.get(rubric)),
                        temperature=j.temperature, top_p=j.top_p, seed=j.seed, response_format=fmt, tag="otb_judge",
                        max_tokens=j.max_tokens_board if isinstance(item, BoardCase) else j.max_tokens_turn,
-                       affinity=f"{item.item_id}/{hashlib.sha256(candidate.encode()).hexdigest()[:16]}")  # item and answer
+                       affinity=item.item_id)  # several endpoints: every answer to an item on one replica
 
 
 def _read_reply(rubric: Rubric, res: ChatResponse | CallFailure, *, limits_sent: bool = True) -> tuple[dict | None, str]:

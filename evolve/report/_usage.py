@@ -76,7 +76,7 @@ def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str
         return []
     answered = sum(int(c.get("calls", 0)) for c in by_endpoint.values())
     out = ["### Calls per endpoint", "",
-           "Calls answered by each replica (a call sharing its case and target with earlier ones goes to the same "
+           "Calls answered by each replica (calls with one routing key - for the judges, one case - go to the same "
            "replica; cache hits belong to none). Counted from each process's last usage record, so a process killed "
            "outright may miss its last 30 s here.", "",
            "| endpoint | answered | share | failed attempts | taken out | prompt tokens | prefix-cached | "

@@ -45,6 +45,16 @@ def _judge_pairs(servers) -> dict[str, set[int]]:
     return seen
 
 
+def _judge_cases(servers) -> dict[str, set[int]]:
+    """Servers per case: the case block of a judge prompt (up to the target)."""
+    seen: dict[str, set[int]] = defaultdict(set)
+    for i, server in enumerate(servers):
+        for body in server.bodies:
+            if "messages" in body and request_of(body).tag == "judge":
+                seen[_pair_of(body).split("<<<TARGET")[0]].add(i)
+    return seen
+
+
 def _args(tmp_path, pack, splits, run_id: str, urls: list[str]) -> list[str]:
     args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", run_id,
             "--archives-dir", str(tmp_path / "archives"), "--model", "scripted", "--max-concurrency", "4",
@@ -61,6 +71,8 @@ def test_two_loopback_endpoints_share_a_calibration_with_prefix_affinity(tmp_pat
     assert result.exit_code == 0, result.output
     pairs = _judge_pairs(two)
     assert len(pairs) >= 4 and all(len(where) == 1 for where in pairs.values()), pairs  # one server per pair
+    cases = _judge_cases(two)
+    assert all(len(where) == 1 for where in cases.values()), cases  # indeed one server per case (the judge's key)
     assert {i for where in pairs.values() for i in where} == {0, 1}  # both servers served pairs
     run = tmp_path / "archives" / "two"
     config = json.loads((run / "config.json").read_text())["endpoint"]
