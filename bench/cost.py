@@ -286,6 +286,7 @@ def costs(run: dict, naive: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worlds", type=int, default=6, help="worlds (and run seeds); paired by world")
+    ap.add_argument("--first-world", type=int, default=0, help="number of the first world (more worlds in another run)")
     ap.add_argument("--cases", type=int, default=110)
     ap.add_argument("--criteria", type=int, default=9, help="the first K of the nine evolved consilium criteria")
     ap.add_argument("--noise", choices=("low", "high"), default="high")
@@ -303,7 +304,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         prompts = prompts_root(tmp, criteria)
-        for w in range(args.worlds):
+        for w in range(args.first_world, args.first_world + args.worlds):
             world = ConsiliumWorld.make(2000 + w, args.cases, args.noise, criteria)
             for name, protocol in protocols().items():
                 run = run_once(world, tmp / f"{name}-{w}", prompts, w, protocol, args)
