@@ -70,3 +70,22 @@ def test_batch_with_a_replica_group_warns_and_stays_interactive(tmp_path) -> Non
         assert client.batch is None
     warnings = [e["message"] for e in journal.events() if e.get("event") == "warning"]
     assert any("not a group of replicas" in w for w in warnings)
+
+
+def test_cli_base_urls_replace_a_config_files_list(tmp_path) -> None:
+    """A repeated or comma-separated --base-url gives base_urls; a single one replaces a config
+    file's list (the layers merge section by section, so the list must be overwritten, not kept)."""
+    import json
+
+    from evolve.cli._app import _endpoint_overrides, base_url_list
+    from evolve.config import PRESETS, layered
+
+    assert base_url_list([f"{A},{B}", f" {C} "]) == [A, B, C] and base_url_list(None) == []
+    assert _endpoint_overrides(base_url=[A, B])["base_urls"] == (A, B)
+    assert "base_urls" not in _endpoint_overrides(model="m")  # no URL given: the config's stand
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"endpoint": {"base_urls": [A, B], "model": "m"}}))
+    merged = layered(PRESETS, preset=None, config_file=config, overrides={"endpoint": _endpoint_overrides(base_url=[C])},
+                     environ={})
+    ep = EndpointSettings.model_validate(merged["endpoint"])
+    assert (ep.base_url, ep.base_urls, ep.is_group) == (C, (), False)
