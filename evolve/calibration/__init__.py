@@ -5,11 +5,12 @@ the report. For each criterion, :func:`calibrate` seeds an isolated MAP-Elites a
 guidance candidates, scores them on training cases (fitness = MAE against every individual
 physician rating), asks the mutation LLM for new guidance from sampled elites and the
 training items they got most wrong, and repeats within the budget. New mutants *race*: they
-are judged on growing batches of training targets and stopped once optuna's
-``WilcoxonPruner`` finds them unlikely to beat the criterion's best (``racing``); survivors
-are judged on every training target. The winner is chosen by ``selection.rule``: ``robust``
-re-judges the initial prompts and the best mutants with fresh seeds and picks on the pooled
-evidence; ``paper`` takes the lowest training MAE (ties by repeat SD, length, id). The winner
+are judged on growing batches of training targets and stopped once a paired signed-rank
+test finds them worse than the criterion's best by more than the judge's measured seed-to-seed
+noise (``racing``); survivors are judged on every training target. The winner is chosen by
+``selection.rule``: ``robust`` re-judges the initial prompts and the best mutants with fresh
+seeds (a mutant shown worse on the first half of the targets stops there) and picks on the
+pooled evidence; ``paper`` takes the lowest training MAE (ties by repeat SD, length, id). The winner
 is re-scored with fresh seeds on training and validation cases next to the no-guidance and
 initial-prompt candidates; the report adds the training-median baseline, the
 physician-vs-physician ceiling and paired verdicts. Seeds are hashed from (run seed, phase,

@@ -217,7 +217,7 @@ class CriterionRun:
         )
         self.race = Race(len(train), config.racing, derive_seed(config.seed, "racing", self.cid, 0)) \
             if config.racing.enabled else None
-        self._trials: dict[str, Any] = {}  # candidate id -> its optuna trial while it races
+        self._trials: dict[str, Any] = {}  # candidate id -> its Entrant while it races
 
     # -- judging ---------------------------------------------------------------------------
     def _judge_many(
