@@ -135,7 +135,9 @@ class RacingSettings(_Settings):
             runs short of the accepted budget; with 1.0, 0-10% and 0-15% at that budget and
             5% and 25-35% at the paper's (25 of <= 50), with fewer judge calls than the paper
             protocol at both (1.2x and 1.5x) and a true validation MAE not shown worse (the
-            README's racing table).
+            README's racing table). On that simulated judge, whose per-target errors are
+            multiples of 0.5, 0.25 to 1.0 prune alike: a positive margin mostly makes targets
+            where the mutant ties with the best count against pruning.
     """
 
     enabled: bool = True
