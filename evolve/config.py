@@ -24,8 +24,9 @@ from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_proble
 
 _M = TypeVar("_M", bound=BaseModel)
 
-CONFIG_VERSION: Final = 2
-"""2: hashed seeds, racing and robust selection (version 1 runs are read, not resumed)."""
+CONFIG_VERSION: Final = 3
+"""2: hashed seeds, racing and robust selection; 3: racing with a margin that follows the judge's
+measured noise, adaptive finalists (runs of earlier versions are read, not resumed)."""
 
 
 class _Settings(BaseModel):
@@ -260,7 +261,7 @@ class CalibrationConfig(_Settings):
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
     """
 
-    version: Literal[1, 2] = CONFIG_VERSION
+    version: Literal[1, 2, 3] = CONFIG_VERSION
     run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     pack: Path
     splits: Path

@@ -768,6 +768,13 @@ def _absolute_paths(config: CalibrationConfig) -> dict[str, Any]:
     return data
 
 
+OLDER_RULES: dict[int, str] = {
+    1: "other judge seeds, no racing, the paper's selection",
+    2: "racing by a plain paired test without the noise margin, finalists judged on every target",
+}
+"""What a run of an older configuration version did differently (the reason it cannot resume)."""
+
+
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     if not check_resumable(config.run_dir, CalibrationFolder.CONFIG, resume):
         return
@@ -778,9 +785,12 @@ def _check_resume(config: CalibrationConfig, resume: bool) -> None:
     except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         raise RunError(f"{path}: cannot read the stored configuration ({exc}); start a new --run-id.") from exc
     if stored.get("version", 1) < CONFIG_VERSION:
-        raise RunError(f"{config.run_dir} was started by an older evolve (configuration version {stored.get('version')}: "
-                       "other judge seeds, no racing, the paper's selection), so this version cannot replay it. Finish "
-                       "it with the evolve that started it, or start a new --run-id; `evolve report` still reads it.")
+        version = stored.get("version", 1)
+        what = OLDER_RULES.get(version, "other rules")
+        raise RunError(f"{config.run_dir} was started by an older evolve (configuration version {version}: {what}), "
+                       "so this version cannot replay it. Finish it with the evolve that started it, or start a new "
+                       "--run-id (with the same --seed, the calls it shares with this run come from the response cache); "
+                       "`evolve report` still reads it.")
     # where the run folder and its cache sit, its name and how many archives run at once do not
     # change what the run computes (runs made before the cache path was recorded resume too)
     # a run with its own rubric copy resumes on that copy, wherever the rubric was loaded from

@@ -135,8 +135,11 @@ def test_racing_prunes_a_clearly_worse_mutant_and_keeps_it_out_of_the_archive(tm
     assert e["pruned"] == len(pruned) and e["accepted"] == 3 and e["attempts"] == e["accepted"] + e["pruned"] + e["rejected"]
 
 
-def test_robust_selection_rejudges_finalists_and_their_calls_serve_the_reevaluation(tmp_path, pack_and_splits):
-    config = _config(tmp_path, pack_and_splits)
+@pytest.mark.parametrize("finalist_repeats", [1, 2])
+def test_robust_selection_rejudges_finalists_and_their_calls_serve_the_reevaluation(tmp_path, pack_and_splits,
+                                                                                     finalist_repeats):
+    config = _config(tmp_path, pack_and_splits, selection={"finalist_repeats": finalist_repeats},
+                     budget={"reeval_repeats": 2})
     result, _ = _run(config)
     cands, scores = _tables(result.run_dir)
     finalists = cands[cands["finalist"] == "True"]
@@ -152,6 +155,8 @@ def test_robust_selection_rejudges_finalists_and_their_calls_serve_the_reevaluat
     assert set(reeval_train.loc[shared, "seed"]) == set(fin["seed"])
     assert (reeval_train.loc[shared, "cached"] == "True").all()
     # beyond the finalists' repeats the re-evaluation pays its own training calls, on other seeds
+    # (with as many finalist repeats as re-evaluation repeats, there is no such call)
+    assert (~shared).sum() == (len(reeval_train) // 2 if finalist_repeats == 1 else 0)
     assert (reeval_train.loc[~shared, "cached"] == "False").all()
     assert not set(reeval_train.loc[~shared, "seed"]) & set(fin["seed"])
     best_initial = cands[cands["best_initial"] == "True"]
@@ -223,12 +228,16 @@ def test_racing_and_selection_options_are_checked(tmp_path, pack_and_splits):
     assert bad.exit_code == 2 and "--racing takes 'on' or 'off'" in bad.output
 
 
-def test_a_run_from_before_hashed_seeds_is_reported_but_not_resumed(tmp_path, pack_and_splits):
-    """Resuming it would replay other seeds and another selection: every call paid again, other results."""
+@pytest.mark.parametrize(("version", "why"), [(1, "other judge seeds"), (2, "without the noise margin")])
+def test_a_run_of_an_older_configuration_version_is_reported_but_not_resumed(tmp_path, pack_and_splits, version, why):
+    """Resuming it would replay other seeds or other racing and selection rules: other results."""
     config = _config(tmp_path, pack_and_splits)
     result, _ = _run(config)
     stored = json.loads((result.run_dir / "config.json").read_text())
-    (result.run_dir / "config.json").write_text(json.dumps({**stored, "version": 1}))
+    assert stored["version"] == 3
+    (result.run_dir / "config.json").write_text(json.dumps({**stored, "version": version}))
     refused = runner.invoke(app, ["calibrate", "--resume", str(result.run_dir)])
     assert refused.exit_code == 2 and "started by an older evolve" in refused.output and "Traceback" not in refused.output
+    said = " ".join(refused.output.split())
+    assert f"configuration version {version}:" in said and why in said
     assert runner.invoke(app, ["report", str(result.run_dir), "--n-boot", "50"]).exit_code == 0
