@@ -808,7 +808,8 @@ def calibrate(
             from evolve.workflows import plan_calibration_run
 
             _show_plan(plan_calibration_run(config, resume=resume is not None), price, calls_per_hour,
-                       CalibrationFolder(config.run_dir).journal_path if resume is not None else None)
+                       CalibrationFolder(config.run_dir).journal_path if resume is not None else None,
+                       limits=config.endpoint)
             return
         if export_batch is not None:
             from evolve.cli._batch import export_note

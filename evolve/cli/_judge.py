@@ -114,7 +114,7 @@ def judge(
             from evolve.workflows import plan_judge_run
 
             _show_plan(plan_judge_run(options), _price(price_in, price_out, endpoint), calls_per_hour,
-                       ScoringFolder(folder).journal_path if resume else None)
+                       ScoringFolder(folder).journal_path if resume else None, limits=endpoint)
             return
         if export_batch is not None:
             from evolve.cli._batch import export_note

@@ -129,10 +129,12 @@ def test_evolve_judge_plan_counts_the_calls_it_makes(tmp_path, inputs):
     # the same through the CLI, on the default (embedded) endpoint: no server started, nothing written
     journal = (config.run_dir / "journal.jsonl").read_text()
     result = runner.invoke(app, ["judge", str(inputs[0]), "--judge", str(config.run_dir), "--run-id", "j", "--archives-dir",
-                                 str(tmp_path / "archives"), "--plan", "--price-in", "1", "--price-out", "2"],
+                                 str(tmp_path / "archives"), "--plan", "--price-in", "1", "--price-out", "2",
+                                 "--max-usd", "1000"],
                            env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
     assert result.output.startswith("Plan of evolve judge (no call made)")
+    assert "--max-usd 1000: the whole plan" in result.output
     total_row = next(line.split() for line in result.output.splitlines() if line.startswith("total"))
     assert total_row[1] == f"{made:,}"
     assert "the embedded model is not started for a plan" in result.output
@@ -153,7 +155,8 @@ def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path,
     with LoopbackChatServer(lambda body: Answers()(request_of(body)), tokenize=lambda text: [0] * (len(text) // 4)) as server:
         args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "p", "--archives-dir",
                 str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "m", "--plan",
-                "--price-in", "1", "--price-out", "2", "--calls-per-hour", "1000"]
+                "--price-in", "1", "--price-out", "2", "--calls-per-hour", "1000", "--max-usd", "1000",
+                "--max-tokens", "10"]
         result = runner.invoke(app, args, env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
         assert result.exit_code == 0, result.output
         assert server.bodies == [] and server.tokenized  # no completion request; the tokenizer was asked
@@ -161,6 +164,9 @@ def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path,
     assert out.startswith("Plan of evolve calibrate (no call made)")
     assert "Prompt tokens: the server's tokenizer (POST " in out and "Hours at 1,000 calls per hour" in out
     assert "USD at 1/2 per million" in out
+    # the limits given are held against the plan: 1,000 USD is more than enough, 10 tokens too few
+    assert "--max-usd 1000: the whole plan" in out and "fits under it" in out
+    assert "--max-tokens 10: even the plan's low end" in out and "passes it" in out
     assert not (tmp_path / "archives").exists() and not (tmp_path / "cache").exists()
     # --resume of a run that does not exist is the run's own error, before any plan
     bad = runner.invoke(app, ["calibrate", "--resume", str(tmp_path / "archives" / "nope"), "--plan"])
