@@ -74,10 +74,11 @@ TABLE5_COLUMNS = [
 validation (paired; ``_p`` the sign-flip p-value, ``_holm_survives`` whether a better/worse
 verdict survives Holm's correction over every paired comparison of the report).
 ``no_better_than_constant``: the winner's validation MAE is not below the training median's.
-``judge_calls``: judge calls sent to the endpoint for the criterion; ``judge_cache_hits``: answers
-the response cache supplied instead (a call repeated within the run - the re-evaluation's
-training calls of the finalists - or one paid before a resume), so the two add up to the judge
-answers the criterion used. ``accepted_asked``: the accepted budget (``budget.accepted``); an
+``judge_calls``: distinct judge requests the criterion needed (what its protocol costs, the same
+after a kill and resume; :func:`repeated_requests`); ``judge_cache_hits``: answers that repeat one
+of them (the re-evaluation's training calls of the finalists, say), which the response cache
+supplies, so the two add up to the judge answers the criterion used. What the run's processes
+paid is in the report's usage section (from the journal). ``accepted_asked``: the accepted budget (``budget.accepted``); an
 ``accepted`` below it is stated as a warning (:func:`shortfall_warnings`)."""
 
 VERDICTS = (("best_initial", "best initial"), ("no_guidance", "no guidance"), ("training_median", "training median"))
@@ -263,11 +264,30 @@ def shortfall_warnings(report: dict) -> list[str]:
     return out
 
 
+def repeated_requests(scores: pd.DataFrame) -> pd.Series:
+    """Which judge answers of a run repeat a request an earlier row of ``scores`` already made
+    (same ``prompt_hash`` and ``seed``), in the run's order: the response cache answers those.
+
+    Counting calls this way makes them a property of the protocol: the same whether the run
+    went uninterrupted or was killed and resumed (the killed process's calls come back as cache
+    hits), and the same when an earlier run's cache already held some answers. What a run's
+    processes really paid is in its journal (the report's usage section).
+
+    Returns:
+        A boolean Series aligned with ``scores`` (False for rows without a prompt hash).
+    """
+    if "prompt_hash" not in scores or "seed" not in scores:
+        return scores["cached"].astype(str).eq("True")  # runs made before prompt hashes were kept
+    hashed = scores["prompt_hash"].astype(str).str.len().gt(0) & scores["prompt_hash"].notna()
+    return scores.duplicated(subset=["prompt_hash", "seed"], keep="first") & hashed
+
+
 def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataFrame, ratings: pd.DataFrame,
                       rubric: Rubric, archive: ArchiveSettings, n_boot: int, seed: int) -> dict:
     """One criterion's entry of the report: Table 5 rows, ceiling, evolution counts, winner,
     agreement with intervals (see :func:`build_report`)."""
     ccands = cands[cands["criterion"] == criterion]
+    crit_scores = crit_scores.assign(repeat=repeated_requests(crit_scores))
     reeval = crit_scores[crit_scores["phase"] == "reeval"]
     evo = crit_scores[crit_scores["phase"] == "evolution"]
     targets = {
@@ -283,7 +303,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     def cost(cid: str) -> tuple[int, int, int, int]:
         frame = reeval[reeval["candidate_id"] == cid]
         return (len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum()),
-                int(frame["cached"].astype(str).eq("True").sum()))
+                int(frame["repeat"].sum()))
 
     rows = []
     none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
@@ -341,7 +361,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "elites": int((ccands["elite"] == "True").sum()),
             "archive_cells": archive.cells,
             "judge_calls": int(len(evo)),
-            "judge_cache_hits": int(evo["cached"].astype(str).eq("True").sum()),
+            "judge_cache_hits": int(evo["repeat"].sum()),
             "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
             "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
         },
@@ -356,8 +376,8 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
                               seed),
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
-        "cached_calls": int(crit_scores["cached"].astype(str).eq("True").sum()),
-        "calls_made": int((~crit_scores["cached"].astype(str).eq("True")).sum()),
+        "cached_calls": int(crit_scores["repeat"].sum()),
+        "calls_made": int((~crit_scores["repeat"]).sum()),
         "prefix_cached_share": _prefix_share(crit_scores),
         "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
         "completion_tokens": int(crit_scores["completion_tokens"].sum()),
