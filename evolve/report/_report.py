@@ -287,7 +287,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     """One criterion's entry of the report: Table 5 rows, ceiling, evolution counts, winner,
     agreement with intervals (see :func:`build_report`)."""
     ccands = cands[cands["criterion"] == criterion]
-    crit_scores = crit_scores.assign(repeat=repeated_requests(crit_scores))
+    crit_scores = crit_scores.assign(repeated_request=repeated_requests(crit_scores))
     reeval = crit_scores[crit_scores["phase"] == "reeval"]
     evo = crit_scores[crit_scores["phase"] == "evolution"]
     targets = {
@@ -303,7 +303,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     def cost(cid: str) -> tuple[int, int, int, int]:
         frame = reeval[reeval["candidate_id"] == cid]
         return (len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum()),
-                int(frame["repeat"].sum()))
+                int(frame["repeated_request"].sum()))
 
     rows = []
     none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
@@ -361,7 +361,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "elites": int((ccands["elite"] == "True").sum()),
             "archive_cells": archive.cells,
             "judge_calls": int(len(evo)),
-            "judge_cache_hits": int(evo["repeat"].sum()),
+            "judge_cache_hits": int(evo["repeated_request"].sum()),
             "mutation_prompt_tokens": int(pd.to_numeric(mutations["mutation_prompt_tokens"]).sum()),
             "mutation_completion_tokens": int(pd.to_numeric(mutations["mutation_completion_tokens"]).sum()),
         },
@@ -376,8 +376,8 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
                               seed),
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
-        "cached_calls": int(crit_scores["repeat"].sum()),
-        "calls_made": int((~crit_scores["repeat"]).sum()),
+        "cached_calls": int(crit_scores["repeated_request"].sum()),
+        "calls_made": int((~crit_scores["repeated_request"]).sum()),
         "prefix_cached_share": _prefix_share(crit_scores),
         "prompt_tokens": int(crit_scores["prompt_tokens"].sum()),
         "completion_tokens": int(crit_scores["completion_tokens"].sum()),
