@@ -4,7 +4,6 @@ hits in the report (issue 25 item 4), on the fake provider."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,22 +12,10 @@ from typer.testing import CliRunner
 from evolve.calibration._racing import Race, judge_noise_sd, prune_decision
 from evolve.cli import app
 from evolve.config import RacingSettings
-from evolve.data import load_pack, write_pack
 from evolve.llm import ChatRequest
-from evolve.splits import make_splits, write_splits
 from tests.calibration.test_racing_selection import Scripted, _config, _run, _tables
-from tests.conftest import make_tiny_pack
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def pack_and_splits(tmp_path: Path) -> tuple[Path, Path]:
-    """40 targets (20 cases), about 16 of them training targets (as in test_racing_selection)."""
-    write_pack(make_tiny_pack(20), tmp_path / "pack")
-    write_splits(make_splits(load_pack(tmp_path / "pack"), holdout_fraction=0.0, validation_fraction=0.5, seed=3),
-                 tmp_path / "splits")
-    return tmp_path / "pack", tmp_path / "splits"
 
 
 def test_prune_decision_keeps_a_mutant_worse_only_by_the_margin():

@@ -13,26 +13,13 @@ from typer.testing import CliRunner
 from evolve.calibration import budget_warnings
 from evolve.cli import app
 from evolve.config import BudgetSettings, resolve_config
-from evolve.data import write_pack
 from evolve.errors import NoWinnerError, TransientEndpointError
 from evolve.llm import ChatRequest, Client, ResponseCache
-from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import run_calibration
-from tests.conftest import make_tiny_pack, request_of
+from tests.conftest import request_of
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def pack_and_splits(tmp_path: Path) -> tuple[Path, Path]:
-    """40 targets (20 cases): about 16 training targets, enough for racing batches of 4, 8, 16."""
-    from evolve.data import load_pack
-
-    write_pack(make_tiny_pack(20), tmp_path / "pack")
-    write_splits(make_splits(load_pack(tmp_path / "pack"), holdout_fraction=0.0, validation_fraction=0.5, seed=3),
-                 tmp_path / "splits")
-    return tmp_path / "pack", tmp_path / "splits"
 
 
 def _config(tmp_path: Path, pack_and_splits: tuple[Path, Path], **sections):
