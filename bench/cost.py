@@ -251,7 +251,15 @@ def run_once(world: ConsiliumWorld, folder: Path, prompts: Path, seed: int, prot
     true = [world.true_mae(w["text"], w["criterion"], markers) for _, w in winners.iterrows()]
     initial = set(cands.loc[cands["origin"] == "initial", "candidate_id"])
     scores["batchable"] = (scores["phase"] != "evolution") | scores["candidate_id"].isin(initial)
-    return {"scores": scores, "mutation": mutation, "true_mae": float(np.mean(true)), "criteria": len(true)}
+    accepted = set(cands.loc[(cands["origin"] == "mutation") & (cands["status"] == "accepted"), "candidate_id"])
+    return {"scores": scores, "mutation": mutation, "true_mae": float(np.mean(true)), "criteria": len(true),
+            "accepted": accepted}
+
+
+def _all_cached(frame: pd.DataFrame) -> float:
+    """USD of ``frame``'s calls at interactive prices with every prompt token at the cached-input price."""
+    return PRICE.usd(frame["prompt_tokens"].sum(), frame["completion_tokens"].sum(),
+                     cached_prompt_tokens=frame["prompt_tokens"].sum())
 
 
 def costs(run: dict, naive: bool) -> dict:
@@ -273,10 +281,15 @@ def costs(run: dict, naive: bool) -> dict:
     sent = s[~s["cached"].astype(bool)]
     return {
         "judge_calls": len(paid), "batch_calls": len(batch), "mutation_calls": m.calls,
+        "accepted_mutants": len(run["accepted"]),
         "prompt_mtok": (paid["prompt_tokens"].sum() + m.prompt_tokens) / 1e6,
         "completion_mtok": (paid["completion_tokens"].sum() + m.completion_tokens) / 1e6,
         "cached_share": sent["cached_prompt_tokens"].sum() / max(1, sent["prompt_tokens"].sum()),
         "usd": sum(parts.values()), **parts,
+        # lower bounds: every interactive prompt token at the cached-input price (a perfect prefix cache)
+        "usd_floor": _all_cached(inter) + parts["usd_batch"]
+        + parts["usd_mutation"],
+        "usd_floor_accepted": _all_cached(inter[inter["candidate_id"].isin(run["accepted"])]) if not naive else 0.0,
         "usd_cache_credited": usd(paid, credit=True) + PRICE.usd(m.prompt_tokens, m.completion_tokens,
                                                                    cached_prompt_tokens=m.cached_prompt_tokens),
         "true_val_mae": run["true_mae"],
@@ -330,6 +343,13 @@ def main() -> None:
     d = summary.loc["default"]
     print(f"default's USD: racing (interactive judge calls) {d.usd_racing:,.2f}, batch phases {d.usd_batch:,.2f}, "
           f"mutation {d.usd_mutation:,.2f}; its completions {d.completion_mtok:,.2f}M tokens")
+    naive_usd = frame[frame.protocol == "naive"].set_index("world")["usd"]
+    floor = (frame[frame.protocol == "default"].set_index("world")["usd_floor"] / naive_usd).mean()
+    floor_accepted = (frame[frame.protocol == "default"].set_index("world")["usd_floor_accepted"] / naive_usd).mean()
+    print(f"lower bounds, as a share of the naive USD: the default's own calls with every interactive prompt token "
+          f"served from the prefix cache {floor:.3f}; its {d.accepted_mutants:.1f} accepted mutants' training calls "
+          f"alone, the same way {floor_accepted:.3f} (judging the accepted budget once on every training target "
+          "costs this much before any initial prompt, finalist or validation call)")
     credited = (paired["usd"]["default"] / frame[frame.protocol == "naive"].set_index("world")["usd_cache_credited"]).mean()
     print(f"against the naive protocol with the endpoint's own prefix caching credited "
           f"({summary.loc['naive', 'cached_share']:.0%} of its prompt tokens): default {credited:.3f} of its USD")

@@ -17,16 +17,18 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.errors import BudgetError, ConfigError, RunError, path_problem
-from evolve.judge import JudgeSettings
+from evolve.judge import JudgeSettings, with_legacy_layout
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import PROMPTS_ROOT_ENV
 from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_problem
 
 _M = TypeVar("_M", bound=BaseModel)
 
-CONFIG_VERSION: Final = 3
+CONFIG_VERSION: Final = 4
 """2: hashed seeds, racing and robust selection; 3: racing with a margin that follows the judge's
-measured noise, adaptive finalists (runs of earlier versions are read, not resumed)."""
+measured noise, adaptive finalists; 4: judge prompts laid out criterion first
+(``JudgeSettings.layout``; a configuration of an earlier version is read with the layout it was
+judged with, ``target-first``). Runs of earlier versions are read, not resumed."""
 
 
 class _Settings(BaseModel):
@@ -261,7 +263,7 @@ class CalibrationConfig(_Settings):
         cache_path: SQLite response cache; None = ``<cache dir>/responses.sqlite``.
     """
 
-    version: Literal[1, 2, 3] = CONFIG_VERSION
+    version: Literal[1, 2, 3, 4] = CONFIG_VERSION
     run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     pack: Path
     splits: Path
@@ -289,6 +291,14 @@ class CalibrationConfig(_Settings):
     def run_dir(self) -> Path:
         """``archives_dir / run_id``."""
         return self.archives_dir / self.run_id
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_runs_keep_their_layout(cls, data: Any) -> Any:
+        """A stored configuration of version < 4 was judged with the ``target-first`` layout."""
+        if isinstance(data, dict) and isinstance(data.get("version"), int) and data["version"] < 4:
+            return with_legacy_layout(data)
+        return data
 
     @model_validator(mode="after")
     def _limits_fit_context(self) -> CalibrationConfig:

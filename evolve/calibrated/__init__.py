@@ -21,9 +21,10 @@ run folder, :class:`JudgeFile`), written by the report (:func:`evolve.report.wri
   (prediction-powered) estimates of :mod:`evolve.stats` rest on.
 
 Versioning: ``format`` is ``evolve.judge`` and ``version`` an integer. A change that makes an
-old reader misread a file raises the version; this evolve reads version 1 only and refuses any
-other in words (:func:`load_judge_file`), never guessing. Fields added with defaults keep the
-version.
+old reader misread a file raises the version; this evolve writes version 2 (the judge settings
+name their prompt layout), reads version 1 with the layout it was validated with
+(``target-first``) and refuses any other version in words (:func:`load_judge_file`), never
+guessing. Fields added with defaults keep the version.
 
 This package sits on floor 5, below the engines: reading a judge file or a run's candidates
 (:func:`read_candidates`) loads neither pyribs, numba nor optuna, so ``report``, ``compare``,

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from evolve.errors import RunError
-from evolve.judge import JudgeSettings, derive_seed
+from evolve.judge import JudgeSettings, derive_seed, with_legacy_layout
 from evolve.rubric import RubricBundle
 from evolve.runs import atomic_write
 
@@ -169,7 +169,9 @@ class JudgeFile(_Record):
     """A calibrated judge, as ``judge.json`` holds it (see the package docstring).
 
     Attributes:
-        format, version: ``evolve.judge`` and the format version (1).
+        format, version: ``evolve.judge`` and the format version (2: the judge settings name
+            their prompt layout; a version-1 file is read with ``target-first``, the layout it
+            was validated with).
         run_id: The calibration run.
         created_at: When the file was written (UTC, ISO 8601).
         source_run: The run folder it was written from (absolute).
@@ -183,7 +185,7 @@ class JudgeFile(_Record):
     """
 
     format: Literal["evolve.judge"] = "evolve.judge"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 2
     run_id: str
     created_at: str
     source_run: str
@@ -197,6 +199,14 @@ class JudgeFile(_Record):
     criteria: dict[str, CriterionJudge]
 
     _bundle: RubricBundle | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_1_keeps_its_layout(cls, data: Any) -> Any:
+        """A version-1 file was validated with the ``target-first`` prompt layout."""
+        if isinstance(data, dict) and data.get("version") == 1:
+            return with_legacy_layout(data)
+        return data
 
     @model_validator(mode="after")
     def _files_match_their_hashes(self) -> JudgeFile:

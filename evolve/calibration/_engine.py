@@ -230,21 +230,22 @@ class CriterionRun:
         to the target), which the server can serve from the prefix cache of the slot that last
         saw them. With ``lanes`` calls in flight, the items, grouped by case, are cut into
         ``lanes`` runs, each judged item by item (every candidate and seed of an item together),
-        and the runs are interleaved call by call - call k and call k + lanes are on one run - so
-        the slot freed by call k usually gets call k + lanes (:mod:`evolve.calibration._order`).
+        each run is sent as one lane (:meth:`Client.map`: a lane's next call leaves when its last
+        has come back), so a lane stays on the slot it started on (:mod:`evolve.calibration._order`).
         ``batchable``: a phase nothing waits on call by call (initial evaluation, finalists,
         re-evaluation), which ``--batch`` sends through the Batch API (:meth:`Client.map`)."""
         new_rows: list[dict] = []
         jobs = []
         lanes = max(1, self.client.max_concurrency)
-        runs = [[(cand, items[i], rep, seed) for i in run for cand in cands for rep, seed in enumerate(seeds)]
-                for run in lane_runs([it.case.case_id for it in items], lanes)]
-        for cand, it, rep, seed in interleave(runs):
+        runs = [[(lane, cand, items[i], rep, seed) for i in run for cand in cands for rep, seed in enumerate(seeds)]
+                for lane, run in enumerate(lane_runs([it.case.case_id for it in items], lanes))]
+        for lane, cand, it, rep, seed in interleave(runs):
             req = self.judge.request(it.case, it.target, self.criterion, cand.text or None, seed)
-            jobs.append((cand, it, rep, seed, req))
+            jobs.append((lane, cand, it, rep, seed, req))
         self.progress.phase(f"{self.cid}: {phase} judging", len(jobs), key=self.cid, unit="judge calls")
-        results = self.client.map([j[4] for j in jobs], on_result=on_call(self.progress, self.cid), batchable=batchable)
-        for (cand, it, rep, seed, req), res in zip(jobs, results):
+        results = self.client.map([j[5] for j in jobs], on_result=on_call(self.progress, self.cid), batchable=batchable,
+                                  lanes=[j[0] for j in jobs])
+        for (_, cand, it, rep, seed, req), res in zip(jobs, results):
             out = self.judge.parse(req, res, self.criterion)
             new_rows.append(
                 {
@@ -771,6 +772,7 @@ def _absolute_paths(config: CalibrationConfig) -> dict[str, Any]:
 OLDER_RULES: dict[int, str] = {
     1: "other judge seeds, no racing, the paper's selection",
     2: "racing by a plain paired test without the noise margin, finalists judged on every target",
+    3: "judge prompts laid out target first (case, target, criterion, guidance)",
 }
 """What a run of an older configuration version did differently (the reason it cannot resume)."""
 

@@ -4,12 +4,12 @@ A judge prompt is laid out shared parts first (protocol, case, target, criterion
 guidance: :class:`evolve.judge.Judge`), so two calls on the same target share everything up to the
 guidance, and two calls on targets of the same case share everything up to the target. A server
 keeps the last prompt of each of its slots (llama.cpp, vLLM and hosted endpoints all reuse a
-cached prefix); with ``lanes`` calls in flight, the slot a call finds free is, most of the time,
-the one the call ``lanes`` places earlier used. So the calls are cut into ``lanes`` sequences,
-each a contiguous run of the items grouped by case, every candidate and seed of an item one
-after another, and the sequences are interleaved call by call: call ``k`` and call ``k + lanes``
-belong to one sequence, which keeps its slot on the same item, then on the next item of the
-same case.
+cached prefix). So the calls are cut into ``lanes`` sequences, each a contiguous run of the
+items grouped by case, every candidate and seed of an item one after another, and each sequence
+is sent as one lane of :meth:`evolve.llm.Client.map` (its next call leaves when its last has
+come back): with as many lanes as server slots, the slot a lane's call finds free is the one its
+last call used, which holds the same item, or the previous item of the same case. The flat call
+order (:func:`interleave`) takes the sequences call by call.
 """
 
 from __future__ import annotations

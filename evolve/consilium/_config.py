@@ -32,7 +32,7 @@ from evolve.config import EndpointSettings, default_models, layered, validated
 from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import RunError
-from evolve.judge import JudgeSettings
+from evolve.judge import JudgeSettings, with_legacy_layout
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, distinct_slugs, model_slug, output_limit_problem
@@ -56,7 +56,9 @@ __all__ = [
     "sha256_text",
 ]
 
-BENCH_CONFIG_VERSION: Final = 1
+BENCH_CONFIG_VERSION: Final = 2
+"""2: the judge settings name their prompt layout (a version-1 run is read with ``target-first``,
+the layout it was judged with)."""
 """Version of :class:`BenchConfig` as stored in ``manifest.json``."""
 
 MANIFEST_FILE = BenchFolder.MANIFEST
@@ -178,7 +180,7 @@ class BenchConfig(_Settings):
             judge rubric ``consilium``; None = ``EVOLVE_PROMPTS_ROOT`` if set, else the shipped one.
     """
 
-    version: Literal[1] = BENCH_CONFIG_VERSION
+    version: Literal[1, 2] = BENCH_CONFIG_VERSION
     run_id: str = Field(pattern=r"^[A-Za-z0-9._\-]*[A-Za-z0-9_\-][A-Za-z0-9._\-]*$")  # a folder name, never "." or ".."
     archives_dir: Path = Path("archives")
     cases: Path
@@ -205,6 +207,14 @@ class BenchConfig(_Settings):
         if repeated:
             raise ValueError(f"{repeated} given more than once; list each once")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_1_keeps_its_layout(cls, data: Any) -> Any:
+        """A version-1 run was judged with the ``target-first`` prompt layout."""
+        if isinstance(data, dict) and data.get("version") == 1:
+            return with_legacy_layout(data)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> BenchConfig:

@@ -390,14 +390,14 @@ def judge_completion_tokens(judge: Judge) -> tuple[int, int]:
 
 def _bench_judge(config: BenchConfig, calibration_run: Path | None) -> tuple[Judge, Rubric, dict[str, str]]:
     """The judge, rubric and guidance texts a bench judging would use (nothing written)."""
-    from evolve.consilium._judging import load_calibrated_guidance
+    from evolve.consilium._judging import calibration_settings, load_calibrated_guidance
     from evolve.consilium._runner import BENCH_RUBRIC_ID
     from evolve.judge import Judge
     from evolve.rubric import load_protocol, load_rubric
 
     rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
-    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge,
-                  schema_limits=config.endpoint.schema_limits)
+    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root),
+                  calibration_settings(config.judge, calibration_run), schema_limits=config.endpoint.schema_limits)
     guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
     return judge, rubric, {c: g.text for c, g in guidance.items() if g.text}
 

@@ -43,8 +43,8 @@ from evolve.consilium._runner import (
     load_run_cases,
 )
 from evolve.data import consilium_targets
-from evolve.errors import ConfigError, RunError
-from evolve.judge import Judge
+from evolve.errors import ConfigError, EvolveError, RunError
+from evolve.judge import Judge, JudgeSettings
 from evolve.llm import limits_sent
 from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric, run_prompts_root
 from evolve.runs import (
@@ -209,6 +209,27 @@ def _guidance_choices(path: Path, winners: list[tuple[str, str, str]], rubric: R
     return out
 
 
+def calibration_settings(settings: JudgeSettings, calibration_run: Path | str | None) -> JudgeSettings:
+    """``settings`` with the prompt layout the calibration behind the guidance validated it with
+    (its judge file's, else its configuration's: :class:`~evolve.judge.JudgeSettings`), so the
+    guidance is judged in the prompt it was chosen in; ``settings`` unchanged without a run or
+    when neither can be read (the guidance loader reports that)."""
+    if calibration_run is None:
+        return settings
+    from evolve.calibrated import JUDGE_FILE, load_judge_file  # below the engines
+    from evolve.config import load_run_config
+
+    run = Path(calibration_run)
+    try:
+        if not run.is_dir() or (run / JUDGE_FILE).is_file():
+            layout = load_judge_file(run).judge.layout
+        else:
+            layout = load_run_config(run).judge.layout
+    except EvolveError:
+        return settings
+    return settings.model_copy(update={"layout": layout})
+
+
 def _calibration_judge_model(calibration_run: Path) -> str | None:
     try:
         return json.loads((Path(calibration_run) / CalibrationFolder.CONFIG).read_text(encoding="utf-8"))["judge"]["model"]
@@ -362,7 +383,8 @@ def judge_bench(
         raise ConfigError(f"judge repeats must be >= 1, got {n_repeats}; pass --repeats 1 or more.")
     rubric = load_rubric(BENCH_RUBRIC_ID, root=config.prompts_root)
     limits = config.endpoint.schema_limits if client is None else limits_sent(client)  # what the calls send
-    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root), config.judge, schema_limits=limits)
+    judge = Judge(rubric, load_protocol(rubric.id, root=config.prompts_root),
+                  calibration_settings(config.judge, calibration_run), schema_limits=limits)
     guidance = load_calibrated_guidance(calibration_run, rubric) if calibration_run is not None else {}
     result = JudgeBenchResult(run_dir=run_dir, path=run_dir / JUDGE_SCORES_FILE, guidance=guidance,
                               free_form_roles=free_form_roles)

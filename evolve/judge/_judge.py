@@ -39,6 +39,13 @@ class JudgeSettings(BaseModel):
             ``rationale_max_chars`` needs.
         rationale_max_chars: ``maxLength`` of the rationale in the output schema, characters;
             bounds generation so JSON is never cut mid-way.
+        layout: Order of the user message (:meth:`Judge.messages`). ``criterion-first``
+            (the default): criterion, reply format, case, target, guidance - the parts every
+            call of a criterion shares come first, then the case its targets share, and only
+            the guidance differs between two candidates judged on one target, so a prefix
+            cache serves nearly the whole prompt. ``target-first``: case, target, criterion,
+            guidance, reply format - the layout of judge files and runs made before it
+            (judge file version 1, configuration version 3), read and scored as they were.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,6 +55,16 @@ class JudgeSettings(BaseModel):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(default=8000, ge=16, le=MAX_OUTPUT_TOKENS)
     rationale_max_chars: int = Field(default=1200, ge=20, le=20_000)
+    layout: Literal["criterion-first", "target-first"] = "criterion-first"
+
+
+def with_legacy_layout(record: Any, key: str = "judge") -> Any:
+    """``record`` (a mapping about to be validated) with ``record[key]["layout"]`` set to
+    ``target-first`` when the judge settings there name no layout: a record written before the
+    layout was recorded was judged with that layout. Anything else comes back unchanged."""
+    if isinstance(record, dict) and isinstance(record.get(key), dict) and "layout" not in record[key]:
+        return {**record, key: {**record[key], "layout": "target-first"}}
+    return record
 
 
 class JudgeOutcome(BaseModel):
@@ -100,10 +117,11 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
 class Judge:
     """Builds judge requests and parses their outcomes for one rubric.
 
-    Message layout (shared parts first, so a server can reuse its cached prefix across the
-    criteria and guidance candidates of one target): system = protocol; user = case, target,
-    [reference, for criteria with ``show_reference``], criterion with anchors and
-    applicability rule, [guidance], output instruction.
+    Message layout (shared parts first, so a server can serve most of a prompt from its prefix
+    cache): system = protocol; user, with ``settings.layout`` ``criterion-first`` = criterion
+    with anchors and applicability rule, output instruction, case, target, [statement],
+    [reference, for criteria with ``show_reference``], [guidance]; with ``target-first`` (judges made before that layout) = case, target,
+    [statement], [reference], criterion, [guidance], output instruction.
 
     Args:
         rubric: The rubric the criteria come from.
@@ -144,39 +162,16 @@ class Judge:
             )
         if guidance is not None and len(guidance) > MAX_GUIDANCE_CHARS:
             raise ValueError(f"guidance has {len(guidance)} characters; the limit is {MAX_GUIDANCE_CHARS}")
-        parts = [
-            "<<<CASE>>>",
-            f"Case id: {fence(case.case_id)}",
-        ]
-        if case.title:
-            parts.append(f"Title: {fence(case.title)}")
-        parts += [fence(case.text), "<<<END CASE>>>", ""]
-        who = f" written by the {fence(target.role)}" if target.role else ""
-        parts += [f"<<<TARGET: {target.component}{who}>>>", fence(target.text), "<<<END TARGET>>>", ""]
-        if target.statement:
-            parts += ["<<<STATEMENT>>>", fence(target.statement), "<<<END STATEMENT>>>", ""]
-        if criterion.show_reference and case.reference_answer:
-            parts += [
-                "<<<REFERENCE (expected answer; not a source of patient facts)>>>",
-                fence(case.reference_answer),
-                "<<<END REFERENCE>>>",
-                "",
-            ]
-        anchors = "\n".join(f"{s}: {criterion.anchors[str(s)]}" for s in criterion.scores)
-        direction = "higher is better" if criterion.higher_is_better else "lower is better"
-        parts += [
-            f"CRITERION: {criterion.name}",
-            criterion.definition,
-            f"Scale {criterion.scale_min}-{criterion.scale_max} ({direction}):",
-            anchors,
-        ]
-        if criterion.applicability:
-            parts += [f"Applicability: {criterion.applicability}"]
-        if guidance:
-            parts += ["", "GUIDANCE FOR THIS CRITERION:", guidance.strip()]
+        material = _material(case, target, criterion)
+        rule = _criterion_block(criterion)
         options = [f'"{s}"' for s in criterion.scores]
         tail = f' or "{NOT_EVALUABLE}"' if criterion.allow_not_evaluable else ""
-        parts += ["", 'Reply with a JSON object: {"rationale": "<brief reasons>", "score": "<one of ' + ", ".join(options) + tail + '>"}.']
+        reply = 'Reply with a JSON object: {"rationale": "<brief reasons>", "score": "<one of ' + ", ".join(options) + tail + '>"}.'
+        advice = ["", "GUIDANCE FOR THIS CRITERION:", guidance.strip()] if guidance else []
+        if self.settings.layout == "target-first":
+            parts = [*material, *rule, *advice, "", reply]
+        else:
+            parts = [*rule, "", reply, "", *material[:-1], *advice]  # material ends with a blank line
         return (Message(role="system", content=self.protocol), Message(role="user", content="\n".join(parts)))
 
     def request(
@@ -227,6 +222,33 @@ class Judge:
         if verdict.score == NOT_EVALUABLE:
             return JudgeOutcome(outcome="not_evaluable", rationale=verdict.rationale, **common)
         return JudgeOutcome(outcome="score", score=int(verdict.score), rationale=verdict.rationale, **common)
+
+
+def _material(case: Case, target: Target, criterion: Criterion) -> list[str]:
+    """The lines that show the judge what it judges: case, target, statement, reference."""
+    parts = ["<<<CASE>>>", f"Case id: {fence(case.case_id)}"]
+    if case.title:
+        parts.append(f"Title: {fence(case.title)}")
+    parts += [fence(case.text), "<<<END CASE>>>", ""]
+    who = f" written by the {fence(target.role)}" if target.role else ""
+    parts += [f"<<<TARGET: {target.component}{who}>>>", fence(target.text), "<<<END TARGET>>>", ""]
+    if target.statement:
+        parts += ["<<<STATEMENT>>>", fence(target.statement), "<<<END STATEMENT>>>", ""]
+    if criterion.show_reference and case.reference_answer:
+        parts += ["<<<REFERENCE (expected answer; not a source of patient facts)>>>", fence(case.reference_answer),
+                  "<<<END REFERENCE>>>", ""]
+    return parts
+
+
+def _criterion_block(criterion: Criterion) -> list[str]:
+    """The criterion's name, definition, scale with anchors and applicability rule."""
+    anchors = "\n".join(f"{s}: {criterion.anchors[str(s)]}" for s in criterion.scores)
+    direction = "higher is better" if criterion.higher_is_better else "lower is better"
+    parts = [f"CRITERION: {criterion.name}", criterion.definition,
+             f"Scale {criterion.scale_min}-{criterion.scale_max} ({direction}):", anchors]
+    if criterion.applicability:
+        parts += [f"Applicability: {criterion.applicability}"]
+    return parts
 
 
 def prompt_hash(request: ChatRequest) -> str:

@@ -45,6 +45,14 @@ class _Flight:
         self.result: Result | None = None
 
 
+def _lane_queues(lanes: Sequence[int]) -> list[list[int]]:
+    """Request indices per lane, in request order, the lanes in order of first appearance."""
+    queues: dict[int, list[int]] = {}
+    for i, lane in enumerate(lanes):
+        queues.setdefault(lane, []).append(i)
+    return list(queues.values())
+
+
 class Client:
     """Async model client with a synchronous facade.
 
@@ -420,7 +428,7 @@ class Client:
 
     def map(
         self, requests: Sequence[ChatRequest], on_result: Callable[[int, Result], None] | None = None,
-        *, batchable: bool = False,
+        *, batchable: bool = False, lanes: Sequence[int] | None = None,
     ) -> list[Result]:
         """Complete many requests concurrently (bounded by ``max_concurrency``), in order.
 
@@ -439,30 +447,44 @@ class Client:
                 client's loop thread) - e.g. to advance a progress bar or append to a journal.
             batchable: The requests are independent and nobody waits on any one of them (a
                 phase that judges a fixed list): they may go by batch.
+            lanes: A lane number per request (same length as ``requests``), or None. The
+                requests of one lane go one after another in their order, each sent when the
+                lane's previous one has come back, so a server that gives a request the slot
+                it finds free (llama.cpp, with as many slots as lanes) keeps each lane on one
+                slot and serves the prompt a lane's calls share from that slot's prefix cache.
+                None: every request competes for the ``max_concurrency`` places in list order.
+
+        Raises:
+            ValueError: ``lanes`` is not one number per request.
         """
+        if lanes is not None and len(lanes) != len(requests):
+            raise ValueError(f"lanes has {len(lanes)} entries for {len(requests)} requests; give one per request")
         if batchable and self.batch is not None:
             return self._portal.call(BatchRunner(self, self.batch).run, list(requests), on_result)
-        return self._portal.call(self._amap, list(requests), on_result)
+        order = [[i] for i in range(len(requests))] if lanes is None else _lane_queues(lanes)
+        return self._portal.call(self._amap, list(requests), order, on_result)
 
-    async def _amap(self, requests: list[ChatRequest], on_result) -> list[Result]:
+    async def _amap(self, requests: list[ChatRequest], queues: list[list[int]], on_result) -> list[Result]:
+        """Run each queue of request indices in order, the queues concurrently."""
         results: list[Result | None] = [None] * len(requests)
         stopped: list[Exception] = []
 
-        async def one(i: int, req: ChatRequest) -> None:
-            try:
-                results[i] = await self.acomplete(req)
-            except Exception as exc:  # noqa: BLE001 - a run-stopping error (the server died): stop the rest
-                if not stopped:
-                    stopped.append(exc)
-                if not isinstance(exc, SpendLimitReachedError):  # at a spend limit, calls out finish and are cached
-                    tg.cancel_scope.cancel()
-                return
-            if on_result is not None:
-                on_result(i, results[i])
+        async def run(queue: list[int]) -> None:
+            for i in queue:
+                try:
+                    results[i] = await self.acomplete(requests[i])
+                except Exception as exc:  # noqa: BLE001 - a run-stopping error (the server died): stop the rest
+                    if not stopped:
+                        stopped.append(exc)
+                    if not isinstance(exc, SpendLimitReachedError):  # at a spend limit, calls out finish and are cached
+                        tg.cancel_scope.cancel()
+                    return
+                if on_result is not None:
+                    on_result(i, results[i])
 
         async with anyio.create_task_group() as tg:
-            for i, req in enumerate(requests):
-                tg.start_soon(one, i, req)
+            for queue in queues:
+                tg.start_soon(run, queue)
         if stopped:
             raise stopped[0]  # itself, not wrapped in an exception group
         return results  # type: ignore[return-value]

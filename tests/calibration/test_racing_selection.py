@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from evolve.calibration import budget_warnings
 from evolve.cli import app
-from evolve.config import BudgetSettings, resolve_config
+from evolve.config import BudgetSettings, load_run_config, resolve_config
 from evolve.errors import NoWinnerError, TransientEndpointError
 from evolve.llm import ChatRequest, Client, ResponseCache
 from evolve.testing import FakeProvider, LoopbackChatServer
@@ -215,14 +215,17 @@ def test_racing_and_selection_options_are_checked(tmp_path, pack_and_splits):
     assert bad.exit_code == 2 and "--racing takes 'on' or 'off'" in bad.output
 
 
-@pytest.mark.parametrize(("version", "why"), [(1, "other judge seeds"), (2, "without the noise margin")])
+@pytest.mark.parametrize(("version", "why"), [(1, "other judge seeds"), (2, "without the noise margin"),
+                                             (3, "laid out target first")])
 def test_a_run_of_an_older_configuration_version_is_reported_but_not_resumed(tmp_path, pack_and_splits, version, why):
     """Resuming it would replay other seeds or other racing and selection rules: other results."""
     config = _config(tmp_path, pack_and_splits)
     result, _ = _run(config)
     stored = json.loads((result.run_dir / "config.json").read_text())
-    assert stored["version"] == 3
-    (result.run_dir / "config.json").write_text(json.dumps({**stored, "version": version}))
+    assert stored["version"] == 4 and stored["judge"]["layout"] == "criterion-first"
+    older = {**stored, "version": version, "judge": {k: v for k, v in stored["judge"].items() if k != "layout"}}
+    (result.run_dir / "config.json").write_text(json.dumps(older))
+    assert load_run_config(result.run_dir).judge.layout == "target-first"  # read as it was judged
     refused = runner.invoke(app, ["calibrate", "--resume", str(result.run_dir)])
     assert refused.exit_code == 2 and "started by an older evolve" in refused.output and "Traceback" not in refused.output
     said = " ".join(refused.output.split())

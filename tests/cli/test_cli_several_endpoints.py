@@ -32,8 +32,10 @@ def two():
 
 
 def _pair_of(body: dict) -> str:
-    """The case-and-target part of a judge prompt (everything before the criterion)."""
-    return request_of(body).messages[-1].content.split("CRITERION:")[0]
+    """The case-and-target part of a judge prompt (from the case marker to the end of the target)."""
+    user = request_of(body).messages[-1].content
+    start = user.index("<<<CASE>>>")
+    return user[start:user.index("<<<END TARGET>>>", start)]
 
 
 def _judge_pairs(servers) -> dict[str, set[int]]:

@@ -94,3 +94,11 @@ def test_config_roundtrips_through_json(tmp_path):
     c = _resolve(tmp_path, topologies=("single", "n+1"), workers=("w1", "w2"), consolidator="m")
     assert BenchConfig.model_validate_json(c.model_dump_json()) == c
     assert set(BENCH_PRESETS) == {"quick", "paper"}
+
+
+def test_a_version_1_bench_run_keeps_the_prompt_layout_it_was_judged_with(tmp_path):
+    """Runs written before the judge settings named their layout were judged target first."""
+    stored = json.loads(_resolve(tmp_path).model_dump_json())
+    assert stored["version"] == 2 and stored["judge"]["layout"] == "criterion-first"
+    old = {**stored, "version": 1, "judge": {k: v for k, v in stored["judge"].items() if k != "layout"}}
+    assert BenchConfig.model_validate(old).judge.layout == "target-first"

@@ -21,15 +21,37 @@ def judge():
     return Judge(rubric, load_protocol("kqa-entailment"), JudgeSettings(model="m", rationale_max_chars=200, max_tokens=300))
 
 
-def test_shared_parts_come_before_criterion_and_guidance(judge):
+def test_criterion_first_layout_puts_only_the_guidance_after_what_calls_share(judge):
+    """Two candidates on one target differ only after the statement; two targets of one case only
+    after the case and target text; every call of a criterion shares criterion and reply format."""
     crit = judge.rubric.criteria[0]
     a = judge.request(CASE, TARGET, crit, "guidance A", seed=1).messages
     b = judge.request(CASE, TARGET, crit, "guidance B", seed=1).messages
-    assert a[0] == b[0]  # protocol
-    user_a, user_b = a[1].content, b[1].content
-    prefix = user_a[: user_a.index("CRITERION:")]
-    assert user_b.startswith(prefix) and "<<<TARGET: answer>>>" in prefix and "<<<STATEMENT>>>" in prefix
-    assert user_a.index("CRITERION:") < user_a.index("guidance A")
+    other = TARGET.model_copy(update={"target_id": "t2", "statement": "X is not an SSRI"})
+    c = judge.request(CASE, other, crit, "guidance A", seed=1).messages
+    assert a[0] == b[0] == c[0]  # protocol
+    user_a, user_b, user_c = a[1].content, b[1].content, c[1].content
+    same_target = user_a[: user_a.index("GUIDANCE FOR THIS CRITERION:")]
+    assert user_b.startswith(same_target) and "<<<END STATEMENT>>>" in same_target
+    same_case = user_a[: user_a.index("<<<STATEMENT>>>")]
+    assert user_c.startswith(same_case) and "<<<END TARGET>>>" in same_case
+    assert user_a.index("CRITERION:") < user_a.index("Reply with a JSON object") < user_a.index("<<<CASE>>>")
+    assert user_a.endswith("GUIDANCE FOR THIS CRITERION:\nguidance A")  # the reply format is a schema the endpoint enforces
+    bare = judge.request(CASE, TARGET, crit, None, seed=1).messages[1].content
+    assert "GUIDANCE" not in bare and bare.endswith("<<<END STATEMENT>>>")
+
+
+def test_target_first_layout_is_the_one_judges_before_version_2_were_validated_with():
+    """Old judge files and runs are scored in the very prompt they were validated in: case, target,
+    statement, criterion, guidance, reply format (a change here changes their prompt hashes)."""
+    rubric = load_rubric("kqa-entailment")
+    judge = Judge(rubric, "P", JudgeSettings(layout="target-first"))
+    user = judge.request(CASE, TARGET, rubric.criteria[0], "guidance A", seed=1).messages[1].content
+    marks = ["<<<CASE>>>", "<<<TARGET: answer>>>", "<<<STATEMENT>>>", "CRITERION:", "GUIDANCE FOR THIS CRITERION:",
+             "Reply with a JSON object"]
+    assert [user.index(m) for m in marks] == sorted(user.index(m) for m in marks)
+    assert user.startswith("<<<CASE>>>\nCase id: c1\nTitle: T\n")
+    assert user.endswith('"score": "<one of "0", "1", "2" or "not_evaluable">"}.')
 
 
 def test_case_material_cannot_close_its_own_delimiter(judge):

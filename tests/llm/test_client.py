@@ -95,6 +95,43 @@ def test_concurrency_is_bounded():
     assert state["peak"] == 3
 
 
+def test_lanes_send_each_lane_in_order_one_call_at_a_time():
+    """A lane's next call leaves only when its last came back, so a server handing out the slot it
+    finds free keeps the lane on one slot; the other lanes run alongside (evolve.calibration._order)."""
+    lock = threading.Lock()
+    in_flight: dict[int, int] = {}
+    sent: list[tuple[int, int]] = []  # (lane, request number), in the order the endpoint got them
+    peak = {"lane": 0, "all": 0}
+
+    class Slow(FakeProvider):
+        async def complete(self, request):
+            import anyio
+
+            lane = request.seed % 3
+            with lock:
+                in_flight[lane] = in_flight.get(lane, 0) + 1
+                peak["lane"] = max(peak["lane"], in_flight[lane])
+                peak["all"] = max(peak["all"], sum(in_flight.values()))
+                sent.append((lane, request.seed))
+            await anyio.sleep(0.01 * (1 + request.seed % 2))  # uneven durations: a shared queue would mix lanes
+            with lock:
+                in_flight[lane] -= 1
+            return ChatResponse(text=f"a{request.seed}")
+
+    requests = [_req(i) for i in range(30)]
+    with Client(Slow(lambda r: "x"), max_concurrency=3) as client:
+        results = client.map(requests, lanes=[i % 3 for i in range(30)])
+    assert [r.text for r in results] == [f"a{i}" for i in range(30)]  # results in request order
+    assert peak == {"lane": 1, "all": 3}
+    for lane in range(3):
+        assert [n for ln, n in sent if ln == lane] == list(range(lane, 30, 3))
+
+
+def test_lanes_must_name_one_lane_per_request():
+    with Client(FakeProvider(lambda r: "x")) as client, pytest.raises(ValueError, match="one per request"):
+        client.map([_req(1), _req(2)], lanes=[0])
+
+
 def _slow(reply) -> LoopbackChatServer:
     """A loopback endpoint that takes 50 ms per answer, so identical requests overlap in flight."""
 

@@ -38,7 +38,7 @@ def run(tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, fake_client)
 def test_a_calibration_writes_a_judge_file_that_reads_back(run: Path) -> None:
     judge = load_judge_file(run)
     assert judge == load_judge_file(run / JUDGE_FILE)  # a run folder or its judge.json
-    assert (judge.format, judge.version, judge.run_id) == ("evolve.judge", 1, "judged")
+    assert (judge.format, judge.version, judge.run_id) == ("evolve.judge", 2, "judged")
     copy = run / "judge_prompts" / judge.rubric_id
     assert judge.rubric_sha256 == hashlib.sha256((copy / "rubric.json").read_bytes()).hexdigest()
     assert judge.protocol_sha256 == hashlib.sha256((copy / "protocol.md").read_bytes()).hexdigest()
@@ -89,6 +89,27 @@ def test_the_judge_file_sends_the_requests_the_run_validated(run: Path) -> None:
         assert prompt_hash(request) == row.prompt_hash
 
 
+def test_a_version_1_judge_file_scores_in_the_layout_it_was_validated_with(run: Path, tmp_path: Path) -> None:
+    """Judge files written before the prompt layout was recorded (version 1) read as ``target-first``,
+    the only layout there was; a version-2 file names its own."""
+    data = json.loads((run / JUDGE_FILE).read_text())
+    assert data["version"] == 2 and data["judge"]["layout"] == "criterion-first"
+    old = {**data, "version": 1, "judge": {k: v for k, v in data["judge"].items() if k != "layout"}}
+    (tmp_path / JUDGE_FILE).write_text(json.dumps(old))
+    judge = load_judge_file(tmp_path / JUDGE_FILE)
+    assert judge.version == 1 and judge.judge.layout == "target-first"
+    bundle = judge.bundle()
+    user = Judge(bundle.rubric, bundle.protocol, judge.judge).messages(
+        *_first_target(run), bundle.rubric.criterion("entailment"), judge.guidance("entailment"))[1].content
+    assert user.startswith("<<<CASE>>>")
+
+
+def _first_target(run: Path) -> tuple:
+    pack = load_pack(load_run_config(run).pack)
+    target = next(t for t in pack.targets if t.component == "answer")
+    return pack.case(target.case_id), target
+
+
 def test_the_rubric_travels_inside_the_file(run: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "judge.json"
     moved.parent.mkdir()
@@ -121,7 +142,7 @@ def test_bad_judge_files_are_refused_in_words(tmp_path: Path, run: Path) -> None
     assert str(broken) in str(err.value) and "evolve report" in str(err.value)
     data = json.loads((run / JUDGE_FILE).read_text())
     newer = tmp_path / "newer.json"
-    newer.write_text(json.dumps({**data, "version": 2}))
+    newer.write_text(json.dumps({**data, "version": 3}))
     with pytest.raises(RunError, match="field 'version'.*newer evolve"):
         load_judge_file(newer)
     other = tmp_path / "other.json"
@@ -170,6 +191,25 @@ def test_benchmark_guidance_reads_a_judge_file_or_an_older_run(run: Path) -> Non
     assert (chosen.candidate_id, chosen.text) == (winner.candidate_id, winner.text)
     with pytest.raises(RunError, match="no such file"):
         load_calibrated_guidance(run / JUDGE_FILE, rubric)
+
+
+def test_benchmark_judging_uses_the_layout_the_guidance_was_validated_in(run: Path, tmp_path: Path) -> None:
+    """Guidance is judged in the prompt it was chosen in: the judge file's layout, or an older run's."""
+    from evolve.consilium import calibration_settings
+    from evolve.judge import JudgeSettings
+
+    mine = JudgeSettings(model="bench-judge")
+    assert calibration_settings(mine, None) == mine
+    assert calibration_settings(mine, run).layout == "criterion-first"
+    data = json.loads((run / JUDGE_FILE).read_text())
+    old = {**data, "version": 1, "judge": {k: v for k, v in data["judge"].items() if k != "layout"}}
+    (tmp_path / JUDGE_FILE).write_text(json.dumps(old))
+    assert calibration_settings(mine, tmp_path / JUDGE_FILE) == mine.model_copy(update={"layout": "target-first"})
+    (run / JUDGE_FILE).unlink()  # a run made before judge files, by configuration version 3
+    stored = json.loads((run / "config.json").read_text())
+    older = {**stored, "version": 3, "judge": {k: v for k, v in stored["judge"].items() if k != "layout"}}
+    (run / "config.json").write_text(json.dumps(older))
+    assert calibration_settings(mine, run).layout == "target-first"
 
 
 def test_a_judge_file_whose_protocol_was_edited_is_refused(run: Path, tmp_path: Path) -> None:
