@@ -309,8 +309,15 @@ def main() -> None:
     ap.add_argument("--judge-output", type=int, default=200, help="completion tokens per judge call (stated)")
     ap.add_argument("--mutation-output", type=int, default=400, help="completion tokens per mutation call (stated)")
     ap.add_argument("--out", type=Path, default=None, help="also write the per-world rows to this CSV")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None, metavar="CSV",
+                    help="print the summary of --out files (worlds pooled; give the run's other options again)")
     args = ap.parse_args()
     start = time.perf_counter()
+    if args.summarize:
+        frame = pd.concat([pd.read_csv(f) for f in args.summarize], ignore_index=True)
+        args.worlds = frame["world"].nunique()
+        summarize(frame, args, time.perf_counter() - start)
+        return
     rubric = load_rubric("consilium")
     criteria = [c for c in rubric.criteria if c.evolve and c.judged][: args.criteria]
     rows = []
@@ -325,10 +332,16 @@ def main() -> None:
     frame = pd.DataFrame(rows)
     if args.out is not None:
         frame.to_csv(args.out, index=False)
+    summarize(frame, args, time.perf_counter() - start)
+
+
+def summarize(frame: pd.DataFrame, args: argparse.Namespace, seconds: float) -> None:
+    """Print the per-protocol means, the cost ratio, its lower bounds and issue 25's target."""
+    criteria = range(args.criteria)
     print(f"bench/cost.py: {args.worlds} worlds x 2 protocols, {args.cases} cases x {len(ROLES)} roles, "
           f"{len(criteria)} of 9 criteria{'' if len(criteria) == 9 else ' (a reduction: the others are not run)'}, "
           f"noise {args.noise}, {args.accepted} accepted of <= {args.attempts} attempts; "
-          f"{time.perf_counter() - start:.0f} s")
+          f"{seconds:.0f} s")
     print(f"prices: {PRICE_NAME}")
     summary = frame.groupby("protocol", sort=False).mean(numeric_only=True).drop(columns="world")
     print(summary.to_string(float_format=lambda x: f"{x:,.3f}"))

@@ -296,9 +296,7 @@ class CalibrationConfig(_Settings):
     @classmethod
     def _older_runs_keep_their_layout(cls, data: Any) -> Any:
         """A stored configuration of version < 4 was judged with the ``target-first`` layout."""
-        if isinstance(data, dict) and isinstance(data.get("version"), int) and data["version"] < 4:
-            return with_legacy_layout(data)
-        return data
+        return with_legacy_layout(data, older_than=4)
 
     @model_validator(mode="after")
     def _limits_fit_context(self) -> CalibrationConfig:

@@ -204,9 +204,7 @@ class JudgeFile(_Record):
     @classmethod
     def _version_1_keeps_its_layout(cls, data: Any) -> Any:
         """A version-1 file was validated with the ``target-first`` prompt layout."""
-        if isinstance(data, dict) and data.get("version") == 1:
-            return with_legacy_layout(data)
-        return data
+        return with_legacy_layout(data, older_than=2)
 
     @model_validator(mode="after")
     def _files_match_their_hashes(self) -> JudgeFile:

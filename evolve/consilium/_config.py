@@ -212,9 +212,7 @@ class BenchConfig(_Settings):
     @classmethod
     def _version_1_keeps_its_layout(cls, data: Any) -> Any:
         """A version-1 run was judged with the ``target-first`` prompt layout."""
-        if isinstance(data, dict) and data.get("version") == 1:
-            return with_legacy_layout(data)
-        return data
+        return with_legacy_layout(data, older_than=2)
 
     @model_validator(mode="after")
     def _consistent(self) -> BenchConfig:

@@ -58,11 +58,14 @@ class JudgeSettings(BaseModel):
     layout: Literal["criterion-first", "target-first"] = "criterion-first"
 
 
-def with_legacy_layout(record: Any, key: str = "judge") -> Any:
+def with_legacy_layout(record: Any, *, older_than: int, key: str = "judge") -> Any:
     """``record`` (a mapping about to be validated) with ``record[key]["layout"]`` set to
-    ``target-first`` when the judge settings there name no layout: a record written before the
-    layout was recorded was judged with that layout. Anything else comes back unchanged."""
-    if isinstance(record, dict) and isinstance(record.get(key), dict) and "layout" not in record[key]:
+    ``target-first`` when its integer ``version`` is below ``older_than`` and the judge settings
+    there name no layout: a record of a format version from before the layout was recorded was
+    judged with that layout. Anything else comes back unchanged."""
+    if not (isinstance(record, dict) and isinstance(record.get("version"), int) and record["version"] < older_than):
+        return record
+    if isinstance(record.get(key), dict) and "layout" not in record[key]:
         return {**record, key: {**record[key], "layout": "target-first"}}
     return record
 
