@@ -111,6 +111,8 @@ class CallRecord(_Record):
         prompt_tokens: Input tokens.
         completion_tokens: Output tokens.
         cached: Answered from the response cache (a resumed run pays nothing for it).
+        cached_prompt_tokens: Of ``prompt_tokens``, those the endpoint served from its prefix
+            cache (0 where it does not report them, and in runs recorded before this field).
         finish_reason: The endpoint's finish reason (``stop``, ``length`` ...).
         prompt_hash: First 16 hex digits of the SHA-256 of the messages.
         attempt: 1 for the first ask, 2+ for re-asks after an invalid answer.
@@ -124,6 +126,7 @@ class CallRecord(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    cached_prompt_tokens: int = 0
     finish_reason: str = ""
     prompt_hash: str = ""
     attempt: int = 1

@@ -445,7 +445,7 @@ class ConsiliumPipeline:
                     continue
                 record.update(
                     prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens,
-                    cached=answer.cached, finish_reason=answer.finish_reason,
+                    cached=answer.cached, cached_prompt_tokens=answer.cached_prompt_tokens, finish_reason=answer.finish_reason,
                 )
                 problem, parsed = self._read(ask, request, answer)
                 if parsed is not None:

@@ -34,7 +34,7 @@ class ProgressHook(Protocol):
         ...
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
         """``n`` steps of bar ``key`` finished.
 
         Args:
@@ -44,6 +44,9 @@ class ProgressHook(Protocol):
             completion_tokens: Output tokens of these steps.
             cached: The tokens were served from the response cache (or reused from the run
                 folder): they cost nothing now.
+            cached_prompt_tokens: Of ``prompt_tokens`` of steps not ``cached``, those the endpoint
+                served from its prefix cache (``usage.prompt_tokens_details.cached_tokens``):
+                charged the cached-input price.
         """
         ...
 
@@ -55,7 +58,7 @@ class NoProgress:
         pass
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
         pass
 
 
@@ -71,12 +74,17 @@ class _Tokens(Protocol):
     @property
     def cached(self) -> bool: ...
 
+    @property
+    def cached_prompt_tokens(self) -> int: ...
+
 
 def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, reused: bool = False) -> None:
     """Advance bar ``key`` by one step made of ``calls`` (none for a failed call).
 
     The tokens of calls served from the cache are reported apart (``cached=True``), so a step
-    whose calls were partly cached is charged only for the others.
+    whose calls were partly cached is charged only for the others; the prompt tokens the
+    endpoint served from its prefix cache (a call's ``cached_prompt_tokens``) are charged the
+    cached-input price.
 
     Args:
         progress: The hook.
@@ -91,7 +99,8 @@ def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, r
                          completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
         return
     progress.advance(1, key=key, prompt_tokens=sum(c.prompt_tokens for c in fresh),
-                     completion_tokens=sum(c.completion_tokens for c in fresh))
+                     completion_tokens=sum(c.completion_tokens for c in fresh),
+                     cached_prompt_tokens=sum(c.cached_prompt_tokens for c in fresh))
     if reused_calls:
         progress.advance(0, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
                          completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
@@ -196,6 +205,8 @@ class CallMeter:
         completion_tokens: Output tokens of the finished steps, cached ones included.
         billed_prompt_tokens: Input tokens not served from the cache.
         billed_completion_tokens: Output tokens not served from the cache.
+        billed_cached_prompt_tokens: Of ``billed_prompt_tokens``, those the endpoint served
+            from its prefix cache (charged the cached-input price).
     """
 
     total: int | None = None
@@ -206,8 +217,10 @@ class CallMeter:
     completion_tokens: int = 0
     billed_prompt_tokens: int = 0
     billed_completion_tokens: int = 0
+    billed_cached_prompt_tokens: int = 0
 
-    def add(self, n: int = 1, prompt_tokens: int = 0, completion_tokens: int = 0, cached: bool = False) -> None:
+    def add(self, n: int = 1, prompt_tokens: int = 0, completion_tokens: int = 0, cached: bool = False,
+            cached_prompt_tokens: int = 0) -> None:
         """Count ``n`` finished steps and their tokens (see :meth:`ProgressHook.advance`)."""
         self.done += n
         self.prompt_tokens += prompt_tokens
@@ -217,6 +230,7 @@ class CallMeter:
         else:
             self.billed_prompt_tokens += prompt_tokens
             self.billed_completion_tokens += completion_tokens
+            self.billed_cached_prompt_tokens += cached_prompt_tokens
 
     @property
     def tokens(self) -> int:
@@ -240,12 +254,17 @@ class CallMeter:
         return None if mean is None or remaining is None else round((mean[0] + mean[1]) * remaining)
 
     def spent_usd(self) -> float | None:
-        """USD paid so far (cached steps free); None without a price."""
-        return None if self.price is None else self.price.usd(self.billed_prompt_tokens, self.billed_completion_tokens)
+        """USD paid so far (cached steps free, prefix-cached prompt tokens at the cached-input
+        price); None without a price."""
+        if self.price is None:
+            return None
+        return self.price.usd(self.billed_prompt_tokens, self.billed_completion_tokens,
+                              cached_prompt_tokens=self.billed_cached_prompt_tokens)
 
     def expected_usd(self) -> float | None:
         """USD at the end of the phase: spent so far plus the remaining steps at the mean
-        size so far, none of them cached; None without a price or an estimate."""
+        size so far, none of them cached (neither by the response cache nor by the endpoint's
+        prefix cache: at most what they cost); None without a price or an estimate."""
         spent, mean, remaining = self.spent_usd(), self._mean(), self.remaining
         if spent is None or self.price is None or remaining is None:
             return None

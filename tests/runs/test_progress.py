@@ -32,6 +32,7 @@ class Recorder:
     def __init__(self) -> None:
         self.phases: list[tuple[str, str, int, str]] = []
         self.steps: list[tuple[str, int, int, int, bool]] = []
+        self.prefix_cached: list[int] = []  # cached_prompt_tokens of each advance, in step order
         self._lock = threading.Lock()
 
     def phase(self, description: str, total: int, key: str = "", unit: str = "calls") -> None:
@@ -39,9 +40,10 @@ class Recorder:
             self.phases.append((key, description, total, unit))
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
         with self._lock:
             self.steps.append((key, n, prompt_tokens, completion_tokens, cached))
+            self.prefix_cached.append(cached_prompt_tokens)
 
 
 # -- the meter ----------------------------------------------------------------------------------
@@ -140,6 +142,29 @@ def test_a_step_charges_only_its_calls_not_served_from_the_cache():
         meter.add(n, prompt_tokens=p, completion_tokens=c, cached=was_cached)
     assert (meter.done, meter.cached, meter.tokens) == (3, 2, 100 + 20 + 45 + 45 + 60)
     assert meter.spent_usd() == pytest.approx(PRICE.usd(100, 20))
+
+
+def test_prompt_tokens_from_the_prefix_cache_are_charged_the_cached_input_price():
+    price = Price(0.40, 1.60, cached_input_usd_per_m=0.10)
+    hook = Recorder()
+    warm = ChatResponse(text="a", prompt_tokens=1000, completion_tokens=100, cached_prompt_tokens=900)
+    cold = ChatResponse(text="b", prompt_tokens=1000, completion_tokens=100)
+    replayed = ChatResponse(text="c", prompt_tokens=1000, completion_tokens=100, cached_prompt_tokens=900, cached=True)
+    report_step(hook, "k", [warm, cold, replayed])
+    assert hook.steps == [("k", 1, 2000, 200, False), ("k", 0, 1000, 100, True)]
+    assert hook.prefix_cached == [900, 0]  # the replayed call is free whatever its prefix
+    meter = CallMeter(total=4, price=price)
+    for (_, n, p, c, was_cached), prefix in zip(hook.steps, hook.prefix_cached):
+        meter.add(n, prompt_tokens=p, completion_tokens=c, cached=was_cached, cached_prompt_tokens=prefix)
+    assert meter.billed_cached_prompt_tokens == 900
+    # 1,100 prompt tokens at 0.40, 900 at 0.10, 200 completion tokens at 1.60 (USD per million)
+    assert meter.spent_usd() == pytest.approx((1100 * 0.40 + 900 * 0.10 + 200 * 1.60) / 1e6)
+    # the 3 steps to come, at the mean step so far (3,000 / 300 tokens), are priced as if nothing
+    # were cached: at most what they cost
+    assert meter.expected_usd() == pytest.approx(meter.spent_usd() + price.usd(3000 * 3, 300 * 3))
+    without = CallMeter(total=4, price=Price(0.40, 1.60))  # no cached-input price: the input price
+    without.add(1, prompt_tokens=2000, completion_tokens=200, cached_prompt_tokens=900)
+    assert without.spent_usd() == pytest.approx(Price(0.40, 1.60).usd(2000, 200))
 
 
 # -- the engines report tokens ------------------------------------------------------------------
