@@ -180,10 +180,20 @@ def body_problem(body: dict[str, Any], response: ChatResponse) -> str | None:
 
 class BatchLedger(Protocol):
     """Where submitted batches are remembered, so that a killed run's resume polls them instead
-    of paying again (a run's journal: :class:`evolve.runs.JournalBatchLedger`)."""
+    of paying again (a run's journal: :class:`evolve.runs.JournalBatchLedger`).
 
-    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
-        """Record a batch just created (before it is polled), with its lines' ids."""
+    An input file is recorded when uploaded, before its batch is created; a batch when the
+    endpoint has created it. A file without a batch (:meth:`unclaimed`) is what a process killed
+    while the endpoint created the batch leaves behind: the next run looks the batch up by its
+    input file instead of paying for its lines again.
+    """
+
+    def uploaded(self, file_id: str, custom_ids: Sequence[str]) -> None:
+        """Record an input file just uploaded (before its batch is created), with its lines' ids."""
+        ...
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str], file_id: str = "") -> None:
+        """Record a batch just created (before it is polled), with its lines' ids and input file."""
         ...
 
     def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
@@ -194,22 +204,35 @@ class BatchLedger(Protocol):
         """Batches submitted and not finished: ``(batch_id, custom_ids)``."""
         ...
 
+    def unclaimed(self) -> list[tuple[str, frozenset[str]]]:
+        """Input files uploaded whose batch was never recorded: ``(file_id, custom_ids)``."""
+        ...
+
 
 class MemoryBatchLedger:
     """A :class:`BatchLedger` in memory (one process; tests and library use)."""
 
     def __init__(self) -> None:
+        self.files: dict[str, frozenset[str]] = {}
         self.batches: dict[str, frozenset[str]] = {}
+        self.batch_files: set[str] = set()
         self.done: dict[str, str] = {}
 
-    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
+    def uploaded(self, file_id: str, custom_ids: Sequence[str]) -> None:
+        self.files[file_id] = frozenset(custom_ids)
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str], file_id: str = "") -> None:
         self.batches[batch_id] = frozenset(custom_ids)
+        self.batch_files.add(file_id)
 
     def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
         self.done[batch_id] = status
 
     def pending(self) -> list[tuple[str, frozenset[str]]]:
         return [(b, ids) for b, ids in self.batches.items() if b not in self.done]
+
+    def unclaimed(self) -> list[tuple[str, frozenset[str]]]:
+        return [(f, ids) for f, ids in self.files.items() if f not in self.batch_files]
 
 
 @dataclass
@@ -249,6 +272,7 @@ class BatchOptions:
 
 _TERMINAL = ("completed", "failed", "expired", "cancelled")
 _TRANSPORT_ATTEMPTS = 6
+_CLAIM_SCAN = 1000  # the endpoint's most recent batches searched for one made from an unclaimed file
 
 
 class BatchRunner:
@@ -258,7 +282,9 @@ class BatchRunner:
     one line, in batches of at most ``max_lines`` lines and ``max_bytes`` bytes. A batch is
     recorded in the ledger as soon as it exists, before it is polled, so a process killed while
     it waits leaves it behind: the next run of the same requests (a resume) polls that batch
-    instead of submitting again. Answers are checked like interactive ones and cached under the
+    instead of submitting again; its input file is recorded before the batch is created, so a
+    process killed while the endpoint creates the batch leaves a file whose batch the next run
+    finds by listing the endpoint's batches (:meth:`BatchLedger.unclaimed`). Answers are checked like interactive ones and cached under the
     request's key; their usage is counted under :func:`batch_tag`. Lines that failed, expired,
     were cancelled or are missing are asked again interactively (:meth:`Client.acomplete`).
     An endpoint without a Batch API (HTTP 404/405/501 on upload or create) gets every request
@@ -311,6 +337,10 @@ class BatchRunner:
                 if on_result is not None:
                     on_result(i, one)
 
+        try:
+            await self._claim(requests, left)
+        except UnsupportedFeatureError as exc:
+            self._note(f"could not look up the batches of unclaimed input files ({exc})")
         pending = [(b, ids) for b, ids in self.ledger.pending() if ids & left.keys()]
         submitted: list[tuple[str, frozenset[str]]] = []
         fresh = [k for k in left if not any(k in ids for _, ids in pending)]
@@ -354,26 +384,79 @@ class BatchRunner:
         for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
             data = "".join(text + "\n" for _, text in chunk).encode("utf-8")
             self._reserve([(key, requests[todo[key][0]]) for key, _ in chunk], strict=True)
-            try:
-                batch_id = await self._create(data)
-            except BaseException:
-                self._release(key for key, _ in chunk)
-                raise
             ids = frozenset(key for key, _ in chunk)
-            self.ledger.submitted(batch_id, sorted(ids))
+            try:
+                file_id = await self._upload(data, ids)
+                batch_id = await self._create(file_id)
+            except BaseException:
+                self._release(ids)
+                raise
+            self.ledger.submitted(batch_id, sorted(ids), file_id)
             self._note(f"batch {batch_id} submitted: {len(ids)} request(s), window {self.options.completion_window}")
             made.append((batch_id, ids))
         return made
 
-    async def _create(self, data: bytes) -> str:
-        """Upload one input file and create its batch; returns the batch id."""
+    async def _upload(self, data: bytes, ids: frozenset[str]) -> str:
+        """Upload one input file, record it in the ledger; returns the file id."""
         api = self._api()
         uploaded = await self._transport(lambda: api.files.create(file=("batch.jsonl", data, "application/jsonl"),
                                                                   purpose="batch"), "upload the batch file")
+        self.ledger.uploaded(str(uploaded.id), sorted(ids))
+        return str(uploaded.id)
+
+    async def _create(self, file_id: str) -> str:
+        """Create the batch of an uploaded input file; returns the batch id."""
+        api = self._api()
         batch = await self._transport(lambda: api.batches.create(
-            input_file_id=uploaded.id, endpoint=CHAT_COMPLETIONS_URL, completion_window=self.options.completion_window,
+            input_file_id=file_id, endpoint=CHAT_COMPLETIONS_URL, completion_window=self.options.completion_window,
         ), "create the batch")
         return str(batch.id)
+
+    async def _claim(self, requests: Sequence[ChatRequest], left: dict[str, list[int]]) -> None:
+        """Record the batch of every unclaimed input file holding some of ``left``.
+
+        The endpoint's batches (newest first, at most :data:`_CLAIM_SCAN` of them) are searched
+        for one made from the file: found, it is recorded as submitted and polled like any
+        other; not found (the process died before the endpoint created it), the batch is
+        created from the file now when submitting is allowed (the lines are reserved under the
+        spending limit first), else its lines go the ordinary way.
+        """
+        files = [(f, ids) for f, ids in self.ledger.unclaimed() if ids & left.keys()]
+        if not files:
+            return
+        made = await self._batches_by_file({f for f, _ in files})
+        for file_id, ids in files:
+            batch_id = made.get(file_id)
+            if batch_id is None and self.options.submit:
+                lines = [(k, requests[left[k][0]]) for k in ids if k in left]
+                self._reserve(lines, strict=True)
+                try:
+                    batch_id = await self._create(file_id)
+                except BaseException:
+                    self._release(k for k, _ in lines)
+                    raise
+            if batch_id is not None:
+                self.ledger.submitted(batch_id, sorted(ids), file_id)
+                self._note(f"batch {batch_id} of input file {file_id} recorded after an interruption: polled, not paid again")
+
+    async def _batches_by_file(self, file_ids: set[str]) -> dict[str, str]:
+        """The endpoint's batch made from each of ``file_ids`` (input file id -> batch id)."""
+        api = self._api()
+        found: dict[str, str] = {}
+        after: str | None = None
+        seen = 0
+        while len(found) < len(file_ids) and seen < _CLAIM_SCAN:
+            extra = {} if after is None else {"after": after}
+            page = await self._transport(lambda extra=extra: api.batches.list(limit=100, **extra), "list the batches")
+            rows = list(page.data)
+            for batch in rows:
+                if batch.input_file_id in file_ids:
+                    found.setdefault(str(batch.input_file_id), str(batch.id))
+            seen += len(rows)
+            if not rows or not getattr(page, "has_more", False):
+                break
+            after = str(rows[-1].id)
+        return found
 
     def _api(self) -> Any:
         batch_api = getattr(self.provider, "batch_api", None)
@@ -512,7 +595,7 @@ class BatchRunner:
                 status = getattr(exc, "status_code", None)
                 text = self.client.scrub_text(str(exc))
                 if status is not None and status not in (408, 409, 425, 429) and status < 500:
-                    if status in (404, 405, 501) and what in ("upload the batch file", "create the batch"):
+                    if status in (404, 405, 501) and what in ("upload the batch file", "create the batch", "list the batches"):
                         raise UnsupportedFeatureError(f"HTTP {status} to {what}: {text}") from None
                     raise EndpointError(f"{self.client.endpoint_id}: could not {what}: HTTP {status}: {text}") from None
                 if attempt == _TRANSPORT_ATTEMPTS:

@@ -15,13 +15,15 @@ __all__ = ["JournalBatchLedger", "run_batch_options"]
 class JournalBatchLedger:
     """A :class:`~evolve.llm.BatchLedger` kept in a run's ``journal.jsonl``.
 
-    ``batch_submitted`` (``batch_id``, ``lines``, ``custom_ids``: the cache keys of its lines)
-    is appended and fsynced as soon as the endpoint has created the batch, before the first
-    poll: a process killed while the batch runs (``kill -9`` included) leaves it behind, and a
-    resume that needs any of those requests polls that batch and reads its answers. The window
-    between the endpoint creating the batch and this line being written is one HTTP answer
-    long; a kill inside it loses the batch id (its lines are paid again). ``batch_finished``
-    (``batch_id``, ``status``, ``answered``, ``failed``) marks it read.
+    ``batch_uploaded`` (``file_id``, ``lines``, ``custom_ids``: the cache keys of its lines) is
+    appended and fsynced once the input file is uploaded, before the batch is created;
+    ``batch_submitted`` (``batch_id``, ``lines``, ``custom_ids``, ``file_id``) as soon as the
+    endpoint has created the batch, before the first poll. A process killed while the batch
+    runs (``kill -9`` included) leaves it behind, and a resume that needs any of those requests
+    polls that batch and reads its answers; one killed while the endpoint created the batch
+    leaves an uploaded file without a batch, whose batch the resume finds by listing the
+    endpoint's batches (or creates from the file, if the endpoint never made it).
+    ``batch_finished`` (``batch_id``, ``status``, ``answered``, ``failed``) marks it read.
 
     Args:
         journal: The run's journal.
@@ -31,10 +33,14 @@ class JournalBatchLedger:
         self.journal = journal
         self._lock = threading.Lock()
 
-    def submitted(self, batch_id: str, custom_ids: Sequence[str]) -> None:
+    def uploaded(self, file_id: str, custom_ids: Sequence[str]) -> None:
+        with self._lock:
+            self.journal.append(Event.BATCH_UPLOADED, file_id=file_id, lines=len(custom_ids), custom_ids=list(custom_ids))
+
+    def submitted(self, batch_id: str, custom_ids: Sequence[str], file_id: str = "") -> None:
         with self._lock:
             self.journal.append(Event.BATCH_SUBMITTED, batch_id=batch_id, lines=len(custom_ids),
-                                custom_ids=list(custom_ids))
+                                custom_ids=list(custom_ids), file_id=file_id)
 
     def finished(self, batch_id: str, *, status: str, answered: int, failed: int) -> None:
         with self._lock:
@@ -52,6 +58,18 @@ class JournalBatchLedger:
             elif kind == Event.BATCH_FINISHED.value:
                 done.add(str(event.get("batch_id")))
         return [(b, ids) for b, ids in submitted.items() if b not in done]
+
+    def unclaimed(self) -> list[tuple[str, frozenset[str]]]:
+        """Input files the journal records as uploaded that no ``batch_submitted`` names."""
+        files: dict[str, frozenset[str]] = {}
+        claimed: set[str] = set()
+        for event in self.journal.events():
+            kind = event.get("event")
+            if kind == Event.BATCH_UPLOADED.value and isinstance(event.get("custom_ids"), list):
+                files[str(event.get("file_id"))] = frozenset(str(x) for x in event["custom_ids"])
+            elif kind == Event.BATCH_SUBMITTED.value:
+                claimed.add(str(event.get("file_id", "")))
+        return [(f, ids) for f, ids in files.items() if f not in claimed]
 
 
 def run_batch_options(journal: Journal | None, *, poll_initial_s: float = 10.0,

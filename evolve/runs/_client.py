@@ -416,12 +416,13 @@ def _batch_by_api(client: Client, endpoint: EndpointSettings, journal: Journal |
     if not endpoint.batch:
         from evolve.runs._batches import JournalBatchLedger, run_batch_options
 
-        pending = JournalBatchLedger(journal).pending() if journal is not None else []
+        ledger = JournalBatchLedger(journal) if journal is not None else None
+        pending = [*ledger.pending(), *ledger.unclaimed()] if ledger is not None else []
         if not pending:
             return False
         assert journal is not None
-        journal.append(Event.WARNING, message=f"{len(pending)} batch(es) a previous process submitted are polled and "
-                       "read although --batch is off; the run's other calls go interactively")
+        journal.append(Event.WARNING, message=f"{len(pending)} batch(es) a previous process submitted (or was "
+                       "creating) are polled and read although --batch is off; the run's other calls go interactively")
         client.batch = run_batch_options(journal, poll_initial_s=endpoint.batch_poll_s, submit=False)
         return True
     if endpoint.provider == "embedded":

@@ -86,10 +86,14 @@ class Event(str, Enum):
     """The spending limit refused a call and the run stopped there (``session``, ``message``,
     ``spent``: what the run had paid, ``usd``: that in USD or None)."""
     WARNING = "warning"
+    BATCH_UPLOADED = "batch_uploaded"
+    """A Batch API input file uploaded (``file_id``, ``lines``, ``custom_ids``), written before
+    its batch is created: a resume that finds no ``batch_submitted`` naming the file looks its
+    batch up at the endpoint instead of paying again (:class:`evolve.runs.JournalBatchLedger`)."""
     BATCH_SUBMITTED = "batch_submitted"
     """A Batch API batch the endpoint created (``batch_id``, ``lines``, ``custom_ids``: the cache
-    keys of its requests), written before it is polled: a resume polls it instead of paying
-    again (:class:`evolve.runs.JournalBatchLedger`)."""
+    keys of its requests, ``file_id``: its input file), written before it is polled: a resume
+    polls it instead of paying again (:class:`evolve.runs.JournalBatchLedger`)."""
     BATCH_FINISHED = "batch_finished"
     """A batch whose answers were read (``batch_id``, ``status``, ``answered``, ``failed``), or
     that the endpoint no longer knows (``status`` ``lost``)."""

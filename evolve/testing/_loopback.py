@@ -12,6 +12,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Union
+from urllib.parse import parse_qs
 
 Reply = Union[str, tuple[int, dict], None]
 
@@ -88,7 +89,8 @@ class LoopbackChatServer:
     mocks cannot always intercept.
 
     It also serves a fake OpenAI Batch API (``POST /v1/files``, ``GET /v1/files/{id}/content``,
-    ``POST /v1/batches``, ``GET /v1/batches/{id}``) whose lines are answered by the same
+    ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` newest first with
+    ``limit`` and ``after``) whose lines are answered by the same
     ``respond``, in the states :attr:`batch_script` says (:class:`BatchScript`).
 
     Args:
@@ -213,16 +215,32 @@ class LoopbackChatServer:
         return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
 
     def _batch_get(self, path: str) -> tuple[int, Any] | tuple[int, bytes, str]:
-        """``GET /v1/batches/{id}`` (advancing its state) and ``GET /v1/files/{id}/content``."""
+        """``GET /v1/batches/{id}`` (advancing its state), ``GET /v1/batches`` (the list, newest
+        first) and ``GET /v1/files/{id}/content``."""
+        path, _, query = path.partition("?")
         parts = path.strip("/").split("/")
         with self._lock:
             if not self.batch_script.served:
                 pass
+            elif parts == ["v1", "batches"]:
+                return 200, self._batch_list(parse_qs(query))
             elif parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in self.batches:
                 return 200, self._advance(parts[2])
             if parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content" and parts[2] in self._files:
                 return 200, self._files[parts[2]], "application/octet-stream"
         return 404, {"error": {"message": f"no such object: {path}", "type": "invalid_request_error"}}
+
+    def _batch_list(self, query: dict[str, list[str]]) -> dict:
+        """One page of the batches, newest first (``limit``, default 20; ``after``: a batch id)."""
+        newest_first = list(reversed(self.batches.values()))
+        after = query.get("after", [None])[0]
+        if after is not None:
+            ids = [b["id"] for b in newest_first]
+            newest_first = newest_first[ids.index(after) + 1:] if after in ids else []
+        limit = int(query.get("limit", ["20"])[0])
+        page = newest_first[:limit]
+        return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None, "has_more": len(newest_first) > limit}
 
     def _advance(self, batch_id: str) -> dict:
         """One poll of a batch: in progress, or (once) its end per :attr:`batch_script`."""

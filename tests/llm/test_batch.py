@@ -179,6 +179,44 @@ def test_resume_polls_the_journaled_batch_instead_of_submitting(tmp_path: Path) 
     assert ledger.pending() == []
 
 
+def _upload(server: LoopbackChatServer, requests: list[ChatRequest]) -> tuple[object, str, list[str]]:
+    """Upload ``requests``' input file as a process would: the API, the file id, the custom ids."""
+    import openai
+
+    lines = request_lines(OpenAICompatibleProvider(server.base_url), requests)
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    api = openai.OpenAI(base_url=server.base_url, api_key="x")
+    return api, api.files.create(file=("b.jsonl", data), purpose="batch").id, [x["custom_id"] for x in lines]
+
+
+@pytest.mark.parametrize("created", [True, False])
+def test_a_process_killed_while_its_batch_was_created_pays_nothing_twice(tmp_path: Path, created: bool) -> None:
+    """The ledger holds an uploaded file and no batch (the process died inside the create call):
+    the next run finds the batch the endpoint made from that file (created) or, if the endpoint
+    never made it, creates it from the file; either way one batch, every line answered once."""
+    ledger = MemoryBatchLedger()
+    requests = _requests(3)
+    notes: list[str] = []
+    with LoopbackChatServer(_echo) as server:
+        other = _client(server, tmp_path / "other", ledger=MemoryBatchLedger())  # someone else's batch, listed too
+        other.map(_requests(2, tag="other"), batchable=True)
+        other.close()
+        api, file_id, custom_ids = _upload(server, requests)
+        ledger.uploaded(file_id, custom_ids)
+        if created:
+            api.batches.create(input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h")
+        before = len(server.batches)
+        client = _client(server, tmp_path, ledger=ledger, on_note=notes.append)
+        results = client.map(requests, batchable=True)
+        client.close()
+    assert [r.text for r in results] == [f"answer to question {i}" for i in range(3)]
+    assert len(server.batches) == before + (0 if created else 1) and server.bodies == []
+    ours = [b for b in server.batches.values() if b["input_file_id"] == file_id]
+    assert len(ours) == 1 and [server.batch_answered.count(c) for c in custom_ids] == [1, 1, 1]
+    assert ledger.unclaimed() == [] and ledger.pending() == []
+    assert any("recorded after an interruption" in n for n in notes)
+
+
 def test_a_batch_the_endpoint_does_not_know_is_asked_again(tmp_path: Path) -> None:
     ledger = MemoryBatchLedger()
     requests = _requests(2)

@@ -23,6 +23,21 @@ def test_pending_batches_survive_the_process_and_finish(tmp_path: Path) -> None:
     assert submitted["lines"] == 2 and submitted["custom_ids"] == ["k1", "k2"]
 
 
+def test_an_uploaded_file_without_a_batch_is_unclaimed_until_a_batch_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    ledger = JournalBatchLedger(Journal(path))
+    ledger.uploaded("f1", ["k1", "k2"])
+    ledger.uploaded("f2", ["k3"])
+    ledger.submitted("b2", ["k3"], "f2")
+    again = JournalBatchLedger(Journal(path))  # the process that uploaded f1 died before its batch was recorded
+    assert again.unclaimed() == [("f1", frozenset({"k1", "k2"}))]
+    assert again.pending() == [("b2", frozenset({"k3"}))]
+    again.submitted("b1", ["k1", "k2"], "f1")
+    assert JournalBatchLedger(Journal(path)).unclaimed() == []
+    (uploaded,) = [e for e in Journal(path).events() if e["event"] == "batch_uploaded" and e["file_id"] == "f1"]
+    assert uploaded["lines"] == 2 and uploaded["custom_ids"] == ["k1", "k2"]
+
+
 def test_a_run_client_gets_batch_options_only_where_a_batch_api_can_be(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "journal.jsonl")
     client = Client(FakeProvider(lambda request: "x"))
@@ -37,6 +52,12 @@ def test_a_run_client_gets_batch_options_only_where_a_batch_api_can_be(tmp_path:
         # --batch off, but a killed process left a batch: it is polled, nothing new submitted
         JournalBatchLedger(journal).submitted("b1", ["k1"])
         assert _batch_by_api(client, EndpointSettings(base_url="http://127.0.0.1:9/v1"), journal)
+        assert client.batch is not None and not client.batch.submit
+        # ... and so does an input file whose batch a killed process may have created
+        client.batch = None
+        other = Journal(tmp_path / "other.jsonl")
+        JournalBatchLedger(other).uploaded("f1", ["k1"])
+        assert _batch_by_api(client, EndpointSettings(base_url="http://127.0.0.1:9/v1"), other)
         assert client.batch is not None and not client.batch.submit
     finally:
         client.close()
