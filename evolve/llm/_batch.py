@@ -439,6 +439,11 @@ class BatchRunner:
                 self.ledger.submitted(batch_id, sorted(ids), file_id)
                 self._note(f"batch {batch_id} of input file {file_id} recorded after an interruption: polled, not paid again")
 
+    @staticmethod
+    def _lister(api: Any, after: str | None) -> Callable[[], Any]:
+        """The request for one page of the endpoint's batches, newest first, after batch ``after``."""
+        return (lambda: api.batches.list(limit=100)) if after is None else (lambda: api.batches.list(limit=100, after=after))
+
     async def _batches_by_file(self, file_ids: set[str]) -> dict[str, str]:
         """The endpoint's batch made from each of ``file_ids`` (input file id -> batch id)."""
         api = self._api()
@@ -446,8 +451,7 @@ class BatchRunner:
         after: str | None = None
         seen = 0
         while len(found) < len(file_ids) and seen < _CLAIM_SCAN:
-            extra = {} if after is None else {"after": after}
-            page = await self._transport(lambda extra=extra: api.batches.list(limit=100, **extra), "list the batches")
+            page = await self._transport(self._lister(api, after), "list the batches")
             rows = list(page.data)
             for batch in rows:
                 if batch.input_file_id in file_ids:
