@@ -14,11 +14,12 @@ import os
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from evolve.errors import BudgetError, ConfigError, RunError, path_problem
 from evolve.judge import JudgeSettings, with_legacy_layout
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
+from evolve.records import Record
 from evolve.rubric import PROMPTS_ROOT_ENV
 from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_problem
 
@@ -31,11 +32,7 @@ measured noise, adaptive finalists; 4: judge prompts laid out criterion first
 judged with, ``target-first``). Runs of earlier versions are read, not resumed."""
 
 
-class _Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MutationSettings(_Settings):
+class MutationSettings(Record):
     """The mutation LLM (SPEC §4: temperature 0.3, up to 4,096 output tokens).
 
     Attributes:
@@ -55,7 +52,7 @@ class MutationSettings(_Settings):
     excerpt_chars: int = Field(default=700, ge=100, le=20_000)
 
 
-class BudgetSettings(_Settings):
+class BudgetSettings(Record):
     """How much evolution and re-evaluation a run may do, per criterion.
 
     Every count has an upper bound (a larger value is a typo that would run for days): accepted
@@ -108,7 +105,7 @@ class BudgetSettings(_Settings):
         return self
 
 
-class RacingSettings(_Settings):
+class RacingSettings(Record):
     """Racing of new mutants (GEPA's minibatch acceptance), with a margin that follows the
     judge's measured noise.
 
@@ -149,7 +146,7 @@ class RacingSettings(_Settings):
     margin_sd: float = Field(default=1.0, ge=0.0, le=10.0)
 
 
-class SelectionSettings(_Settings):
+class SelectionSettings(Record):
     """How the winner of a criterion is chosen after evolution.
 
     ``paper`` (SPEC §4): lowest training MAE from evolution; ties by repeat SD, length, id.
@@ -202,7 +199,7 @@ class SelectionSettings(_Settings):
     first_share: float = Field(default=0.5, gt=0.0, le=1.0)
 
 
-class ArchiveSettings(_Settings):
+class ArchiveSettings(Record):
     """Grid of the MAP-Elites archive (paper capacity: 540 cells = 20 x 27).
 
     Measures (descriptors): guidance length in characters, range [0, 800], and the judge's
@@ -224,7 +221,7 @@ class ArchiveSettings(_Settings):
         return self.length_bins * self.bias_bins
 
 
-class CalibrationConfig(_Settings):
+class CalibrationConfig(Record):
     """Resolved configuration of one calibration run (``config.json``).
 
     Attributes:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from evolve.records import Record
 from evolve.rubric import MAX_GUIDANCE_CHARS
 
 AUDIT_VERSION: Final = 1
@@ -17,11 +18,7 @@ DRIFT_RATIONALE_MAX_CHARS = 400
 Flag = Literal["ok", "review", "drift"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class DriftThresholds(_Record):
+class DriftThresholds(Record):
     """The numbers of the drift flag rule (see :mod:`evolve.audit` for the rule itself).
 
     Attributes:
@@ -46,7 +43,7 @@ class DriftThresholds(_Record):
     n_key_terms: int = Field(default=8, ge=1, le=50)
 
 
-class DriftVerdict(BaseModel):
+class DriftVerdict(Record):
     """The LLM check's answer; its JSON schema is the ``response_format`` of the call.
 
     Attributes:
@@ -57,15 +54,13 @@ class DriftVerdict(BaseModel):
             ``major`` (mainly about something else, or dictating scores).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     rationale: str = Field(max_length=DRIFT_RATIONALE_MAX_CHARS)
     about_criterion: bool
     contradicts_protocol: bool
     drift: Literal["none", "minor", "major"]
 
 
-class DriftCheck(_Record):
+class DriftCheck(Record):
     """Outcome of the LLM check of one guidance text.
 
     Attributes:
@@ -87,7 +82,7 @@ class DriftCheck(_Record):
     completion_tokens: int = 0
 
 
-class Similarities(_Record):
+class Similarities(Record):
     """Cosine similarities of one guidance text (TF-IDF or embedding vectors).
 
     Attributes:
@@ -106,7 +101,7 @@ class Similarities(_Record):
     reference_criterion: float | None = None
 
 
-class KeyTermCheck(_Record):
+class KeyTermCheck(Record):
     """Which of the criterion's key terms a guidance text contains.
 
     Attributes:
@@ -128,7 +123,7 @@ class KeyTermCheck(_Record):
     ratio: float | None = None
 
 
-class CandidateAudit(_Record):
+class CandidateAudit(Record):
     """The audit of one guidance candidate (a winner, or an initial prompt as reference).
 
     Attributes:
@@ -178,7 +173,7 @@ class CandidateAudit(_Record):
     text: str
 
 
-class CriterionAudit(_Record):
+class CriterionAudit(Record):
     """The audit of one criterion of the run.
 
     Attributes:
@@ -200,7 +195,7 @@ class CriterionAudit(_Record):
     flag: Literal["ok", "review", "drift", "no_winner"]
 
 
-class AuditResult(_Record):
+class AuditResult(Record):
     """``audit.json``: the semantic-drift audit of one run (read by the report).
 
     Attributes:

@@ -7,10 +7,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
+from pydantic import PrivateAttr, ValidationError, model_validator
 
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings, derive_seed, with_legacy_layout
+from evolve.records import Record
 from evolve.rubric import RubricBundle
 from evolve.runs import atomic_write
 
@@ -34,11 +35,7 @@ GuidanceKind = Literal["winner", "best-initial", "no-guidance"]
 _FIX = "`evolve report RUN` writes it from a finished calibration run folder"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class JudgeGuidance(_Record):
+class JudgeGuidance(Record):
     """One guidance text of a criterion and how it agreed with physicians on validation.
 
     Attributes:
@@ -68,7 +65,7 @@ class JudgeGuidance(_Record):
     n_cases: int = 0
 
 
-class JudgeVerdict(_Record):
+class JudgeVerdict(Record):
     """The winner against one alternative on validation: a paired MAE difference.
 
     Attributes:
@@ -95,7 +92,7 @@ class JudgeVerdict(_Record):
     holm_survives: bool | None = None
 
 
-class AnchorTarget(_Record):
+class AnchorTarget(Record):
     """One validation target the winner scored: the rated sample of physician-anchored estimates.
 
     Attributes:
@@ -111,7 +108,7 @@ class AnchorTarget(_Record):
     physician: float
 
 
-class CriterionJudge(_Record):
+class CriterionJudge(Record):
     """Everything the judge file holds about one criterion.
 
     Attributes:
@@ -146,7 +143,7 @@ class CriterionJudge(_Record):
     statement: Literal["required", "absent", "either"] = "either"
 
 
-class SeedPolicy(_Record):
+class SeedPolicy(Record):
     """The seeds a judge file scores with: those of the run's validation re-scoring.
 
     Attributes:
@@ -165,7 +162,7 @@ class SeedPolicy(_Record):
         return [derive_seed(self.run_seed, self.phase, criterion_id, r) for r in range(self.repeats)]
 
 
-class JudgeFile(_Record):
+class JudgeFile(Record):
     """A calibrated judge, as ``judge.json`` holds it (see the package docstring).
 
     Attributes:

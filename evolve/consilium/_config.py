@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
@@ -34,6 +32,7 @@ from evolve.data import CaseColumns
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings, with_legacy_layout
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
+from evolve.records import Record
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, distinct_slugs, model_slug, output_limit_problem
 
@@ -65,16 +64,12 @@ MANIFEST_FILE = BenchFolder.MANIFEST
 """The run manifest inside a benchmark run folder."""
 
 
-class _Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 def sha256_text(text: str) -> str:
     """Hex SHA-256 of a text's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class OutputLimits(_Settings):
+class OutputLimits(Record):
     """Output-token limits per pipeline stage (SPEC §5.6), each 16..131,072
     (:data:`evolve.llm.MAX_OUTPUT_TOKENS`). They are not held to the endpoint's context here:
     the context check before a run (:func:`~evolve.consilium.check_context`) weighs each stage's
@@ -95,7 +90,7 @@ class OutputLimits(_Settings):
     finalizer: int = Field(default=16000, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
-class ModelOutputLimits(_Settings):
+class ModelOutputLimits(Record):
     """One model's output limits, tokens (16..131,072 each); a stage left out keeps the run's limit.
 
     Attributes:
@@ -112,7 +107,7 @@ class ModelOutputLimits(_Settings):
     finalizer: int | None = Field(default=None, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
-class GenerationSettings(_Settings):
+class GenerationSettings(Record):
     """Decoding of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds).
 
     Attributes:
@@ -144,7 +139,7 @@ class GenerationSettings(_Settings):
     max_text_chars: int | None = Field(default=None, ge=50, le=1_000_000)
 
 
-class BenchConfig(_Settings):
+class BenchConfig(Record):
     """Resolved configuration of one benchmark run (stored in ``manifest.json``).
 
     Attributes:
@@ -313,7 +308,7 @@ def resolve_bench_config(
     return validated(BenchConfig, default_models(data), "benchmark configuration")
 
 
-class PromptRecord(_Settings):
+class PromptRecord(Record):
     """One prompt template of the pipeline, as the run used it.
 
     Attributes:
@@ -325,7 +320,7 @@ class PromptRecord(_Settings):
     text: str
 
 
-class BenchManifest(_Settings):
+class BenchManifest(Record):
     """``manifest.json`` of a benchmark run: the configuration and what the run saw (SPEC §5.6).
 
     Attributes:

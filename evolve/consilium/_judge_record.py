@@ -13,8 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from evolve.records import Record
 from evolve.runs import BenchFolder, RunFolder, atomic_write
 
 __all__ = ["CALIBRATED_JUDGE", "JudgeFileRecord", "keep_judge_file", "read_judge_file_record"]
@@ -25,7 +24,7 @@ CALIBRATED_JUDGE = BenchFolder.CALIBRATED_JUDGE
 _JUDGE_FILE = "judge.json"  # a calibration run's judge file (evolve.calibrated.JUDGE_FILE)
 
 
-class JudgeFileRecord(BaseModel):
+class JudgeFileRecord(Record):
     """The judge file a run was judged with.
 
     Attributes:
@@ -36,8 +35,6 @@ class JudgeFileRecord(BaseModel):
         judge_model: The judge model the guidance was validated with.
         copy_name: The copy's file name inside the judged run (:data:`CALIBRATED_JUDGE`).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     sha256: str

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
 from evolve.consilium._config import BenchConfig, load_bench_config
 from evolve.consilium._judge_record import JudgeFileRecord, keep_judge_file, read_judge_file_record
@@ -46,6 +45,7 @@ from evolve.data import consilium_targets
 from evolve.errors import ConfigError, EvolveError, RunError
 from evolve.judge import Judge, JudgeSettings
 from evolve.llm import limits_sent
+from evolve.records import Record
 from evolve.rubric import MAX_GUIDANCE_CHARS, Rubric, load_protocol, load_rubric, run_prompts_root
 from evolve.runs import (
     BenchFolder,
@@ -96,7 +96,7 @@ PROGRESS_KEY = "judge"
 _ROLE_COMPONENTS = ("reasoning", "opinion")
 
 
-class GuidanceChoice(BaseModel):
+class GuidanceChoice(Record):
     """The guidance a criterion is judged with.
 
     Attributes:
@@ -106,8 +106,6 @@ class GuidanceChoice(BaseModel):
         sha256: Hex SHA-256 of ``text``.
         source: The calibration run folder.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     criterion: str
     candidate_id: str

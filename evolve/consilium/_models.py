@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evolve.data import (
     MAX_PANEL_ROLES,
@@ -19,6 +19,7 @@ from evolve.data import (
     RoleOutput,
     role_slug,
 )
+from evolve.records import Record
 
 ARTIFACT_VERSION: Final = 1
 """Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""
@@ -35,14 +36,10 @@ Stage = Literal[
 ]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # -- structured outputs of the generating model ----------------------------------------------
 
 
-class RoleReply(_Record):
+class RoleReply(Record):
     """One role proposed by the role-assignment step."""
 
     name: str = Field(min_length=1, max_length=80)
@@ -50,14 +47,14 @@ class RoleReply(_Record):
     rationale: str = Field(min_length=1, max_length=600)
 
 
-class RoleAssignmentReply(_Record):
+class RoleAssignmentReply(Record):
     """The role-assignment step's answer (SPEC §5.1): 1-5 roles, exactly one primary."""
 
     roles: list[RoleReply] = Field(min_length=1, max_length=5)
     panel_rationale: str = Field(min_length=1, max_length=1000)
 
 
-class StructuredOpinionReply(_Record):
+class StructuredOpinionReply(Record):
     """A role's opinion in the ``structured`` condition (SPEC §5.2: five fields)."""
 
     subjective_objective: str = Field(description="Subjective and objective information from the case.")
@@ -67,7 +64,7 @@ class StructuredOpinionReply(_Record):
     final_opinion: str = Field(description="The role's final clinical opinion.")
 
 
-class VoteReply(_Record):
+class VoteReply(Record):
     """A role's review of the shared report in one round (SPEC §5.3)."""
 
     vote: Literal["yes", "no"]
@@ -75,7 +72,7 @@ class VoteReply(_Record):
     proposed_revision: str = ""
 
 
-class ModeratorReply(_Record):
+class ModeratorReply(Record):
     """The moderator's decision on the objections of one round (SPEC §5.3)."""
 
     decision: Literal["revise", "no_substantive_change"]
@@ -83,7 +80,7 @@ class ModeratorReply(_Record):
     revised_report: str = ""
 
 
-class StructuredFinalReply(_Record):
+class StructuredFinalReply(Record):
     """The finalizer's answer in the ``structured`` condition (SPEC §5.4)."""
 
     summary: str
@@ -100,7 +97,7 @@ class StructuredFinalReply(_Record):
 # -- what a run records -------------------------------------------------------------------------
 
 
-class CallRecord(_Record):
+class CallRecord(Record):
     """One model call of the pipeline (tokens of every call are recorded, SPEC §5.5).
 
     Attributes:
@@ -180,7 +177,7 @@ def panel_problem(roles: Sequence[RoleReply | PanelRole]) -> str:
     return ""
 
 
-class RoleAssignment(_Record):
+class RoleAssignment(Record):
     """The panel of one case, as the role-assignment step produced it (SPEC §5.1).
 
     Made by :meth:`ConsiliumPipeline.assign_roles`; the runner reuses one assignment for every
@@ -220,7 +217,7 @@ class RoleAssignment(_Record):
         return not self.error
 
 
-class RoleOpinion(_Record):
+class RoleOpinion(Record):
     """One role's pre-consilium opinion, frozen before the consilium (SPEC §5.2).
 
     Attributes:
@@ -241,7 +238,7 @@ class RoleOpinion(_Record):
     worker_texts: tuple[str, ...] = ()
 
 
-class Vote(_Record):
+class Vote(Record):
     """A role's vote in one round."""
 
     role: str
@@ -251,7 +248,7 @@ class Vote(_Record):
     proposed_revision: str = ""
 
 
-class RoundRecord(_Record):
+class RoundRecord(Record):
     """One review round: the report reviewed, the votes, and the moderator's decision.
 
     Attributes:
@@ -274,7 +271,7 @@ class RoundRecord(_Record):
     revised_report: str = ""
 
 
-class CaseRun(_Record):
+class CaseRun(Record):
     """Everything one (case, model, condition, topology) pipeline produced (one artifact file).
 
     Attributes:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from evolve.consilium._models import (
     MAX_ROUNDS,
@@ -80,6 +80,7 @@ from evolve.llm import (
     validate_reply,
     validation_problem,
 )
+from evolve.records import Record
 
 __all__ = [
     "PIPELINE_VERSION",
@@ -103,11 +104,7 @@ PIPELINE_VERSION = "5"  # 2: de-identification keeps clinical content, removes n
 T = TypeVar("T")
 
 
-class _Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StageLimits(_Settings):
+class StageLimits(Record):
     """Output limits per stage, tokens (SPEC §5.6; defaults inside the paper's ranges), each
     16..131,072 (:data:`evolve.llm.MAX_OUTPUT_TOKENS`).
 
@@ -141,7 +138,7 @@ class StageLimits(_Settings):
         raise ValueError(f"stage {stage!r} is not a stage of the generation pipeline")
 
 
-class PipelineSettings(_Settings):
+class PipelineSettings(Record):
     """Decoding and rules of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42).
 
     Attributes:

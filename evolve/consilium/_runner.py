@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evolve.consilium._config import (
     BENCH_PATHS,
@@ -69,6 +69,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, RunStoppedError
+from evolve.records import Record
 from evolve.rubric import run_prompts_root, write_prompts_snapshot
 from evolve.runs import (
     BenchFolder,
@@ -161,7 +162,7 @@ def default_backend() -> PipelineBackend:
 # -- files -----------------------------------------------------------------------------------
 
 
-class RoleFile(BaseModel):
+class RoleFile(Record):
     """``roles/<stem>.<model>[.n+1].json``: one case's role assignment by one model, or by the
     ``n+1`` pipeline of that model (workers' proposals merged by the consolidator) (SPEC §5.1).
 
@@ -173,8 +174,6 @@ class RoleFile(BaseModel):
         panel_rationale: Why this panel.
         calls: The role-assignment calls (with tokens).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: Literal[1] = ARTIFACT_VERSION
     case_id: str

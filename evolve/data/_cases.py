@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
 from evolve.data._util import TEXT_PROBLEM_FIX, cell_text, is_missing, text_problem
 from evolve.errors import DataError, Problems, path_problem
+from evolve.records import Record
 
 __all__ = [
     "CASE_FILE_SUFFIXES",
@@ -42,7 +43,7 @@ CASE_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 _ID_RE = re.compile(_ID_PATTERN)
 
 
-class CaseColumns(BaseModel):
+class CaseColumns(Record):
     """Which column of a case file holds which :class:`~evolve.data.Case` field.
 
     Column names are matched exactly (case-sensitive). A mapped column that is absent from the
@@ -59,8 +60,6 @@ class CaseColumns(BaseModel):
             ``case_id`` column if it has one, else the DOI - the same rule as
             ``evolve splits make --cases``, which then keeps each DOI's cases on one side).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     doi: str = Field(default="doi", min_length=1)
     title: str | None = "title"

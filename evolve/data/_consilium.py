@@ -25,11 +25,12 @@ import unicodedata
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from evolve.data._models import _ID_PATTERN, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
 from evolve.errors import DataError, Problems, path_problem
+from evolve.records import Record
 
 __all__ = [
     "MAX_PANEL_ROLES",
@@ -49,11 +50,7 @@ _CONDITION_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._\-]*)?$"
 _NO_CONDITION = "c"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PanelRole(_Record):
+class PanelRole(Record):
     """One clinical role on the consilium's panel (SPEC §5.1).
 
     Attributes:
@@ -67,7 +64,7 @@ class PanelRole(_Record):
     rationale: str = ""
 
 
-class RoleOutput(_Record):
+class RoleOutput(Record):
     """One role's pre-consilium output (SPEC §5.2), fixed before the consilium starts.
 
     Attributes:
@@ -105,7 +102,7 @@ def record_file_stem(case_id: str) -> str:
     return case_id.replace("/", "_").replace(":", "_")
 
 
-class ConsiliumRecord(_Record):
+class ConsiliumRecord(Record):
     """What a consilium produced for one case under one condition (one JSON file).
 
     Attributes:

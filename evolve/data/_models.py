@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from evolve.records import Record
 
 PACK_FORMAT_VERSION: Final = 1
 """Version of the on-disk rating-pack format written by this toolkit (``pack.json: version``)."""
@@ -12,11 +14,7 @@ PACK_FORMAT_VERSION: Final = 1
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/\-]*$"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Case(_Record):
+class Case(Record):
     """One clinical case: the grouping unit for splits (all its targets stay on one side).
 
     Attributes:
@@ -35,7 +33,7 @@ class Case(_Record):
     source: str = ""
 
 
-class Target(_Record):
+class Target(Record):
     """One piece of LLM-written text that physicians rated (the thing the judge scores).
 
     Attributes:
@@ -61,7 +59,7 @@ class Target(_Record):
     condition: str = ""
 
 
-class Rating(_Record):
+class Rating(Record):
     """One rater's rating of one target on one criterion (one row of ``ratings.csv``).
 
     Exactly one of ``score`` or ``not_evaluable=True`` is set.
@@ -93,14 +91,14 @@ class Rating(_Record):
         return self
 
 
-class RubricRef(_Record):
+class RubricRef(Record):
     """Which rubric under ``judge_prompts/`` a pack's criteria refer to."""
 
     id: str = Field(pattern=_ID_PATTERN)
     version: str = Field(min_length=1)
 
 
-class PackManifest(_Record):
+class PackManifest(Record):
     """``pack.json``: identity and provenance of a rating pack.
 
     Attributes:

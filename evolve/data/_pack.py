@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evolve.data._models import PACK_FORMAT_VERSION, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._ratings_csv import (
@@ -40,6 +40,7 @@ from evolve.data._ratings_csv import (
     read_rating_columns,
 )
 from evolve.errors import TEXT_PROBLEM_FIX, PackError, Problems, RubricError, path_problem, text_problem
+from evolve.records import Record
 from evolve.rubric import Rubric, RubricBundle, load_rubric
 from evolve.runs import replace_folder
 
@@ -719,7 +720,7 @@ def write_pack(
 # --------------------------------------------------------------------------------------------
 
 
-class PackSummary(BaseModel):
+class PackSummary(Record):
     """Counts describing a valid pack (what :func:`check_pack` returns).
 
     Attributes:
@@ -737,8 +738,6 @@ class PackSummary(BaseModel):
         score_counts: ``criterion -> rater -> score -> count``; scores are strings in
             ascending order, with ``"not_evaluable"`` last when present.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str | None = None
     name: str

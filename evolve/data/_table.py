@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from evolve.data._cases import _value_kind, read_jsonl_rows
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import cell_text, is_missing, sha256_file
 from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, text_problem
+from evolve.records import Record
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,7 +93,7 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 _ANY = "*"
 
 
-class TableCounts(BaseModel):
+class TableCounts(Record):
     """What a table import read, and where every rating cell went.
 
     ``n_cells == n_scored + n_not_evaluable + n_skipped_empty`` always holds: a cell is one
@@ -119,8 +118,6 @@ class TableCounts(BaseModel):
         n_rows_not_selected: Rows not matching ``where``, skipped.
         where: The ``COLUMN=VALUE`` conditions rows had to match.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     n_rows: int
     n_cells: int

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from evolve.data._cases import CaseColumns, case_file, load_cases
 from evolve.data._consilium import ConsiliumRecord, consilium_targets, load_consilium_records, record_file_stem
@@ -47,6 +47,7 @@ from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricR
 from evolve.data._pack import RATINGS_COLUMNS, RatingPack, _ratings_csv, validate_pack, write_pack
 from evolve.data._util import is_missing, sha256_file
 from evolve.errors import TEXT_PROBLEM_FIX, PackError, Problems, text_problem
+from evolve.records import Record
 from evolve.rubric import Criterion, Rubric, load_rubric
 
 __all__ = [
@@ -152,7 +153,7 @@ def _cell_text(value: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-class WorkbookImportSummary(BaseModel):
+class WorkbookImportSummary(Record):
     """Counts of one workbook import (what the CLI prints).
 
     Attributes:
@@ -174,8 +175,6 @@ class WorkbookImportSummary(BaseModel):
         warnings: Every warning (a 0 or 1 without a comment; skipped empty sheets; columns read
             by position under a missing or non-standard header).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     condition: str | None = None

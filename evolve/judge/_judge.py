@@ -21,13 +21,14 @@ from evolve.llm import (
     validate_reply,
     validation_problem,
 )
+from evolve.records import Record
 from evolve.rubric import MAX_GUIDANCE_CHARS, Criterion, Rubric
 
 NOT_EVALUABLE = "not_evaluable"
 
 
 
-class JudgeSettings(BaseModel):
+class JudgeSettings(Record):
     """Decoding settings of judge calls (SPEC §3: temperature 0, top_p 1, fixed seed, <= 8,000 tokens).
 
     Attributes:
@@ -47,8 +48,6 @@ class JudgeSettings(BaseModel):
             guidance, reply format - the layout of judge files and runs made before it
             (judge file version 1, configuration version 3), read and scored as they were.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "local"
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)

@@ -8,6 +8,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evolve.records import Record
+
 MAX_OUTPUT_TOKENS: Final = 131_072
 """Hard cap on any output limit (``max_tokens``) evolve sends, tokens: 128 Ki, above the longest
 outputs hosted models offer. A larger value in a configuration is a typo, refused before any
@@ -22,16 +24,14 @@ MAX_CONTEXT_TOKENS: Final = 10_000_000
 published context windows are about ten million tokens."""
 
 
-class Message(BaseModel):
+class Message(Record):
     """One chat message."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(Record):
     """Everything that determines a chat completion; its hash is the cache key.
 
     Attributes:
@@ -48,8 +48,6 @@ class ChatRequest(BaseModel):
             (the judges pass the case id). Not sent, and NOT part of the cache key:
             where a call went never changes its answer. ``""``: routed by the shared prefix.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     messages: tuple[Message, ...]

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evolve.config import default_models, layered, validated
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
+from evolve.records import Record
 from evolve.rubric import run_prompts_root
 from evolve.runs import EndpointSettings, OtbFolder, distinct_slugs, output_limit_problem
 
@@ -23,11 +24,7 @@ OTB_RUBRIC_ID = "otb"
 """The rubric of OpenTumorBoard ratings and calibrations (``judge_prompts/otb``); a run keeps a copy."""
 
 
-class _Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Decoding(_Settings):
+class Decoding(Record):
     """Decoding of a generating model (released defaults: temperature 0, top_p 1, seed 0).
 
     Attributes:
@@ -49,7 +46,7 @@ class Decoding(_Settings):
     max_tokens_turn: int = Field(default=8192, ge=16, le=MAX_OUTPUT_TOKENS)
 
 
-class OtbJudgeSettings(_Settings):
+class OtbJudgeSettings(Record):
     """The judge (released: temperature 0, top_p 1, seed 0, strict JSON schema).
 
     Attributes:
@@ -71,7 +68,7 @@ class OtbJudgeSettings(_Settings):
     four_decisions: bool = True
 
 
-class OtbConfig(_Settings):
+class OtbConfig(Record):
     """One OpenTumorBoard run.
 
     Attributes:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from evolve.records import Record
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Criterion(_Record):
+class Criterion(Record):
     """One rubric criterion on an integer ordinal scale.
 
     Attributes:
@@ -75,7 +73,7 @@ class Criterion(_Record):
         return self.scale_max - self.scale_min
 
 
-class Rubric(_Record):
+class Rubric(Record):
     """A versioned rubric (``judge_prompts/<id>/rubric.json``).
 
     Attributes:

@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from evolve.errors import RubricError
+from evolve.records import Record
 from evolve.rubric._bundle import RubricBundle
 from evolve.rubric._loading import rubric_source
 
@@ -27,7 +28,7 @@ SNAPSHOT_SOURCES = "sources.json"
 """The record of a run's rubric copy, inside the copy's prompts root."""
 
 
-class RubricCopy(BaseModel):
+class RubricCopy(Record):
     """Where one rubric of a run's copy came from, and what was copied.
 
     Attributes:
@@ -37,14 +38,12 @@ class RubricCopy(BaseModel):
             e.g. ``guidance/entailment/initial_1.md``), to its sha256 (64 hex digits).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     version: str
     source: str
     files: dict[str, str]
 
 
-class PromptsSnapshot(BaseModel):
+class PromptsSnapshot(Record):
     """``sources.json`` of a run's rubric copy.
 
     Attributes:
@@ -52,8 +51,6 @@ class PromptsSnapshot(BaseModel):
         created: When the copy was made (UTC, ISO 8601).
         rubrics: Per rubric id, where its copy came from (:class:`RubricCopy`).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: Literal[1] = 1
     created: str

@@ -41,7 +41,8 @@ The floors of the package, each importing only its own floor or the ones below i
     2  runs, rubric, testing        run infrastructure; criteria; test helpers
     1  llm, local, stats,           model client; embedded server; statistics; escaping
        markdown                     the text a report quotes
-    0  errors                       one error tree
+    0  errors, records              one error tree; the one base of records (frozen, no extra
+                                 fields)
 """
 
 from evolve.runs._batches import JournalBatchLedger, run_batch_options

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from evolve.errors import ConfigError, SpendLimitReachedError
 from evolve.llm import MAX_CONTEXT_TOKENS, Client, OpenAICompatibleProvider, Provider, ResponseCache, get_provider
 from evolve.local import running_llama_servers
+from evolve.records import Record
 from evolve.runs._journal import CALL_COUNTS, Event, Journal, run_usage
 from evolve.runs._progress import Price, price_of
 
@@ -28,7 +29,7 @@ __all__ = [
 _C = TypeVar("_C", bound=BaseModel)
 
 
-class EndpointSettings(BaseModel):
+class EndpointSettings(Record):
     """Where model calls go.
 
     Attributes:
@@ -85,8 +86,6 @@ class EndpointSettings(BaseModel):
         batch_poll_s: Wait before the second status poll of a batch, seconds (the first is at
             once); each later wait is 1.5 times longer, up to ten minutes.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     provider: Literal["embedded", "openai_compatible", "fake"] = "embedded"
     base_url: str | None = None

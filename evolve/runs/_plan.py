@@ -21,8 +21,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from evolve.records import Record
 from evolve.runs._progress import Price
 
 __all__ = [
@@ -37,7 +38,7 @@ JSON and markup runs at 3-4 characters per token in the BPE vocabularies of curr
 3.5 errs towards more tokens (a plan should not promise less than it costs)."""
 
 
-class PhasePlan(BaseModel):
+class PhasePlan(Record):
     """The calls of one phase of a run, and their tokens, as a range.
 
     Attributes:
@@ -56,8 +57,6 @@ class PhasePlan(BaseModel):
             ``--batch`` may send it through a provider's Batch API at batch prices.
         note: One line on how the count was made, or what makes it a range.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     phase: str
     calls_low: int = Field(ge=0)
@@ -141,7 +140,7 @@ def has_batch_prices(price: Price | None) -> bool:
     return price is not None and (price.batch_input_usd_per_m is not None or price.batch_output_usd_per_m is not None)
 
 
-class CallPlan(BaseModel):
+class CallPlan(Record):
     """What a command would send, phase by phase, before anything is sent.
 
     Attributes:
@@ -152,8 +151,6 @@ class CallPlan(BaseModel):
         completion_source: How completion tokens were estimated.
         notes: Further lines printed under the table (what the plan leaves out, assumptions).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     command: str
     phases: tuple[PhasePlan, ...]

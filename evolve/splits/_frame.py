@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from evolve.errors import SplitError
+from evolve.records import Record
 from evolve.splits._manifest import (
     FRAME_PRESETS,
     CaseList,
@@ -158,7 +159,7 @@ def draw_frame(
     return tuple(cid for cid in universe.ids if cid in chosen)
 
 
-class ManifestCheck(BaseModel):
+class ManifestCheck(Record):
     """A verified manifest.
 
     Attributes:
@@ -166,8 +167,6 @@ class ManifestCheck(BaseModel):
         ids: Its case ids, each once, in the universe's source order.
         warnings: Accepted oddities (e.g. the manifest was not in source order).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     ids: tuple[str, ...]
@@ -615,15 +614,13 @@ def _origin(opts: FrameOptions, universe: CaseList, frame_manifest: Manifest | N
 # --------------------------------------------------------------------------------------------
 
 
-class SplitResult(BaseModel):
+class SplitResult(Record):
     """Splits made by :func:`build_splits`, checked against their pack, with the warnings found.
 
     Attributes:
         splits: The splits (not yet written; use :func:`~evolve.splits.write_splits`).
         warnings: Accepted oddities from making and checking them.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     splits: Splits
     warnings: tuple[str, ...] = ()

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evolve.errors import Problems, SplitError
+from evolve.records import Record
 
 if TYPE_CHECKING:  # pragma: no cover
     from evolve.data import Case, RatingPack
@@ -60,7 +61,7 @@ def _decode(data: bytes, path: Path, what: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-class SourceFile(BaseModel):
+class SourceFile(Record):
     """A file that a split was made from: the path as given and the sha256 of its bytes.
 
     Attributes:
@@ -68,13 +69,11 @@ class SourceFile(BaseModel):
         sha256: Hex sha256 of the file's bytes when the split was made.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     path: str = Field(min_length=1)
     sha256: str = Field(pattern=_HEX64)
 
 
-class Manifest(BaseModel):
+class Manifest(Record):
     """An id list as supplied by a user (a file or an in-memory list), before verification.
 
     Ids keep the order and repeats of the source so that :func:`~evolve.splits.check_manifest`
@@ -88,8 +87,6 @@ class Manifest(BaseModel):
         source: The file it was read from (path + sha256); ``None`` for an in-memory list.
         label: How messages refer to the list, e.g. ``frame manifest calib.txt``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     ids: tuple[str, ...]
@@ -158,7 +155,7 @@ def read_manifest(path: Path | str, *, name: str = "frame") -> Manifest:
     )
 
 
-class CaseList(BaseModel):
+class CaseList(Record):
     """The source-ordered universe of case ids a frame is chosen from (e.g. a 300-case case file).
 
     Attributes:
@@ -170,8 +167,6 @@ class CaseList(BaseModel):
         source: The case file (path + sha256) when ``kind == "file"``.
         label: How messages refer to it, e.g. ``case file cases.jsonl``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     ids: tuple[str, ...]
     group_of: dict[str, str] = Field(default_factory=dict)
@@ -364,7 +359,7 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
 # --------------------------------------------------------------------------------------------
 
 
-class FrameOrigin(BaseModel):
+class FrameOrigin(Record):
     """How the frame and its train/validation partition were obtained (``split.json: frame_origin``).
 
     Present only for splits made by :func:`~evolve.splits.make_frame_splits`; splits drawn by
@@ -387,8 +382,6 @@ class FrameOrigin(BaseModel):
         grouped: Whether a case -> group (DOI) mapping was applied (groups never straddle sides).
         preset: The preset whose sizes were verified (``paper``), if any.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     frame: Literal["manifest", "list", "drawn"]
     frame_manifest: SourceFile | None = None
@@ -416,7 +409,7 @@ class FrameOrigin(BaseModel):
         return self
 
 
-class FramePreset(BaseModel):
+class FramePreset(Record):
     """Sizes a frame split must have; make_frame_splits fills in and verifies them.
 
     Attributes:
@@ -426,8 +419,6 @@ class FramePreset(BaseModel):
         n_train: Training cases (a subset of the frame).
         n_validation: Validation cases (the rest of the frame).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     n_cases: int = Field(ge=2)

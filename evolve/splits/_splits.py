@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from evolve.errors import SplitError, path_problem
+from evolve.records import Record
 from evolve.runs import atomic_write
 from evolve.splits._manifest import CaseList, FrameOrigin, raise_problems
 
@@ -38,7 +39,7 @@ MANIFEST_FILES: dict[str, str] = {
 Side = Literal["train", "validation", "holdout"]
 
 
-class Splits(BaseModel):
+class Splits(Record):
     """A case-level split of one rating pack.
 
     ``holdout`` is set aside for the final evaluation; the rest of the pack is the
@@ -55,8 +56,6 @@ class Splits(BaseModel):
     realised shares (``holdout / universe`` and ``validation / frame``), recorded for
     information only. Splits drawn by fractions have ``frame_origin = None``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: Literal[1] = SPLIT_FORMAT_VERSION
     pack: str
@@ -238,14 +237,12 @@ def _internal_problems(splits: Splits) -> list[str]:
     return problems
 
 
-class SplitCheck(BaseModel):
+class SplitCheck(Record):
     """What :func:`check_splits` found acceptable but worth knowing.
 
     Attributes:
         warnings: One sentence each, e.g. rated pack cases that sit in the holdout.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     warnings: tuple[str, ...] = ()
 

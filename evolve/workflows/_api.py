@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from evolve.config import EndpointSettings, resolve_config
 from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import EvolveError, RubricError, RunError
 from evolve.llm import Client, FakeProvider
+from evolve.records import Record
 from evolve.rubric import RubricBundle
 from evolve.runs import CalibrationFolder, ProgressHook
 from evolve.splits import Splits, make_splits, write_splits
@@ -35,11 +34,7 @@ PACK_DIR, SPLITS_DIR, RUBRIC_DIR = "pack", "splits", "rubric"
 (a prompts root: ``rubric/<rubric_id>/...``) inside the run folder."""
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Verdict(_Record):
+class Verdict(Record):
     """The winner against one baseline on validation: paired MAE difference, its sign-flip test
     over case clusters and the interval that inverts it.
 
@@ -85,7 +80,7 @@ class Verdict(_Record):
         return f"{self.verdict} vs {self.baseline}: {self.estimate:+.3f} {interval}"
 
 
-class CriterionSummary(_Record):
+class CriterionSummary(Record):
     """One criterion of a finished calibration.
 
     Attributes:
@@ -126,7 +121,7 @@ class CriterionSummary(_Record):
         return f"{self.criterion}: winner {self.winner} ({self.origin}), validation MAE {mae} ({base}); {verdicts}"
 
 
-class CalibrationSummary(_Record):
+class CalibrationSummary(Record):
     """What a calibration found, read from its run folder's ``report.json``.
 
     Attributes:
