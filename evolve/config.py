@@ -1,6 +1,7 @@
 """Configuration of a calibration run: pydantic records, presets and endpoint resolution.
 
-Layering, lowest to highest: preset (``quick`` or ``paper``) < config file < environment
+Layering, lowest to highest (:func:`evolve.layering.layered`, shared with the benchmark and
+OpenTumorBoard configurations): preset (``quick`` or ``paper``) < config file < environment
 (``EVOLVE_BASE_URL``, ``EVOLVE_MODEL``, ``EVOLVE_API_KEY``) < command-line options. The
 resolved configuration is written to ``archives/<run_id>/config.json``; API keys never are
 (only the *name* of the environment variable that holds one). :func:`load_run_config` reads it
@@ -10,17 +11,16 @@ back for every reader of a finished run.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, get_args, get_origin
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from evolve.errors import BudgetError, ConfigError, RunError, path_problem
+from evolve.errors import BudgetError, ConfigError, RunError
 from evolve.judge import JudgeSettings, with_legacy_layout
+from evolve.layering import layered, readable_error
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.records import Record
-from evolve.rubric import PROMPTS_ROOT_ENV
 from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_problem
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -339,166 +339,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "mutation": {"temperature": 0.3, "max_tokens": 600, "worst_items": 3, "excerpt_chars": 400},
     },
 }
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
-    """``over`` on top of ``base``, section by section (``None`` values in ``over`` are ignored).
-
-    Raises:
-        ConfigError: A section (an object such as ``budget``) was given a plain value, which
-            would otherwise silently replace the whole section with its defaults.
-    """
-    out = dict(base)
-    for key, value in over.items():
-        name = f"{where}{key}"
-        prior = out.get(key)
-        if isinstance(value, dict):
-            if prior is not None and not isinstance(prior, dict):
-                raise ConfigError(f"configuration field '{name}' must be an object of settings, got {prior!r}; "
-                                  "fix the config file (e.g. \"budget\": {\"accepted\": 4}).")
-            out[key] = _merge(prior if isinstance(prior, dict) else {}, value, f"{name}.")
-        elif value is not None:
-            if isinstance(prior, dict):
-                raise ConfigError(f"configuration field '{name}' must be an object of settings, got {value!r}; "
-                                  "fix the config file (e.g. \"budget\": {\"accepted\": 4}).")
-            out[key] = value
-    return out
-
-
-_BOUND_ERRORS: Final = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
-_BOUND_WORDS: Final = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
-
-
-def _field_info(model: Any, loc: tuple[Any, ...]) -> Any:
-    """The pydantic ``FieldInfo`` at ``loc`` inside ``model`` (through nested models, optional
-    fields and dict values), or None."""
-    info = None
-    annotation: Any = model
-    for part in loc:
-        model_class = next((a for a in (annotation, *get_args(annotation))
-                            if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if model_class is not None and isinstance(part, str) and part in model_class.model_fields:
-            info = model_class.model_fields[part]
-            annotation = info.annotation
-        elif get_origin(annotation) is dict:
-            annotation = get_args(annotation)[1]  # a dict key: step into the value type
-        else:
-            return None
-    return info
-
-
-def allowed_range(model: Any, loc: tuple[Any, ...]) -> str | None:
-    """The bounds of the numeric field at ``loc`` of ``model`` in words (``"at least 16 and at
-    most 131072"``), or None when it has none."""
-    info = _field_info(model, loc)
-    if info is None:
-        return None
-    words = [_BOUND_WORDS[name].format(getattr(meta, name)) for meta in info.metadata
-             for name in _BOUND_WORDS if getattr(meta, name, None) is not None]
-    return " and ".join(words) or None
-
-
-def readable_error(error: Any, model: type[BaseModel] | None = None) -> str:
-    """A pydantic validation error of a configuration, in words a user can act on.
-
-    A value out of its bounds is named with the whole allowed range when ``model`` (the
-    configuration class validated) is given: ``1000000000 is out of range: it must be at least
-    16 and at most 131072``.
-    """
-    if error.get("type") == "string_pattern_mismatch" and error.get("loc", ())[-1:] == ("run_id",):
-        return ("a run id is a folder name of letters, digits, '.', '_' and '-' (not '.' or '..', which would "
-                "put the run outside the archives folder); choose another --run-id")
-    if error.get("type") in _BOUND_ERRORS:
-        allowed = (allowed_range(model, tuple(error.get("loc", ()))) if model is not None else None) \
-            or str(error.get("msg", "")).removeprefix("Input should be ")
-        return f"{error.get('input')!r} is out of range: it must be {allowed}"
-    return str(error.get("msg", "")).removeprefix("Value error, ")
-
-
-def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Overrides from the environment: the endpoint from ``EVOLVE_BASE_URL`` (several replicas'
-    URLs separated by commas or spaces), ``EVOLVE_MODEL``,
-    ``EVOLVE_PROVIDER``, and ``prompts_root`` from ``EVOLVE_PROMPTS_ROOT``."""
-    env = os.environ if environ is None else environ
-    found: dict[str, Any] = {}
-    if env.get(PROMPTS_ROOT_ENV, "").strip():
-        found["prompts_root"] = env[PROMPTS_ROOT_ENV].strip()
-    endpoint: dict[str, Any] = {}
-    if urls := env.get("EVOLVE_BASE_URL", "").replace(",", " ").split():  # several: replicas, by commas or spaces
-        endpoint["base_url"], endpoint["base_urls"] = urls[0], tuple(urls) if len(urls) > 1 else ()
-        endpoint["provider"] = "openai_compatible"
-    if env.get("EVOLVE_MODEL"):
-        endpoint["model"] = env["EVOLVE_MODEL"]
-    if env.get("EVOLVE_PROVIDER"):
-        endpoint["provider"] = env["EVOLVE_PROVIDER"]
-    return {**found, "endpoint": endpoint} if endpoint else found
-
-
-def default_models(data: dict[str, Any]) -> dict[str, Any]:
-    """Fill in the models of a layered generation config (benchmark, OpenTumorBoard), in place:
-    without ``models`` the endpoint's model generates; without an endpoint model the first
-    generating model becomes it; the judge model defaults to the endpoint's model."""
-    endpoint = data.setdefault("endpoint", {})
-    if not data.get("models"):
-        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
-    elif not endpoint.get("model"):
-        endpoint["model"] = data["models"][0]
-    if data.get("judge", {}).get("model") is None:
-        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
-    return data
-
-
-def validated(model: type[_M], data: dict[str, Any], what: str) -> _M:
-    """``model.model_validate(data)``, with a validation error turned into one
-    :class:`ConfigError` naming the field (``what``: how to name the configuration).
-
-    Raises:
-        ConfigError: The first invalid field, in words, and where to fix it.
-    """
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        where = f"{what} field '{loc}'" if loc else what
-        raise ConfigError(f"{where}: {readable_error(first, model)}. Fix the value in the config file or on the command "
-                          "line.") from exc
-
-
-def layered(
-    presets: dict[str, dict[str, Any]],
-    *,
-    preset: str | None,
-    config_file: Path | None,
-    overrides: dict[str, Any] | None,
-    environ: dict[str, str] | None,
-) -> dict[str, Any]:
-    """Merge preset < config file < environment < overrides into one nested dict (unvalidated).
-
-    Shared by :func:`resolve_config` and the benchmark's ``resolve_bench_config``.
-
-    Raises:
-        ConfigError: Unknown preset or unreadable config file.
-    """
-    data: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in presets:
-            raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(presets)}.")
-        data = _merge(data, presets[preset])
-    if config_file is not None:
-        if (problem := path_problem(config_file)) is not None:
-            raise ConfigError(f"{config_file}: cannot read config JSON: the config file {problem}. Pass a JSON file of "
-                              "settings, or leave out --config.")
-        try:
-            loaded = json.loads(Path(config_file).read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{config_file}: cannot read config JSON ({exc}); fix or remove the file.") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{config_file}: a config file holds one JSON object of settings (e.g. "
-                              f"{{\"budget\": {{\"accepted\": 4}}}}), not {type(loaded).__name__} {loaded!r:.80}.")
-        data = _merge(data, loaded)
-    data = _merge(data, env_overrides(environ))
-    return _merge(data, overrides or {})
 
 
 def resolve_config(

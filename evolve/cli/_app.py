@@ -218,7 +218,7 @@ def _with_spend(endpoint: EndpointSettings, **options: float | int | None) -> En
     Raises:
         ConfigError: ``--max-usd`` without prices, or prices that do not go together.
     """
-    from evolve.config import validated
+    from evolve.layering import validated
 
     given = {k: v for k, v in options.items() if k in SPEND_OPTIONS and v is not None}
     if not given:
@@ -841,7 +841,8 @@ def calibrate(
 def _config_prompts_root(preset: str, config_file: Path | None, prompts_root: Path | None) -> Path | None:
     """The prompts root the calibration config will hold (``--prompts-root`` >
     ``EVOLVE_PROMPTS_ROOT`` > the config file's ``prompts_root``), known before the pack is read."""
-    from evolve.config import PRESETS, layered
+    from evolve.config import PRESETS
+    from evolve.layering import layered
 
     value = layered(PRESETS, preset=preset, config_file=config_file, overrides={"prompts_root": prompts_root},
                     environ=None).get("prompts_root")

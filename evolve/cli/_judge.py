@@ -86,8 +86,8 @@ def judge(
     """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
     archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
     its interval and the physician-anchored mean."""
-    from evolve.config import validated
     from evolve.data import parse_score_map, parse_table_columns, parse_where
+    from evolve.layering import validated
     from evolve.runs import EndpointSettings
     from evolve.workflows import JudgeRunOptions, run_judge
 

@@ -26,15 +26,15 @@ from pydantic import (
     model_validator,
 )
 
-from evolve.config import EndpointSettings, default_models, layered, validated
 from evolve.consilium._models import ARTIFACT_VERSION, Condition, Topology
 from evolve.data import CaseColumns
 from evolve.errors import RunError
 from evolve.judge import JudgeSettings, with_legacy_layout
+from evolve.layering import layered, validated
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.records import Record
 from evolve.rubric import run_prompts_root
-from evolve.runs import BenchFolder, distinct_slugs, model_slug, output_limit_problem
+from evolve.runs import BenchFolder, EndpointSettings, default_models, distinct_slugs, model_slug, output_limit_problem
 
 __all__ = [
     "BENCH_CONFIG_VERSION",

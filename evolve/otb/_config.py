@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from evolve.config import default_models, layered, validated
+from evolve.layering import layered, validated
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.records import Record
 from evolve.rubric import run_prompts_root
-from evolve.runs import EndpointSettings, OtbFolder, distinct_slugs, output_limit_problem
+from evolve.runs import EndpointSettings, OtbFolder, default_models, distinct_slugs, output_limit_problem
 
 __all__ = ["OTB_PATHS", "OTB_PRESETS", "OTB_RUBRIC_ID", "Decoding", "OtbConfig", "OtbJudgeSettings", "otb_config_json", "read_otb_config",
            "resolve_otb_config"]

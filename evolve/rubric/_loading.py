@@ -27,13 +27,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from evolve.errors import TEXT_PROBLEM_FIX, RubricError, path_problem, text_problem
+from evolve.layering import PROMPTS_ROOT_ENV
 from evolve.rubric._models import Rubric
 
 MAX_GUIDANCE_CHARS = 800
 """Upper bound on a guidance prompt, in characters (SPEC §4; longer candidates are rejected)."""
-
-PROMPTS_ROOT_ENV = "EVOLVE_PROMPTS_ROOT"
-"""Environment variable naming a prompts root looked up before the shipped rubrics."""
 
 
 def shipped_prompts_root() -> Path:

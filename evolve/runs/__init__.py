@@ -41,8 +41,9 @@ The floors of the package, each importing only its own floor or the ones below i
     2  runs, rubric, testing        run infrastructure; criteria; test helpers
     1  llm, local, stats,           model client; embedded server; statistics; escaping
        markdown                     the text a report quotes
-    0  errors, records              one error tree; the one base of records (frozen, no extra
-                                 fields)
+    0  errors, records, layering    one error tree; the one base of records (frozen, no extra
+                                 fields); settings layered from preset, file, environment,
+                                 options
 """
 
 from evolve.runs._batches import JournalBatchLedger, run_batch_options
@@ -50,6 +51,7 @@ from evolve.runs._client import (
     EndpointSettings,
     context_window,
     default_cache_path,
+    default_models,
     open_client,
     output_limit_problem,
     owned_client,
@@ -103,6 +105,7 @@ __all__ = [
     "ComparisonFolder",
     "CallMeter",
     "EndpointSettings",
+    "default_models",
     "Event",
     "Journal",
     "NoProgress",

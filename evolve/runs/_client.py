@@ -404,6 +404,20 @@ def owned_client(
                 closer()
 
 
+def default_models(data: dict[str, Any]) -> dict[str, Any]:
+    """Fill in the models of a layered generation config (benchmark, OpenTumorBoard), in place:
+    without ``models`` the endpoint's model generates; without an endpoint model the first
+    generating model becomes it; the judge model defaults to the endpoint's model."""
+    endpoint = data.setdefault("endpoint", {})
+    if not data.get("models"):
+        data["models"] = (endpoint.get("model") or EndpointSettings().model,)
+    elif not endpoint.get("model"):
+        endpoint["model"] = data["models"][0]
+    if data.get("judge", {}).get("model") is None:
+        data.setdefault("judge", {})["model"] = endpoint.get("model") or EndpointSettings().model
+    return data
+
+
 def _batch_by_api(client: Client, endpoint: EndpointSettings, journal: Journal | None) -> bool:
     """With ``endpoint.batch``, let ``client`` send batchable phases through the Batch API, its
     batches journaled (:func:`~evolve.runs.run_batch_options`); without it, still poll the

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
-from evolve.config import env_overrides
+from evolve.layering import env_overrides
 from tests.cli.test_cli_calibrate import _Endpoint
 from tests.conftest import request_of
 

@@ -149,8 +149,8 @@ def test_bench_and_otb_runs_against_an_endpoint_echoing_the_key_write_it_nowhere
     ("base_url", f"https://user:{KEY}@host.example/v1", "password"),
 ])
 def test_endpoint_settings_that_would_store_a_key_are_refused_without_quoting_it(field, value, words) -> None:
-    from evolve.config import validated
     from evolve.errors import ConfigError
+    from evolve.layering import validated
     from evolve.runs import EndpointSettings
 
     data = {"base_url": "http://127.0.0.1:8080/v1", field: value}

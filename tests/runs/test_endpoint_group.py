@@ -78,7 +78,8 @@ def test_cli_base_urls_replace_a_config_files_list(tmp_path) -> None:
     import json
 
     from evolve.cli._app import _endpoint_overrides, base_url_list
-    from evolve.config import PRESETS, layered
+    from evolve.config import PRESETS
+    from evolve.layering import layered
 
     assert base_url_list([f"{A},{B}", f" {C} "]) == [A, B, C] and base_url_list(None) == []
     assert _endpoint_overrides(base_url=[A, B])["base_urls"] == (A, B)
