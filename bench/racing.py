@@ -183,7 +183,7 @@ def _prompts_root(tmp: Path) -> Path:
 
 
 PROTOCOLS: dict[str, dict] = {
-    # SPEC §4: every accepted mutant judged on every training target with 2 seeds; lowest training MAE wins
+    # consilium paper, calibration: every accepted mutant judged on every training target with 2 seeds; lowest training MAE wins
     "paper": {"racing": {"enabled": False}, "selection": {"rule": "paper"}, "budget": {"train_repeats": 2}},
     # evolve's defaults: racing, robust selection, one training seed (a second did not help: issue 11)
     "default": {"budget": {"train_repeats": 1}},

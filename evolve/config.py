@@ -33,7 +33,7 @@ judged with, ``target-first``). Runs of earlier versions are read, not resumed."
 
 
 class MutationSettings(Record):
-    """The mutation LLM (SPEC §4: temperature 0.3, up to 4,096 output tokens).
+    """The mutation LLM (consilium paper, calibration: temperature 0.3, up to 4,096 output tokens).
 
     Attributes:
         model: Model id; None = the endpoint's model.
@@ -60,7 +60,7 @@ class BudgetSettings(Record):
     samples <= 10,000,000.
 
     Attributes:
-        accepted: Accepted mutants to reach (SPEC §4 paper budget: 25).
+        accepted: Accepted mutants to reach (the consilium paper's budget: 25).
         max_attempts: Most mutation attempts, accepted or rejected (paper: 320).
         batch_size: Mutants asked from the emitter per iteration.
         train_repeats: Judge seeds per candidate during evolution (>= 1); their spread gives
@@ -71,7 +71,7 @@ class BudgetSettings(Record):
         max_validation_targets: Same for validation.
         shared_attempts: An attempt budget for the whole run, split evenly over the criteria
             calibrated (the first criteria get one more when it does not divide); it replaces
-            ``max_attempts``. SPEC §4's "25 mutants per criterion from at most 320 attempts"
+            ``max_attempts``. the consilium paper's calibration "25 mutants per criterion from at most 320 attempts"
             reads most plausibly as 320 attempts over all nine criteria (the ``paper``
             preset); the other reading is ``max_attempts: 320`` per criterion. Unused attempts
             of one criterion do not move to another, so a run is the same whatever order its
@@ -149,7 +149,7 @@ class RacingSettings(Record):
 class SelectionSettings(Record):
     """How the winner of a criterion is chosen after evolution.
 
-    ``paper`` (SPEC §4): lowest training MAE from evolution; ties by repeat SD, length, id.
+    ``paper`` (consilium paper, calibration): lowest training MAE from evolution; ties by repeat SD, length, id.
     ``robust``: the initial prompts and the ``finalists`` best mutants (by that rule) are
     judged again on training with ``finalist_repeats`` fresh seeds (the re-evaluation's own
     training seeds, so those calls serve it too); the winner is the finalist with the lowest
@@ -241,11 +241,11 @@ class CalibrationConfig(Record):
         prefer_condition: Without ``conditions``: when the pack has targets produced under
             this condition, use only those, and record the choice as ``conditions`` in
             ``config.json``. The ``paper`` preset sets ``structured``: the paper calibrated on
-            the structured consilium's outputs (SPEC §4, §5.2). Packs without such targets
+            the structured consilium's outputs (consilium paper, calibration, §5.2). Packs without such targets
             (K-QA, Savage) keep all theirs.
         parallel_criteria: Criterion archives evolved at the same time (threads sharing one
             client, its concurrency bound and its cache); each archive stays isolated.
-        audit: After re-evaluation, audit every winner for semantic drift (SPEC §4 semantic
+        audit: After re-evaluation, audit every winner for semantic drift (consilium paper, calibration semantic
             review; :func:`evolve.audit.audit_run`, including its LLM check) with the run's
             client; the report's drift column comes from it.
         evaluate_holdout: After the report, score the split's held-out cases with the run's
@@ -305,7 +305,7 @@ class CalibrationConfig(Record):
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # SPEC §4: 540 cells, 2 seeds, 25 accepted of <= 320 attempts, mutation 0.3 / 4,096 tokens,
+    # consilium paper, calibration: 540 cells, 2 seeds, 25 accepted of <= 320 attempts, mutation 0.3 / 4,096 tokens,
     # judge temperature 0 / top_p 1 / 8,000 tokens.
     "paper": {
         "budget": {"accepted": 25, "max_attempts": 320, "shared_attempts": 320, "batch_size": 5, "train_repeats": 2,

@@ -47,7 +47,7 @@ class MutationEmitter(EmitterBase):
     """Asks an LLM for new guidance from parent elites; rejects invalid texts; counts attempts.
 
     ``ask()`` samples parents uniformly from the archive's elites, calls ``propose`` once per
-    parent and keeps the texts that are non-empty, at most 800 characters (SPEC §4) and not
+    parent and keeps the texts that are non-empty, at most 800 characters (consilium paper, calibration) and not
     duplicates of an earlier candidate. It keeps asking until ``batch_size`` texts are
     accepted or a budget runs out (``max_attempts`` attempts or ``accepted_budget`` accepted
     texts over the emitter's life).

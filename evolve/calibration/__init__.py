@@ -1,4 +1,4 @@
-"""Calibration: evolve per-criterion judge guidance against physician ratings (SPEC §4).
+"""Calibration: evolve per-criterion judge guidance against physician ratings (consilium paper, calibration).
 
 This is the engine; :func:`evolve.workflows.run_calibration` runs it, then the drift audit and
 the report. For each criterion, :func:`calibrate` seeds an isolated MAP-Elites archive with the initial

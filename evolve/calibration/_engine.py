@@ -1,4 +1,4 @@
-"""The calibration engine: one isolated MAP-Elites archive per criterion (SPEC §4)."""
+"""The calibration engine: one isolated MAP-Elites archive per criterion (consilium paper, calibration)."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def _select_items(
     """Applicable, rated targets of one split side, optionally a seeded subsample in source order.
 
     A target whose component the criterion does not apply to is never selected (a structural
-    exclusion, SPEC §2), nor is one outside ``conditions`` when given.
+    exclusion, consilium paper, rubric), nor is one outside ``conditions`` when given.
     """
     ids = set(getattr(splits, side))
     by_target: dict[str, list] = {}
@@ -708,7 +708,7 @@ def structural_exclusions(
 ) -> pd.DataFrame:
     """Which (criterion, component) pairs a run never judges, and how much material they hold.
 
-    SPEC §2: a criterion outside a component's set is structurally inapplicable - not scored,
+    consilium paper, rubric: a criterion outside a component's set is structurally inapplicable - not scored,
     not zero, reported separately. Physician ratings of such pairs (a workbook has a cell for
     every criterion of every component) live in the pack's ``structural_exclusions.csv``, when
     present, and are counted here; they never reach fitness or the report's MAE.

@@ -67,7 +67,7 @@ def mutation_messages(
         worst: Up to k training items it got most wrong: ``(case, target, judge mean score - or
             what the judge said instead, e.g. that the item is not evaluable - the physicians'
             ratings with comments)``. Training items only:
-            validation ratings never reach this prompt (SPEC §4).
+            validation ratings never reach this prompt (consilium paper, calibration).
         excerpt_chars: Characters of case and target text shown per item.
     """
     anchors = "\n".join(f"  {s}: {criterion.anchors[str(s)]}" for s in criterion.scores)

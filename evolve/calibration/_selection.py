@@ -18,7 +18,7 @@ __all__ = ["Decision", "choose_winner", "paper_order"]
 
 
 def paper_order(c: Candidate) -> tuple:
-    """SPEC §4 order: lowest training MAE, then repeat SD, then shorter text, then program id
+    """consilium paper, calibration order: lowest training MAE, then repeat SD, then shorter text, then program id
     (the candidate's sequence number). An empty repeat SD (one repeat) ties at 0."""
     return round(c.train_mae if c.train_mae is not None else math.inf, 12), round(c.train_repeat_sd or 0.0, 12), len(c.text), c.seq
 

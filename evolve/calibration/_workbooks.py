@@ -11,7 +11,7 @@ from evolve.runs import locks_run
 from evolve.splits import CaseList, make_frame_splits, read_manifest, write_splits
 
 PAPER_FRAME = (110, 80, 30)
-"""SPEC §4: 110 physician-rated cases, split DOI-disjoint into 80 training + 30 validation."""
+"""consilium paper, calibration: 110 physician-rated cases, split DOI-disjoint into 80 training + 30 validation."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,11 @@ def prepare_workbook_inputs(
     The frame is the supplied ``frame_manifest`` (verified against the case file) or, by
     default, the cases the physicians rated; the holdout is the exact complement in the case
     file, in source order. A 110-case frame is split 80 training / 30 validation exactly as in
-    the paper (SPEC §4); any other frame size keeps the paper's proportion (30/110 to
+    the paper (consilium paper, calibration); any other frame size keeps the paper's proportion (30/110 to
     validation). Nothing is written unless the import and the split are both valid.
 
     Args:
-        workbooks: Folder of ``.xlsx``/``.csv`` workbooks, one per specialty (SPEC §6).
+        workbooks: Folder of ``.xlsx``/``.csv`` workbooks, one per specialty (consilium paper, physician spreadsheets).
         cases: The case file (``.jsonl``/``.csv``/``.parquet``, see :func:`evolve.data.load_cases`).
         outputs: Folder of consilium records the workbooks rate.
         into: Folder that receives ``pack/`` and ``splits/`` (a calibration run folder).

@@ -518,11 +518,11 @@ def ratings_import_workbooks(
         help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
     no_header: bool = typer.Option(False, "--no-header", help="Read sheets without a header row by position: you vouch "
-        "that their columns are A..AC in the SPEC §6 order (without it such sheets are refused: shifted columns look "
+        "that their columns are A..AC in the consilium paper, physician spreadsheets order (without it such sheets are refused: shifted columns look "
         "like correct ones)."),
     prompts_root: PromptsRootOption = None,
 ) -> None:
-    """Import physician rating workbooks of consilium records (SPEC §6) into a rating pack."""
+    """Import physician rating workbooks of consilium records (consilium paper, physician spreadsheets) into a rating pack."""
     from evolve.data import import_workbooks, parse_column_overrides, write_workbook_import
 
     try:
@@ -686,16 +686,16 @@ def _prepare_workbooks(workbooks, *, cases, outputs, role_map, case_column, fram
 def calibrate(
     pack: Optional[Path] = typer.Option(None, "--pack", help="Rating pack folder (required unless --resume or --workbooks)."),
     workbooks: Optional[Path] = typer.Option(None, "--workbooks",
-        help="Physician workbooks folder (SPEC §6): import them, split, then calibrate, all into the run folder."),
+        help="Physician workbooks folder (consilium paper, physician spreadsheets): import them, split, then calibrate, all into the run folder."),
     cases: Optional[Path] = typer.Option(None, "--cases", help="With --workbooks: the case file (.jsonl/.csv/.parquet), or a bench run / rating-pack folder."),
     outputs: Optional[Path] = typer.Option(None, "--outputs", help="With --workbooks: folder of the consilium records the workbooks rate."),
     role_map: Optional[Path] = typer.Option(None, "--role-map", help="With --workbooks: CSV specialty,role for specialties that do not name a panel role."),
     case_column: Optional[list[str]] = typer.Option(None, "--column", help="With --workbooks: case-file column mapping field=column (repeatable)."),
     frame_manifest: Optional[Path] = typer.Option(None, "--frame-manifest", help="With --workbooks: calibration frame manifest (default: the rated cases)."),
     no_header: bool = typer.Option(False, "--no-header", help="With --workbooks: read sheets without a header row by "
-        "position (you vouch that their columns are A..AC in the SPEC §6 order; without it such sheets are refused)."),
+        "position (you vouch that their columns are A..AC in the consilium paper, physician spreadsheets order; without it such sheets are refused)."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
-    preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (SPEC §4 budget)."),
+    preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (consilium paper, calibration budget)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
     run_id: Optional[str] = typer.Option(None, help="Run folder name (default: <pack>-<UTC time>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (archives/<run_id>)."),
@@ -719,7 +719,7 @@ def calibrate(
                                          "the best (p < 0.5); 'off': every mutant on every training target (the paper)."),
     selection: Optional[str] = typer.Option(None, "--selection", help="'robust' (default): re-judge the initial prompts "
                                             "and the 2 best mutants with a fresh seed, lowest MAE over all their calls "
-                                            "wins; 'paper': lowest training MAE (SPEC §4)."),
+                                            "wins; 'paper': lowest training MAE (consilium paper, calibration)."),
     base_url: BaseUrlOption = None,
     model: Optional[str] = typer.Option(None, help="Model id sent to the endpoint."),
     api_key_env: ApiKeyEnvOption = None,
@@ -1067,7 +1067,7 @@ def bench_run(
         "folder whose cases.jsonl is read (e.g. ratings/savage). Required unless --resume."),
     case_column: Optional[list[str]] = typer.Option(None, "--column",
         help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
-    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (SPEC §5.6 limits, 5 rounds)."),
+    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (consilium paper, generation defaults limits, 5 rounds)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with benchmark config fields."),
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="free-form and/or structured (repeatable; default both)."),

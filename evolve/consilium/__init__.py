@@ -1,4 +1,4 @@
-"""The consilium: a multi-agent pipeline that writes a clinical second opinion (SPEC §5).
+"""The consilium: a multi-agent pipeline that writes a clinical second opinion (consilium paper, benchmark runner).
 
 For one case a model (1) assigns a panel of 1-5 clinical roles, one primary; (2) each role
 writes its own opinion, independently, from the same case input with the reference answer

@@ -1,4 +1,4 @@
-"""Configuration and manifest of a benchmark run (SPEC §5.6: every model id, prompt, parameter).
+"""Configuration and manifest of a benchmark run (consilium paper, generation defaults: every model id, prompt, parameter).
 
 A :class:`BenchConfig` says what to generate: which cases, which generating models, which
 conditions and topologies, with which decoding parameters and per-stage output limits, where
@@ -70,7 +70,7 @@ def sha256_text(text: str) -> str:
 
 
 class OutputLimits(Record):
-    """Output-token limits per pipeline stage (SPEC §5.6), each 16..131,072
+    """Output-token limits per pipeline stage (consilium paper, generation defaults), each 16..131,072
     (:data:`evolve.llm.MAX_OUTPUT_TOKENS`). They are not held to the endpoint's context here:
     the context check before a run (:func:`~evolve.consilium.check_context`) weighs each stage's
     prompt plus its limit and warns, since a cut answer fails only that call.
@@ -108,19 +108,19 @@ class ModelOutputLimits(Record):
 
 
 class GenerationSettings(Record):
-    """Decoding of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds).
+    """Decoding of every generating call (consilium paper, generation defaults: temperature 0, top_p 1, seed 42, 5 rounds).
 
     Attributes:
         temperature: Sampling temperature. 0 keeps a resumed run's requests identical, so its
             finished calls come from the response cache.
         top_p: Nucleus mass (1 = off).
         seed: Sampling seed of every call (at most :data:`evolve.llm.MAX_SEED`).
-        max_rounds: Most review rounds of the consilium (1-5; SPEC §5.3).
+        max_rounds: Most review rounds of the consilium (1-5; consilium paper, interactive consilium).
         max_reasks: Re-asks of one call after an invalid, cut or rule-breaking answer.
         limits: Output limits per stage.
         model_limits: Output limits of particular models (model id -> the stages that differ
             from ``limits``): the paper gave each model its own (role assignment
-            1,024-4,096, pre-consilium ~16k, consilium 16k-32k tokens; SPEC §5.6). Every id must
+            1,024-4,096, pre-consilium ~16k, consilium 16k-32k tokens; consilium paper, generation defaults). Every id must
             be a model of the run (generating, worker or consolidator).
         max_field_chars: Character bound on every text field of a structured answer (see
             ``PipelineSettings``); None = unbounded (the paper's setting).
@@ -153,7 +153,7 @@ class BenchConfig(Record):
         max_cases: Use only the first N cases, in source order; None = all.
         models: Generating models; each pipeline uses one model for every stage (role
             assignment, opinions, consilium, finalizer). At least one; slugs must differ.
-        conditions: ``free-form`` and/or ``structured`` (SPEC §5.2).
+        conditions: ``free-form`` and/or ``structured`` (consilium paper, pre-consilium opinions).
         topologies: ``single`` and/or ``n+1`` (N worker models write the opinions, a
             consolidator merges them; the paper used 3+1).
         workers: Worker models of ``n+1`` (at least one when ``n+1`` is requested): each
@@ -253,9 +253,9 @@ class BenchConfig(Record):
 
 
 BENCH_PRESETS: dict[str, dict[str, Any]] = {
-    # SPEC §5.6: temperature 0, top_p 1, seed 42, 5 rounds; role assignment 4,096, pre-consilium
+    # consilium paper, generation defaults: temperature 0, top_p 1, seed 42, 5 rounds; role assignment 4,096, pre-consilium
     # 16,000, consilium 16,000 output tokens (the paper gave some models 16,384 / 32,768: set
-    # generation.model_limits in a config file); judge as in SPEC §3 (8,000 tokens).
+    # generation.model_limits in a config file); judge as in consilium paper, judge calls (8,000 tokens).
     "paper": {
         "generation": {
             "temperature": 0.0, "top_p": 1.0, "seed": 42, "max_rounds": 5, "max_reasks": 2,
@@ -321,7 +321,7 @@ class PromptRecord(Record):
 
 
 class BenchManifest(Record):
-    """``manifest.json`` of a benchmark run: the configuration and what the run saw (SPEC §5.6).
+    """``manifest.json`` of a benchmark run: the configuration and what the run saw (consilium paper, generation defaults).
 
     Attributes:
         version: Manifest format version.

@@ -4,7 +4,7 @@
 :func:`plan_bench_judge` those of ``evolve bench judge`` on a generated run, as a
 :class:`~evolve.runs.CallPlan` (issue 25, item 1).
 
-How the pipeline spends calls (SPEC §5.1-5.5, :class:`~evolve.consilium.ConsiliumPipeline`), per
+How the pipeline spends calls (consilium paper, role assignment-5.5, :class:`~evolve.consilium.ConsiliumPipeline`), per
 case and generating model:
 
 - **role assignment**: once per topology, shared by every condition: one call (``single``), or

@@ -16,9 +16,9 @@ case id, the title or the reference answer (:func:`~evolve.consilium._prompts.ca
 a model wrote earlier and a later stage reads (panel proposals, opinions, reports, reviews,
 moderator summaries) goes through the same function before it is shown, so an identifier a model
 recalls cannot travel on. What is *recorded* (the CaseRun, the ConsiliumRecord) keeps the
-model's words as written. SPEC §5.2 lists "DOI, title, case text" as the pre-consilium input;
+model's words as written. consilium paper, pre-consilium opinions lists "DOI, title, case text" as the pre-consilium input;
 giving it the DOI would let a model recall the published answer and carry identifiers into the
-consilium (SPEC §5.3), so no stage gets it.
+consilium (consilium paper, interactive consilium), so no stage gets it.
 
 **What replaces what.** Removed outright, together with what only introduced them ("see",
 "available at", "doi:", a parenthesis left empty, a clause left with nothing else): DOIs, web
@@ -315,7 +315,7 @@ class _Marks:
 
 
 def deidentify(text: str, case: Case) -> Deidentified:
-    """``text`` without what identifies ``case``, and what was replaced (SPEC §5.3).
+    """``text`` without what identifies ``case``, and what was replaced (consilium paper, interactive consilium).
 
     See the module docstring for the classes removed and replaced, and what is kept.
 

@@ -1,14 +1,14 @@
-"""Judging a benchmark run with the (calibrated) consilium judge (SPEC §2-§3).
+"""Judging a benchmark run with the (calibrated) consilium judge (consilium paper, rubric-§3).
 
 For every successful :class:`~evolve.consilium.CaseRun` of a run folder the judge scores the
 ``final`` report and, in the structured condition, the primary role's ``reasoning`` and
 ``opinion`` (role-level scores are those of the primary role); once per case, model and panel
 (the ``n+1`` topology has its own) it scores the ``case`` component (the panel: criteria 9-10).
 The paper judged role components only for
-the structured pipeline (SPEC §5.2): a free-form opinion's reasoning and opinion come from
+the structured pipeline (consilium paper, pre-consilium opinions): a free-form opinion's reasoning and opinion come from
 splitting its text on a "FINAL OPINION:" line, and where a model wrote none the two components
 overlap. ``free_form_roles=True`` judges them anyway, and every split that fell back is
-counted (:func:`split_fallbacks`). Only (criterion, component) pairs the rubric applies are called (SPEC §2);
+counted (:func:`split_fallbacks`). Only (criterion, component) pairs the rubric applies are called (consilium paper, rubric);
 criterion 11 is physician-only and never judged. Each call sees the case and one target; the
 reference answer only for the conclusion criterion (:class:`~evolve.judge.Judge` does that).
 
@@ -295,7 +295,7 @@ def _planned_calls(run_dir: Path, config: BenchConfig, rubric: Rubric, guidance:
         for target, condition, topology in _judged_targets(run, panels_done, result.free_form_roles):
             for crit in criteria:
                 if not rubric.applies(crit.criterion_id, target.component):
-                    continue  # structurally inapplicable: never called (SPEC §2)
+                    continue  # structurally inapplicable: never called (consilium paper, rubric)
                 g = guidance.get(crit.criterion_id)
                 for rep, seed in enumerate(seeds):
                     row = {
@@ -344,13 +344,13 @@ def judge_bench(
 
     Judged per successful CaseRun: the ``final`` report and, in the structured condition (or
     with ``free_form_roles``), the primary role's ``reasoning`` and ``opinion``, on every
-    criterion the rubric applies to them (SPEC §2, §5.2); per case, model and panel: the ``case``
+    criterion the rubric applies to them (consilium paper, rubric, §5.2); per case, model and panel: the ``case``
     component (panel adequacy, case complexity). Seeds are
     ``judge_seed + repeat`` (config), temperature/top_p/output limit from ``config.judge``.
 
     Args:
         run_dir: A folder written by :func:`~evolve.consilium.run_bench`.
-        calibration_run: The judge file whose winners guide the judge (SPEC §4): a calibration
+        calibration_run: The judge file whose winners guide the judge (consilium paper, calibration): a calibration
             run folder or its ``judge.json``; the run keeps a copy (``calibrated_judge.json``)
             and records its path and sha256 in ``judge.json``. None = no guidance.
         client: A ready client; None builds one from the run's endpoint and closes it.

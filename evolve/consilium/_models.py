@@ -1,4 +1,4 @@
-"""Records of a consilium run: what each stage produced, every vote, every call (SPEC §5).
+"""Records of a consilium run: what each stage produced, every vote, every call (consilium paper, benchmark runner).
 
 Every record crossing a boundary (LLM structured outputs, per-case artifacts, the run
 manifest) is a frozen pydantic model; the JSON schemas of the ``*Reply`` models drive the
@@ -25,7 +25,7 @@ ARTIFACT_VERSION: Final = 1
 """Version of ``cases/<case>.<condition>.json`` artifacts and of ``manifest.json``."""
 
 MAX_ROUNDS = 5
-"""SPEC §5.3: at most five review rounds; a revision after final-round dissent is kept unvoted."""
+"""consilium paper, interactive consilium: at most five review rounds; a revision after final-round dissent is kept unvoted."""
 
 Condition = Literal["free-form", "structured"]
 Topology = Literal["single", "n+1"]
@@ -48,14 +48,14 @@ class RoleReply(Record):
 
 
 class RoleAssignmentReply(Record):
-    """The role-assignment step's answer (SPEC §5.1): 1-5 roles, exactly one primary."""
+    """The role-assignment step's answer (consilium paper, role assignment): 1-5 roles, exactly one primary."""
 
     roles: list[RoleReply] = Field(min_length=1, max_length=5)
     panel_rationale: str = Field(min_length=1, max_length=1000)
 
 
 class StructuredOpinionReply(Record):
-    """A role's opinion in the ``structured`` condition (SPEC §5.2: five fields)."""
+    """A role's opinion in the ``structured`` condition (consilium paper, pre-consilium opinions: five fields)."""
 
     subjective_objective: str = Field(description="Subjective and objective information from the case.")
     syndromes_mechanisms: str = Field(description="Clinical syndromes and their mechanisms.")
@@ -65,7 +65,7 @@ class StructuredOpinionReply(Record):
 
 
 class VoteReply(Record):
-    """A role's review of the shared report in one round (SPEC §5.3)."""
+    """A role's review of the shared report in one round (consilium paper, interactive consilium)."""
 
     vote: Literal["yes", "no"]
     critique: str = ""
@@ -73,7 +73,7 @@ class VoteReply(Record):
 
 
 class ModeratorReply(Record):
-    """The moderator's decision on the objections of one round (SPEC §5.3)."""
+    """The moderator's decision on the objections of one round (consilium paper, interactive consilium)."""
 
     decision: Literal["revise", "no_substantive_change"]
     summary: str = Field(min_length=1)
@@ -81,7 +81,7 @@ class ModeratorReply(Record):
 
 
 class StructuredFinalReply(Record):
-    """The finalizer's answer in the ``structured`` condition (SPEC §5.4)."""
+    """The finalizer's answer in the ``structured`` condition (consilium paper, finalizer)."""
 
     summary: str
     resolved_disagreements: str
@@ -98,7 +98,7 @@ class StructuredFinalReply(Record):
 
 
 class CallRecord(Record):
-    """One model call of the pipeline (tokens of every call are recorded, SPEC §5.5).
+    """One model call of the pipeline (tokens of every call are recorded, consilium paper, per-case record).
 
     Attributes:
         stage: Pipeline stage.
@@ -131,7 +131,7 @@ class CallRecord(Record):
 
 
 def panel_problem(roles: Sequence[RoleReply | PanelRole]) -> str:
-    """What is wrong with a proposed panel, or ``""`` when it is valid (SPEC §5.1).
+    """What is wrong with a proposed panel, or ``""`` when it is valid (consilium paper, role assignment).
 
     Rules: 1-5 roles; names non-empty and unique ignoring case and surrounding/repeated
     whitespace (``Cardiology`` and `` cardiology `` are the same role); no two names that give
@@ -178,7 +178,7 @@ def panel_problem(roles: Sequence[RoleReply | PanelRole]) -> str:
 
 
 class RoleAssignment(Record):
-    """The panel of one case, as the role-assignment step produced it (SPEC §5.1).
+    """The panel of one case, as the role-assignment step produced it (consilium paper, role assignment).
 
     Made by :meth:`ConsiliumPipeline.assign_roles`; the runner reuses one assignment for every
     condition of the same case and model (pass it as ``roles=`` to ``run_case``).
@@ -218,7 +218,7 @@ class RoleAssignment(Record):
 
 
 class RoleOpinion(Record):
-    """One role's pre-consilium opinion, frozen before the consilium (SPEC §5.2).
+    """One role's pre-consilium opinion, frozen before the consilium (consilium paper, pre-consilium opinions).
 
     Attributes:
         role: Role name.

@@ -1,10 +1,10 @@
-"""The generation core of the consilium: roles, opinions, review rounds, finalizer (SPEC §5.1-5.5).
+"""The generation core of the consilium: roles, opinions, review rounds, finalizer (consilium paper, role assignment-5.5).
 
 :class:`ConsiliumPipeline` turns one case into a :class:`~evolve.consilium.CaseRun` through a
 :class:`~evolve.llm.Client`. It holds no per-case state, so the runner may call it for several
 cases at once from threads sharing one client.
 
-Rules common to every stage (SPEC §5.5-5.6):
+Rules common to every stage (consilium paper, per-case record-5.6):
 
 - decoding from :class:`PipelineSettings`: the same temperature, top_p and seed on every
   call (the requests of different stages, roles and rounds already differ by their messages,
@@ -105,7 +105,7 @@ T = TypeVar("T")
 
 
 class StageLimits(Record):
-    """Output limits per stage, tokens (SPEC §5.6; defaults inside the paper's ranges), each
+    """Output limits per stage, tokens (consilium paper, generation defaults; defaults inside the paper's ranges), each
     16..131,072 (:data:`evolve.llm.MAX_OUTPUT_TOKENS`).
 
     Attributes:
@@ -139,18 +139,18 @@ class StageLimits(Record):
 
 
 class PipelineSettings(Record):
-    """Decoding and rules of every generating call (SPEC §5.6: temperature 0, top_p 1, seed 42).
+    """Decoding and rules of every generating call (consilium paper, generation defaults: temperature 0, top_p 1, seed 42).
 
     Attributes:
         temperature: Sampling temperature of every call.
         top_p: Nucleus mass (1 = off).
         seed: Seed of every call.
-        max_rounds: Most review rounds (SPEC §5.3: 5); a revision after the last round's
+        max_rounds: Most review rounds (consilium paper, interactive consilium: 5); a revision after the last round's
             dissent is kept without another vote.
         max_reasks: Re-asks after an invalid, cut or rule-breaking answer (0 = none), per call.
         limits: Output limits per stage, tokens.
         model_limits: Output limits of particular models (model id -> limits), replacing
-            ``limits`` for that model's calls (the paper gave each model its own, SPEC §5.6).
+            ``limits`` for that model's calls (the paper gave each model its own, consilium paper, generation defaults).
         schema_limits: Keep ``maxLength``/``minLength`` in the JSON schemas sent (constrained
             decoders need them; some hosted strict modes reject them).
         max_field_chars: Bound every text field of a structured answer to this many
@@ -241,7 +241,7 @@ def _sections(reply: BaseModel, headings: Sequence[tuple[str, str]]) -> str:
 
 
 def render_structured_opinion(reply: StructuredOpinionReply) -> tuple[str, str, str]:
-    """A structured opinion as ``(text, reasoning, opinion)`` (SPEC §5.2).
+    """A structured opinion as ``(text, reasoning, opinion)`` (consilium paper, pre-consilium opinions).
 
     ``text`` = all five fields under Markdown headings in schema order; ``reasoning`` = the
     first four the same way; ``opinion`` = ``final_opinion``. An empty field shows as
@@ -255,7 +255,7 @@ def render_structured_opinion(reply: StructuredOpinionReply) -> tuple[str, str, 
 def render_structured_final(reply: StructuredFinalReply) -> str:
     """The finalizer's structured answer as text: the nine fields of
     :class:`~evolve.consilium.StructuredFinalReply` under Markdown headings, in schema order
-    (summary first, confidence last; SPEC §5.4). An empty field shows as "(not stated)"."""
+    (summary first, confidence last; consilium paper, finalizer). An empty field shows as "(not stated)"."""
     return _sections(reply, _FINAL_HEADINGS)
 
 
@@ -332,11 +332,11 @@ class _OpinionValue:
 
 
 class ConsiliumPipeline:
-    """Generates one case's consilium: panel, role opinions, review rounds, final opinion (SPEC §5).
+    """Generates one case's consilium: panel, role opinions, review rounds, final opinion (consilium paper, benchmark runner).
 
     Args:
         client: Where every call goes (its cache makes a repeated or resumed run free).
-        settings: Decoding, round limit, re-asks and output limits; defaults to SPEC §5.6.
+        settings: Decoding, round limit, re-asks and output limits; defaults to consilium paper, generation defaults.
 
     Example:
         >>> pipe = ConsiliumPipeline(client)                               # doctest: +SKIP
@@ -375,7 +375,7 @@ class ConsiliumPipeline:
     # -- manifest ------------------------------------------------------------------------------
 
     def manifest(self) -> dict[str, Any]:
-        """What the run manifest should hold about the pipeline (SPEC §5.6).
+        """What the run manifest should hold about the pipeline (consilium paper, generation defaults).
 
         Returns:
             ``{"pipeline_version", "settings", "prompts": {name: template}, "response_formats":
@@ -488,12 +488,12 @@ class ConsiliumPipeline:
         except _Invalid as exc:
             return str(exc), None
 
-    # -- SPEC §5.1 role assignment ------------------------------------------------------------
+    # -- consilium paper, role assignment role assignment ------------------------------------------------------------
 
     def assign_roles(
         self, case: Case, *, model: str, workers: Sequence[str] = (), consolidator: str | None = None
     ) -> RoleAssignment:
-        """Ask for the case's panel: 1-5 roles, one primary, a rationale each (SPEC §5.1).
+        """Ask for the case's panel: 1-5 roles, one primary, a rationale each (consilium paper, role assignment).
 
         Without ``workers``: one structured call to ``model``
         (:class:`~evolve.consilium.RoleAssignmentReply`) on the identifier-stripped case text
@@ -574,7 +574,7 @@ class ConsiliumPipeline:
         consolidator: str | None = None,
         roles: RoleAssignment | None = None,
     ) -> CaseRun:
-        """Generate the consilium of one case under one condition and topology (SPEC §5.1-5.5).
+        """Generate the consilium of one case under one condition and topology (consilium paper, role assignment-5.5).
 
         Stages: role assignment (skipped when ``roles`` is given; in ``n+1`` every worker
         proposes a panel and the consolidator merges them); pre-consilium opinions, one
@@ -603,7 +603,7 @@ class ConsiliumPipeline:
             case: The case.
             model: In ``single``, the model of every stage; in ``n+1``, the pipeline's name and
                 the default consolidator.
-            condition: ``free-form`` or ``structured`` (SPEC §5.2).
+            condition: ``free-form`` or ``structured`` (consilium paper, pre-consilium opinions).
             topology: ``single`` or ``n+1``.
             workers: Worker models of ``n+1`` (at least one); must be empty for ``single``.
             consolidator: Model merging the workers' panels and opinions and running the
@@ -656,7 +656,7 @@ class ConsiliumPipeline:
         # in n+1 the consolidating model runs the consilium and the finalizer (the paper's 3+1)
         return self._consilium(case, consolidator or model, condition, opinions, trace, done)
 
-    # -- SPEC §5.2 pre-consilium ---------------------------------------------------------------
+    # -- consilium paper, pre-consilium opinions pre-consilium ---------------------------------------------------------------
 
     def _opinion_ask(
         self, case: Case, role: str, model: str, condition: Condition, stage: Stage
@@ -725,7 +725,7 @@ class ConsiliumPipeline:
             parse=_parse_structured_opinion if structured else _parse_free_form_opinion,
         )
 
-    # -- SPEC §5.3 interactive consilium and §5.4 finalizer -------------------------------------
+    # -- consilium paper, interactive consilium interactive consilium and §5.4 finalizer -------------------------------------
 
     def _consilium(
         self,
@@ -771,7 +771,7 @@ class ConsiliumPipeline:
     def _review(
         self, seen: _ConsiliumMaterial, model: str, report: str, trace: _Trace
     ) -> tuple[list[RoundRecord], str, StopReason, str]:
-        """The review rounds (SPEC §5.3), starting from the synthesised ``report``.
+        """The review rounds (consilium paper, interactive consilium), starting from the synthesised ``report``.
 
         Returns:
             ``(rounds, last report, stop reason, error)``. A round whose votes came back is

@@ -1,7 +1,7 @@
-"""The benchmark runner: generate consilium second opinions for a case set (SPEC §5).
+"""The benchmark runner: generate consilium second opinions for a case set (consilium paper, benchmark runner).
 
 For each case (source order) and generating model, roles are assigned once and reused by every
-condition and topology of that case and model (SPEC §5.1); then each condition x topology runs
+condition and topology of that case and model (consilium paper, role assignment); then each condition x topology runs
 the pipeline and its :class:`~evolve.consilium.CaseRun` is written as soon as it finishes. A run
 folder ``archives/<run_id>/`` holds::
 
@@ -110,7 +110,7 @@ __all__ = [
 ]
 
 BENCH_RUBRIC_ID = "consilium"
-"""Rubric of the run's rating pack and of judging (SPEC §2)."""
+"""Rubric of the run's rating pack and of judging (consilium paper, rubric)."""
 
 RUN_CASES_FILE = BenchFolder.CASES
 PROGRESS_KEY = "generate"
@@ -164,7 +164,7 @@ def default_backend() -> PipelineBackend:
 
 class RoleFile(Record):
     """``roles/<stem>.<model>[.n+1].json``: one case's role assignment by one model, or by the
-    ``n+1`` pipeline of that model (workers' proposals merged by the consolidator) (SPEC §5.1).
+    ``n+1`` pipeline of that model (workers' proposals merged by the consolidator) (consilium paper, role assignment).
 
     Attributes:
         version: File format version.
@@ -604,7 +604,7 @@ def run_bench(
     backend: PipelineBackend | None = None,
     prepared: tuple[list[Case], BenchManifest] | None = None,
 ) -> BenchResult:
-    """Generate consilium outputs for every case x model x condition x topology (SPEC §5).
+    """Generate consilium outputs for every case x model x condition x topology (consilium paper, benchmark runner).
 
     Every artifact is written as soon as it exists (atomically), so an interrupted run loses
     at most the pipeline runs in flight; their finished calls are in the response cache.

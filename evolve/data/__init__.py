@@ -24,9 +24,9 @@ ratings, long or wide, with a column mapping. Imported real data is never commit
 repository (see ``ratings/README.md``).
 
 For the consilium benchmark: :func:`load_cases` reads NEJM-MedQA-style case files,
-:class:`ConsiliumRecord` is the on-disk record of one consilium run on one case (SPEC §5) and
+:class:`ConsiliumRecord` is the on-disk record of one consilium run on one case (consilium paper, benchmark runner) and
 :func:`consilium_targets` turns it into targets, and :func:`import_workbooks` reads the
-physicians' per-specialty rating workbooks (SPEC §6) into a pack.
+physicians' per-specialty rating workbooks (consilium paper, physician spreadsheets) into a pack.
 """
 
 from collections.abc import Callable

@@ -8,7 +8,7 @@ below; the CLI sets it with ``--column field=column``).
 
 The reference answer is part of the :class:`~evolve.data.Case` (the judge may see it for the
 conclusion criterion), but never part of what a *generating* model sees: use
-:func:`generation_input` to build that input (SPEC §5.2).
+:func:`generation_input` to build that input (consilium paper, pre-consilium opinions).
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def generation_input(case: Case) -> dict[str, str]:
     """What a *generating* model may see of a case: its id (the DOI), title and text.
 
     The reference answer is deliberately left out: the consilium roles work from the same case
-    input without the answer (SPEC §5.2), so no prompt built from this mapping can leak it.
+    input without the answer (consilium paper, pre-consilium opinions), so no prompt built from this mapping can leak it.
 
     Args:
         case: The case.

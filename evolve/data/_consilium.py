@@ -1,14 +1,14 @@
 """The consilium record: what a multi-agent consilium produced for one case, on disk.
 
-A :class:`ConsiliumRecord` is one JSON file per case and producing condition (SPEC §5): the
+A :class:`ConsiliumRecord` is one JSON file per case and producing condition (consilium paper, benchmark runner): the
 specialist panel (roles, the primary role, why each was called and why this panel), each
 role's pre-consilium reasoning and opinion, the final report, and the consilium's outcome
-(rounds, consensus, stop reason). Physicians rate these records in their workbooks (SPEC §6)
+(rounds, consensus, stop reason). Physicians rate these records in their workbooks (consilium paper, physician spreadsheets)
 and the benchmark runner writes them.
 
 File naming: ``<record_file_stem(case_id)>[<separator><anything>].json`` in one folder, e.g.
 ``10.1056_NEJMcpc2300900.json`` or ``10.1056_NEJMcpc2300900.structured.json``: the file name
-starts with the case id, with ``/`` and ``:`` replaced by ``_`` (SPEC §6: "the row id matches
+starts with the case id, with ``/`` and ``:`` replaced by ``_`` (consilium paper, physician spreadsheets: "the row id matches
 the report file name prefix"). The ``case_id`` inside the file is authoritative; a file whose
 name does not start with it is rejected as misfiled.
 
@@ -44,14 +44,14 @@ __all__ = [
 ]
 
 MAX_PANEL_ROLES = 5
-"""Largest panel a consilium may assemble (SPEC §5.1: 1-5 roles)."""
+"""Largest panel a consilium may assemble (consilium paper, role assignment: 1-5 roles)."""
 
 _CONDITION_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._\-]*)?$"
 _NO_CONDITION = "c"
 
 
 class PanelRole(Record):
-    """One clinical role on the consilium's panel (SPEC §5.1).
+    """One clinical role on the consilium's panel (consilium paper, role assignment).
 
     Attributes:
         name: The role as the role-assignment step named it, e.g. ``Cardiologist``.
@@ -65,7 +65,7 @@ class PanelRole(Record):
 
 
 class RoleOutput(Record):
-    """One role's pre-consilium output (SPEC §5.2), fixed before the consilium starts.
+    """One role's pre-consilium output (consilium paper, pre-consilium opinions), fixed before the consilium starts.
 
     Attributes:
         role: Name of the role that wrote it (one of the panel's role names).
@@ -109,11 +109,11 @@ class ConsiliumRecord(Record):
         version: Record format version (currently 1).
         case_id: The case (its DOI by default); matches the case file and the workbooks.
         model: The generating model id (copied onto every target).
-        condition: Producing condition, e.g. ``free-form`` or ``structured`` (SPEC §5.2); an id
+        condition: Producing condition, e.g. ``free-form`` or ``structured`` (consilium paper, pre-consilium opinions); an id
             segment: letters, digits, ``.``, ``_``, ``-``; copied onto every target.
         topology: ``single`` or ``N+1`` style topology (free text, e.g. ``3+1``).
         roles: The panel, 1-5 roles, exactly one primary, names unique ignoring case and
-            surrounding/duplicate whitespace (SPEC §5.1).
+            surrounding/duplicate whitespace (consilium paper, role assignment).
         panel_rationale: Why this panel as a whole.
         outputs: Exactly one :class:`RoleOutput` per role, in any order.
         final: The consilium's final report (non-empty).
@@ -174,7 +174,7 @@ class ConsiliumRecord(Record):
             covered[key] = out.role
         absent = [r.name for r in self.roles if _key(r.name) not in covered]
         if absent:
-            raise ValueError(f"outputs: no output for role(s) {absent}; every role writes one (SPEC §5.1)")
+            raise ValueError(f"outputs: no output for role(s) {absent}; every role writes one (consilium paper, role assignment)")
         return self
 
     @property

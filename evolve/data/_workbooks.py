@@ -1,4 +1,4 @@
-"""Import physicians' rating workbooks of consilium records into a rating pack (SPEC §6).
+"""Import physicians' rating workbooks of consilium records into a rating pack (consilium paper, physician spreadsheets).
 
 Each physician fills one workbook (``.xlsx``) or CSV file per specialty, one row per case;
 an ``.xlsx`` may also hold several specialties, one per sheet. The row rates one consilium
@@ -171,7 +171,7 @@ class WorkbookImportSummary(Record):
         n_warnings: Number of warnings.
         raters: Rater ids, sorted.
         specialties_per_case: Case id -> number of specialties (workbook sheets) that rated it
-            (SPEC §6 plans three per case).
+            (consilium paper, physician spreadsheets plans three per case).
         warnings: Every warning (a 0 or 1 without a comment; skipped empty sheets; columns read
             by position under a missing or non-standard header).
     """
@@ -567,7 +567,7 @@ def _locate_ratings(sheet: _Sheet, run: _Import) -> tuple[int | None, int] | Non
 def _misplaced_header(sheet: _Sheet, header_row: int, col: _Column, text: str, named: _Named, run: _Import) -> None:
     """Report a header cell that names another column than the one its position holds."""
     homes = [c.letter for c in _COLUMNS if named.fits(c)]
-    home = (f"which SPEC §6 puts in column{'s' if len(homes) > 1 else ''} {', '.join(homes)}" if homes
+    home = (f"which consilium paper, physician spreadsheets puts in column{'s' if len(homes) > 1 else ''} {', '.join(homes)}" if homes
             else "which no column of the workbook holds")
     own = f"{col.header} ({run.by_number[col.number].criterion_id})" if col.kind == "score" else col.header
     move = f"; this column belongs in {', '.join(homes)}" if homes else ""
@@ -575,12 +575,12 @@ def _misplaced_header(sheet: _Sheet, header_row: int, col: _Column, text: str, n
         sheet.where(header_row, col),
         f"header {text!r} names {named.describe(run.by_number)}, {home}, but by position column {col.letter} "
         f"holds {own}: read by position, its cells would go under the wrong column",
-        f"Put the columns in the SPEC §6 order ({_LAYOUT}){move}; if only the label is wrong, rename it {col.header!r}.",
+        f"Put the columns in the consilium paper, physician spreadsheets order ({_LAYOUT}){move}; if only the label is wrong, rename it {col.header!r}.",
     )
 
 
 def _check_header(sheet: _Sheet, header_row: int, run: _Import) -> list[str]:
-    """Check a header row against the SPEC §6 positions.
+    """Check a header row against the consilium paper, physician spreadsheets positions.
 
     A cell that names a different column is an error (in ``run.issues``). Cells that are
     empty, unrecognised or a non-standard name of their own column are read by position.
@@ -612,7 +612,7 @@ def _warn_positions(sheet: _Sheet, header_row: int | None, first_row: int, assum
         run.issues.add(
             sheet.where(first_row, 0),
             f"no header row above the ratings (they start in row {first_row}): without one, columns that are "
-            "shifted or swapped cannot be told from the SPEC §6 layout, and every rating would go under the "
+            "shifted or swapped cannot be told from the consilium paper, physician spreadsheets layout, and every rating would go under the "
             "wrong criterion",
             f"Add the header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., {WORKBOOK_HEADERS[-1]}; columns A-AC) above "
             "the ratings (see 'evolve ratings workbook-template'), or, after checking that every header-less sheet "
@@ -622,7 +622,7 @@ def _warn_positions(sheet: _Sheet, header_row: int | None, first_row: int, assum
     if header_row is None:
         run.warnings.append(
             f"{sheet.where()}: no header row; read the ratings from row {first_row} on by position, as vouched "
-            f"for by --no-header (SPEC §6: {_LAYOUT}). A header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., "
+            f"for by --no-header (consilium paper, physician spreadsheets: {_LAYOUT}). A header row ({', '.join(WORKBOOK_HEADERS[:2])}, ..., "
             f"{WORKBOOK_HEADERS[-1]}) above the ratings lets the import check the order."
         )
         return
@@ -632,7 +632,7 @@ def _warn_positions(sheet: _Sheet, header_row: int | None, first_row: int, assum
     more = f" and {len(assumed) - _SHOWN_ASSUMPTIONS} more" if len(assumed) > _SHOWN_ASSUMPTIONS else ""
     run.warnings.append(
         f"{sheet.where(header_row)}: {len(assumed)} header cell(s) are not the standard labels; their columns are "
-        f"read by position (SPEC §6: {_LAYOUT}): {shown}{more}. Check that the columns are in this order."
+        f"read by position (consilium paper, physician spreadsheets: {_LAYOUT}): {shown}{more}. Check that the columns are in this order."
     )
 
 
@@ -682,7 +682,7 @@ def import_workbooks(
     prompts_root: Path | str | None = None,
     headerless: bool = False,
 ) -> WorkbookImport:
-    """Read physician workbooks (SPEC §6) into a validated rating pack, in memory.
+    """Read physician workbooks (consilium paper, physician spreadsheets) into a validated rating pack, in memory.
 
     Every workbook row names a case (column A); the case must be in the case file and have a
     consilium record in ``outputs``. The workbook's specialty selects one role of that
@@ -708,7 +708,7 @@ def import_workbooks(
         case_columns: Column mapping of the case file.
         prompts_root: ``judge_prompts`` folder holding the ``consilium`` rubric.
         headerless: The caller vouches that every sheet without a header row holds the
-            columns A..AC in the SPEC §6 order: such sheets are read by position (with a
+            columns A..AC in the consilium paper, physician spreadsheets order: such sheets are read by position (with a
             warning each) instead of refused.
 
     Returns:
@@ -719,7 +719,7 @@ def import_workbooks(
 
     Raises:
         PackError: Any problem in any workbook - a header cell that names a different column
-            than SPEC §6 puts at its position (the cell, what it says and where that column
+            than consilium paper, physician spreadsheets puts at its position (the cell, what it says and where that column
             belongs are named), a sheet without a header row (unless ``headerless``), a sheet
             with neither header nor ratings, empty or invalid cells, a not-evaluable mark where the
             criterion forbids it, unknown case ids, cases without (or with ambiguous)
@@ -764,7 +764,7 @@ def import_workbooks(
     manifest = PackManifest(
         name=pack_name,
         description=(
-            f"Physician workbook ratings (SPEC §6) of consilium records: {len(rated)} cases, {len(targets)} targets "
+            f"Physician workbook ratings (consilium paper, physician spreadsheets) of consilium records: {len(rated)} cases, {len(targets)} targets "
             f"(reasoning, opinion, final, case), {len(run.ratings)} ratings by {n_raters} raters from {run.n_sheets} "
             f"specialty sheets; condition(s) {sorted({r.condition for r in run.chosen.values()})}. {len(run.excluded)} "
             f"further cells rate structurally inapplicable (criterion, component) pairs and are kept in "
@@ -853,7 +853,7 @@ def _read_workbook(path: Path, run: _Import) -> None:
 def _parse_sheet(sheet: _Sheet, path: Path, run: _Import) -> tuple[str, str, str, int] | None:
     """Find the ratings of one sheet and its labels: ``(specialty, where it came from, rater, first data row)``.
 
-    The columns are read by position (SPEC §6). A header cell naming another column is an
+    The columns are read by position (consilium paper, physician spreadsheets). A header cell naming another column is an
     error (in ``run.issues``; the rows are still read, so their problems are reported too);
     a missing header row or non-standard header cells are a warning.
 
@@ -991,7 +991,7 @@ def _import_row(
     if low and not comment:
         warnings.append(
             f"{sheet.where(rowno)}: score 0 or 1 in column(s) {', '.join(low)} but no comment in column "
-            f"{_COLUMNS[-1].letter}. Add a comment saying what was wrong (SPEC §6)."
+            f"{_COLUMNS[-1].letter}. Add a comment saying what was wrong (consilium paper, physician spreadsheets)."
         )
     kept: list[Rating] = []
     dropped: list[Rating] = []

@@ -1,4 +1,4 @@
-"""Judge prompt assembly and typed outcomes (SPEC §3)."""
+"""Judge prompt assembly and typed outcomes (consilium paper, judge calls)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ NOT_EVALUABLE = "not_evaluable"
 
 
 class JudgeSettings(Record):
-    """Decoding settings of judge calls (SPEC §3: temperature 0, top_p 1, fixed seed, <= 8,000 tokens).
+    """Decoding settings of judge calls (consilium paper, judge calls: temperature 0, top_p 1, fixed seed, <= 8,000 tokens).
 
     Attributes:
         model: Model id sent to the endpoint.

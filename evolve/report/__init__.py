@@ -2,7 +2,7 @@
 
 :func:`write_report` turns a calibration run folder into:
 
-- ``report.md`` / ``report.json`` - **Table 5** (SPEC §4): per criterion, train and validation
+- ``report.md`` / ``report.json`` - **Table 5** (consilium paper, calibration): per criterion, train and validation
   MAE of no guidance, the best initial prompt, the training median and the evolved winner,
   the winner's repeat SD, numeric coverage and signed error, the physician ceiling and the
   drift flag of the audit, then unweighted **macro means** over criteria; every agreement
@@ -24,7 +24,7 @@ the pack and the split, so a report can be rebuilt - and checked - at any time.
 
 :func:`write_bench_report` turns a benchmark run folder (``cases/*.json`` CaseRun artifacts,
 optionally ``judge_scores.csv``) into ``bench_report.md`` / ``bench_report.json`` and one CSV per
-table (SPEC §5.7):
+table (consilium paper, tables):
 
 - **Table 3** (``table3.csv``, :data:`TABLE3_COLUMNS`) - consilium outcomes per model x
   condition x topology: first-round and eventual consensus, mean rounds, round-limit stops,

@@ -8,7 +8,7 @@ Nothing here calls a model. Every number is recomputed from the run's artifacts:
 - ``judge_scores.csv`` (optional) - one row per judge call outcome (:data:`JUDGE_SCORE_COLUMNS`).
   Without it the judge-based tables (6, 8, 9 and the quality half of 7) say "not judged yet".
 
-**Tables** (SPEC §5.7; numbers follow the source paper's tables of the same number):
+**Tables** (consilium paper, tables; numbers follow the source paper's tables of the same number):
 
 - **Table 3** (:data:`TABLE3_COLUMNS`) - consilium process outcomes per model x condition x
   topology: pipelines, first-round and eventual consensus, mean rounds completed, stops at the

@@ -529,7 +529,7 @@ def _cov(agreement: dict) -> str:
 
 
 def _table5_record(criterion: str, entry: dict) -> dict:
-    """One Table 5 row: best initial vs evolved, train and validation MAE, baselines (SPEC §4)."""
+    """One Table 5 row: best initial vs evolved, train and validation MAE, baselines (consilium paper, calibration)."""
     by_kind = {r["kind"]: r for r in entry["rows"] if r["kind"] != "initial"}
     best = next((r for r in entry["rows"] if r.get("best_initial")), None)
     win = by_kind["winner"]
@@ -870,7 +870,7 @@ def render_exclusions(report: dict) -> list[str]:
         "## Structural exclusions",
         "",
         "Components a criterion does not apply to are never sent to the judge; they are not zeros "
-        "and are not in any MAE above (SPEC §2).",
+        "and are not in any MAE above (consilium paper, rubric).",
         "",
     ]
     out += [f"- {md_code(crit)}: " + "; ".join(items) for crit, items in by.items()]

@@ -31,7 +31,7 @@ from evolve.layering import PROMPTS_ROOT_ENV
 from evolve.rubric._models import Rubric
 
 MAX_GUIDANCE_CHARS = 800
-"""Upper bound on a guidance prompt, in characters (SPEC §4; longer candidates are rejected)."""
+"""Upper bound on a guidance prompt, in characters (consilium paper, calibration; longer candidates are rejected)."""
 
 
 def shipped_prompts_root() -> Path:

@@ -23,8 +23,8 @@ class Criterion(Record):
             pair outside this set is structurally inapplicable and never judged.
         applicability: When the judge may answer ``not_evaluable`` (the applicability rule).
         show_reference: Show the case's reference answer to the judge for this criterion
-            (SPEC §3: only the conclusion criterion sees the reference diagnosis).
-        evolve: Whether guidance is evolved for this criterion (SPEC §2: consilium criteria
+            (consilium paper, judge calls: only the conclusion criterion sees the reference diagnosis).
+        evolve: Whether guidance is evolved for this criterion (consilium paper, rubric: consilium criteria
             1-9; case complexity is judged but not evolved).
         number: The criterion's number in its source rubric (the paper's 1-11), for tables.
         judged: False for physician-only criteria the judge never scores (the consilium's
@@ -119,7 +119,7 @@ class Rubric(Record):
         raise KeyError(criterion_id)
 
     def applies(self, criterion_id: str, component: str) -> bool:
-        """Whether the judge scores ``criterion_id`` on ``component`` (SPEC §2 applicability).
+        """Whether the judge scores ``criterion_id`` on ``component`` (consilium paper, rubric applicability).
 
         False for structurally inapplicable pairs and for physician-only criteria.
 

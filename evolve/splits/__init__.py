@@ -12,7 +12,7 @@ Two ways to make one:
 
 * :func:`make_splits` draws the holdout from the pack by a fraction (the default);
 * :func:`make_frame_splits` starts from a fixed calibration *frame* inside a case universe
-  that may be larger than the pack (SPEC §4: 110 rated cases of a 300-case case file; the
+  that may be larger than the pack (consilium paper, calibration: 110 rated cases of a 300-case case file; the
   190 others are the exact complement, in source order), given as a user manifest
   (:func:`read_manifest`, verified like :func:`check_manifest`) or drawn with
   :func:`draw_frame`, and splits it into exact train/validation counts (80/30 with

@@ -1,4 +1,4 @@
-"""Frame splits (SPEC §4): a fixed calibration frame, its exact complement, and an exact train/validation partition.
+"""Frame splits (consilium paper, calibration): a fixed calibration frame, its exact complement, and an exact train/validation partition.
 
 In the paper's setting a case file holds 300 cases (ids are DOIs, source order matters).
 Physicians rated 110 of them -- the calibration *frame*; the other 190 are the held-out
@@ -131,7 +131,7 @@ def draw_frame(
 
     The seed's first stream (``numpy.random.SeedSequence(seed).spawn(2)[0]``) permutes the
     groups (DOIs; each case is its own group without ``group_of``) and whole groups are
-    taken while they fit, so a group is never split between frame and holdout (SPEC §4).
+    taken while they fit, so a group is never split between frame and holdout (consilium paper, calibration).
 
     Args:
         case_ids: The source-ordered universe (a :class:`CaseList` or a list of ids).
@@ -239,7 +239,7 @@ def check_manifest(
     name: str | None = None,
     group_of: Mapping[str, str] | None = None,
 ) -> ManifestCheck:
-    """Verify a user-supplied manifest against the case universe (e.g. a 110-case frame, SPEC §4).
+    """Verify a user-supplied manifest against the case universe (e.g. a 110-case frame, consilium paper, calibration).
 
     Reports every problem at once: ids that are not in the universe (with their line), ids
     listed twice (both lines), an empty manifest, a number of distinct ids other than
@@ -296,7 +296,7 @@ def make_frame_splits(
     preset: FramePreset | str | None = None,
     seed: int = 42,
 ) -> Splits:
-    """Split a case universe into a calibration frame, its exact complement, and train/validation (SPEC §4).
+    """Split a case universe into a calibration frame, its exact complement, and train/validation (consilium paper, calibration).
 
     **Frame.** Either a supplied manifest (``frame``: a :class:`Manifest`, a file path, or a
     list of ids -- verified like :func:`check_manifest`) or ``frame_size`` cases drawn with

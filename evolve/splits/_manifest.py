@@ -436,5 +436,5 @@ class FramePreset(Record):
 FRAME_PRESETS: dict[str, FramePreset] = {
     "paper": FramePreset(name="paper", n_cases=300, frame_size=110, n_train=80, n_validation=30),
 }
-"""Named frame sizes. ``paper`` (SPEC §4): 300 cases, a 110-case calibration frame (190 held
+"""Named frame sizes. ``paper`` (consilium paper, calibration): 300 cases, a 110-case calibration frame (190 held
 out), split 80 train / 30 validation."""

@@ -1,7 +1,7 @@
 """Case-disjoint split manifests: holdout vs frame, and train vs validation inside the frame.
 
 The Splits model, the fraction draw (:func:`make_splits`), the checks against a pack and the
-on-disk format. Frame splits (SPEC §4) are made in ``_frame.py``.
+on-disk format. Frame splits (consilium paper, calibration) are made in ``_frame.py``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Splits(Record):
     (disjointness, complements, order) are checked by :func:`check_splits` and
     :func:`load_splits`.
 
-    Splits made from a calibration frame (:func:`~evolve.splits.make_frame_splits`, SPEC §4)
+    Splits made from a calibration frame (:func:`~evolve.splits.make_frame_splits`, consilium paper, calibration)
     carry ``frame_origin``; their frame and holdout partition a case *universe* (e.g. a
     300-case case file) that may be larger than the pack, and their two fractions are the
     realised shares (``holdout / universe`` and ``validation / frame``), recorded for
@@ -274,7 +274,7 @@ def check_splits(
     cases: CaseList | Sequence[str] | None = None,
     group_of: Mapping[str, str] | None = None,
 ) -> SplitCheck:
-    """Check that ``splits`` is a valid, case-disjoint split of ``pack`` (SPEC §4).
+    """Check that ``splits`` is a valid, case-disjoint split of ``pack`` (consilium paper, calibration).
 
     Checks (all problems are collected): frame and holdout are disjoint; train and
     validation are disjoint and together are exactly the frame; no id is repeated; every

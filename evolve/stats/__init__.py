@@ -1,7 +1,7 @@
 """Agreement statistics between judge scores and physician ratings, with case-clustered intervals.
 
 The calibration objective is one number, the MAE of the judge against every individual
-physician rating. A report (SPEC §4, "Table 5") needs more than that number to be read
+physician rating. A report (consilium paper, calibration, "Table 5") needs more than that number to be read
 safely, and this package supplies it.
 
 **The unit is a pair.** A *pairs* frame has one row per (judge score, individual physician

@@ -75,7 +75,7 @@ def judge_pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
-    """MAE of judge scores against every individual rating (SPEC §4 fitness), with coverage.
+    """MAE of judge scores against every individual rating (consilium paper, calibration fitness), with coverage.
 
     Args:
         scores: Judge calls of ONE candidate on one set of targets (any number of repeats).

@@ -268,7 +268,7 @@ def agreement_table(
         pairs: One row per (judge score, individual rating) with columns ``cluster``,
             ``judge`` and ``rater``, every score one of ``labels``.
         labels: The criterion's full ordinal scale, strictly increasing, e.g. ``[0, 1, 2, 3]``.
-        n_boot: Replicates, >= 1 (SPEC tables use 2,000).
+        n_boot: Replicates, >= 1 (the papers' tables use 2,000).
         seed: Seed of the ``numpy.random.default_rng`` stream.
         confidence: Nominal coverage, strictly between 0 and 1.
         cluster: Column holding the resampling unit (default ``"case_id"``).

@@ -25,7 +25,7 @@ from evolve.stats._pairs import category_codes, check_labels, check_pair
 def mae(judge: npt.ArrayLike, rater: npt.ArrayLike) -> float:
     """Mean absolute error between paired judge scores and individual ratings.
 
-    The calibration objective of SPEC §4: every (judge call, individual rating) pair counts
+    The calibration objective of the consilium paper: every (judge call, individual rating) pair counts
     once, so a target rated by three physicians and judged twice gives six pairs.
 
     Args:

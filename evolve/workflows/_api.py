@@ -280,7 +280,7 @@ def calibrate(
             :class:`~evolve.config.EndpointSettings`, a dict of endpoint settings, or a ready
             :class:`~evolve.llm.Client` (kept open; a client over the fake provider is recorded
             as provider ``fake``).
-        preset: ``quick`` (minutes on the embedded model), ``paper`` (SPEC §4) or None.
+        preset: ``quick`` (minutes on the embedded model), ``paper`` (consilium paper, calibration) or None.
         model: Model id sent to the endpoint (judge and mutation); None = the configuration's.
         splits: A split folder, a :class:`~evolve.splits.Splits`, or None to split the pack's
             cases with :func:`~evolve.splits.make_splits` (seed ``split_seed``).

@@ -39,7 +39,7 @@ def run_and_judge(
 
     Args:
         config: Resolved configuration.
-        judge: Judge the generated material (SPEC §2-§3).
+        judge: Judge the generated material (consilium paper, rubric-§3).
         calibration_run: The judge file whose winners guide the judge: a calibration run folder
             or its ``judge.json`` (the bench report then adds physician-anchored means).
         report: Write the bench tables (:func:`evolve.report.write_bench_report`).

@@ -31,7 +31,7 @@ def run_calibration(
     """Calibrate every requested criterion, audit the winners, write the report.
 
     Steps over one client: :func:`evolve.calibration.calibrate` (archives, re-evaluation,
-    tables); :func:`evolve.audit.audit_run` when ``config.audit`` (SPEC §4 semantic review);
+    tables); :func:`evolve.audit.audit_run` when ``config.audit`` (consilium paper, calibration semantic review);
     with ``config.evaluate_holdout``, the report (for ``judge.json``) and :func:`evaluate_holdout`;
     the client's ``usage`` is journaled when it is released (every call, the audit's included); then
     :func:`evolve.report.write_report` and ``run_finished``. Inputs are checked before the

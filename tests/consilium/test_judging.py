@@ -28,7 +28,7 @@ from tests.consilium.bench_support import (
 )
 
 RUBRIC = load_rubric("consilium")
-PER_RUN = {"reasoning": 7, "opinion": 5, "final": 8}  # applicable criteria per component (SPEC §2)
+PER_RUN = {"reasoning": 7, "opinion": 5, "final": 8}  # applicable criteria per component (consilium paper, rubric)
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_only_applicable_pairs_are_judged_with_the_contract_columns(tmp_path, be
         client.close()
     frame = pd.read_csv(bench_run / "judge_scores.csv", keep_default_na=False)
     assert list(frame.columns) == JUDGE_SCORE_COLUMNS  # the contract the bench report reads
-    # structured runs: every component; free-form runs: the final only (SPEC §5.2); plus
+    # structured runs: every component; free-form runs: the final only (consilium paper, pre-consilium opinions); plus
     # criteria 9-10 once per (case, model)
     expected = 2 * sum(PER_RUN.values()) + 2 * PER_RUN["final"] + 2 * 2
     assert len(frame) == result.rows == expected == len(provider.requests)  # inapplicable pairs never called
@@ -77,7 +77,7 @@ def test_only_applicable_pairs_are_judged_with_the_contract_columns(tmp_path, be
     assert set(frame["guidance_id"]) == {"none"} and set(frame["seed"]) == {42} and set(frame["repeat"]) == {0}
     assert set(frame["rubric_version"].astype(str)) == {RUBRIC.version}
     assert frame["prompt_hash"].str.len().eq(16).all() and set(frame["model"]) == {"model-a"}
-    # the reference answer reaches the judge only for the conclusion criterion (SPEC §3)
+    # the reference answer reaches the judge only for the conclusion criterion (consilium paper, judge calls)
     with_reference = {_criterion_of(r) for r in provider.requests
                       if any("Synthetic reference diagnosis" in m.content for m in r.messages)}
     assert with_reference == {"final_conclusion"}

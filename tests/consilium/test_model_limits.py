@@ -1,4 +1,4 @@
-"""Output limits per model (issue 13 item 2; SPEC §5.6: the paper gave each model its own)."""
+"""Output limits per model (issue 13 item 2; consilium paper, generation defaults: the paper gave each model its own)."""
 
 from __future__ import annotations
 

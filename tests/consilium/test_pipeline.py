@@ -1,4 +1,4 @@
-"""The consilium generation core on a scripted fake endpoint (SPEC §5.1-5.5)."""
+"""The consilium generation core on a scripted fake endpoint (consilium paper, role assignment-5.5)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def assert_calls_complete(run: CaseRun, provider: FakeProvider) -> None:
     assert all(c.prompt_hash and c.model for c in run.calls)
 
 
-# -- stop rules (SPEC §5.3) --------------------------------------------------------------------
+# -- stop rules (consilium paper, interactive consilium) --------------------------------------------------------------------
 
 
 def test_consensus_in_round_one(run_with):
@@ -297,7 +297,7 @@ def test_round_two_voters_see_round_one_reviews_and_the_decision(run_with):
         assert "review round 2" in user
 
 
-# -- role assignment (SPEC §5.1) ---------------------------------------------------------------
+# -- role assignment (consilium paper, role assignment) ---------------------------------------------------------------
 
 
 def test_duplicate_role_names_are_reasked():
@@ -479,7 +479,7 @@ def test_n_plus_one_consolidator_defaults_to_the_model(run_with):
     assert run.consolidator == "m" and {r.model for r in tags(provider, "opinion_consolidation")} == {"m"}
 
 
-# -- decoding, limits, failures of a call (SPEC §5.5-5.6) --------------------------------------
+# -- decoding, limits, failures of a call (consilium paper, per-case record-5.6) --------------------------------------
 
 
 def test_every_request_uses_the_settings_and_its_stage_limit(run_with):

@@ -71,7 +71,7 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
         (f"10.0000/bench-0{i}", c) for i in range(2) for c in ("free-form", "structured")]
     assert all(r.stop_reason == "consensus" and r.rounds_completed == 2 for r in runs)
 
-    # role assignment: one call per case and model, reused by both conditions (SPEC §5.1)
+    # role assignment: one call per case and model, reused by both conditions (consilium paper, role assignment)
     assert sum(r.tag == "role_assignment" for r in provider.requests) == 2
     for i in range(2):
         roles = RoleFile.model_validate_json((run / "roles" / f"10.0000_bench-0{i}.model-a.json").read_text())
@@ -126,7 +126,7 @@ def test_end_to_end_with_the_real_pipeline(tmp_path, cases_file, monkeypatch):
     limits = {r.tag: r.max_tokens for r in provider.requests}
     assert limits["role_assignment"] == 600 and limits["opinion"] == 600 and limits["vote"] == 500
     assert limits["finalizer"] == 700
-    # no generating prompt carries the reference answer (SPEC §5.2)
+    # no generating prompt carries the reference answer (consilium paper, pre-consilium opinions)
     assert not any("Synthetic reference diagnosis" in m.content for r in provider.requests for m in r.messages)
 
 
@@ -257,7 +257,7 @@ def test_closing_a_client_whose_loop_died_of_an_interrupt_does_not_raise(tmp_pat
 
 def test_outputs_rated_in_workbooks_feed_back_into_a_calibration_pack(tmp_path, cases_file):
     """The issue's loop: bench outputs -> a physician's filled workbook -> the workbook importer
-    -> a rating pack on those outputs, valid for calibration (SPEC §5-§6)."""
+    -> a rating pack on those outputs, valid for calibration (consilium paper, benchmark runner-§6)."""
     from openpyxl import load_workbook
 
     from evolve.data import import_workbooks, validate_pack, write_workbook_template

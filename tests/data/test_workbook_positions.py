@@ -1,4 +1,4 @@
-"""Physician workbooks are read by column position (SPEC §6); header text is only checked.
+"""Physician workbooks are read by column position (consilium paper, physician spreadsheets); header text is only checked.
 
 Header cells that name their own column in another form (``R1``, ``Reasoning - criterion 1``,
 ``Overall``, ``Notes``, the criterion's name ...), empty header cells and a missing header row
@@ -159,7 +159,7 @@ def test_a_sheet_without_header_row_is_refused_naming_the_sheet_and_the_way_out(
         _import(ex)
     line = _line(_problems(info), f"{NEPHROLOGY}, row 1, column A")
     assert "no header row above the ratings (they start in row 1)" in line
-    assert "shifted or swapped cannot be told from the SPEC §6 layout" in line
+    assert "shifted or swapped cannot be told from the consilium paper, physician spreadsheets layout" in line
     assert "Add the header row (case_id, reasoning_1, ..., comment; columns A-AC)" in line
     assert "pass --no-header (library: headerless=True)" in line
 
@@ -240,7 +240,7 @@ def test_a_swapped_header_names_the_cell_what_it_says_and_where_it_belongs(ex):
     with pytest.raises(PackError) as info:
         _import(ex)
     line = _line(_problems(info), f"{NEPHROLOGY}, row 1, column D (reasoning_3)")
-    assert "header 'opinion_3' names opinion criterion 3 (data_use), which SPEC §6 puts in column L" in line
+    assert "header 'opinion_3' names opinion criterion 3 (data_use), which consilium paper, physician spreadsheets puts in column L" in line
     assert "column D holds reasoning_3 (data_use)" in line
     assert "this column belongs in L" in line and "rename it 'reasoning_3'" in line
 
@@ -250,8 +250,8 @@ def test_two_swapped_columns_are_both_named(ex):
     with pytest.raises(PackError, match=r"\(2 problems\)") as info:
         _import(ex)
     lines = _problems(info)
-    assert "which SPEC §6 puts in column C" in _line(lines, f"{NEUROLOGY}, row 1, column B (reasoning_1)")
-    assert "which SPEC §6 puts in column B" in _line(lines, f"{NEUROLOGY}, row 1, column C (reasoning_2)")
+    assert "which consilium paper, physician spreadsheets puts in column C" in _line(lines, f"{NEUROLOGY}, row 1, column B (reasoning_1)")
+    assert "which consilium paper, physician spreadsheets puts in column B" in _line(lines, f"{NEUROLOGY}, row 1, column C (reasoning_2)")
 
 
 @pytest.mark.parametrize(("letter", "text", "says"), [

@@ -1,4 +1,4 @@
-"""The shipped consilium rubric matches SPEC §2 exactly (applicability, references, roles of 9-11)."""
+"""The shipped consilium rubric matches consilium paper, rubric exactly (applicability, references, roles of 9-11)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from evolve.data import Case, Target
 from evolve.judge import Judge, verdict_model
 from evolve.rubric import load_initial_guidance, load_protocol, load_rubric
 
-# SPEC §2: criterion number -> components it is judged on
+# consilium paper, rubric: criterion number -> components it is judged on
 SPEC_MATRIX = {
     1: {"reasoning", "opinion", "final"},
     2: {"reasoning", "opinion", "final"},

@@ -1,4 +1,4 @@
-"""Judge prompt assembly and outcome parsing (SPEC §3)."""
+"""Judge prompt assembly and outcome parsing (consilium paper, judge calls)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""make_frame_splits / draw_frame: the paper's 110-case frame, its 190-case complement, 80/30 (SPEC §4)."""
+"""make_frame_splits / draw_frame: the paper's 110-case frame, its 190-case complement, 80/30 (consilium paper, calibration)."""
 
 from __future__ import annotations
 
