@@ -1067,7 +1067,7 @@ def bench_run(
         "folder whose cases.jsonl is read (e.g. ratings/savage). Required unless --resume."),
     case_column: Optional[list[str]] = typer.Option(None, "--column",
         help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
-    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (consilium paper, generation defaults limits, 5 rounds)."),
+    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (the consilium paper's output limits, 5 rounds)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with benchmark config fields."),
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="free-form and/or structured (repeatable; default both)."),
