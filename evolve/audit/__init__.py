@@ -3,7 +3,7 @@
 Calibration optimises one number - the judge's MAE against physicians - and nothing in that
 number says the winning guidance is still *about its criterion*. An optimiser can find that
 "score 2 unless the text is empty" lowers the error on a lenient training set, or that a note
-about a neighbouring quality (safety instead of factual accuracy) happens to help. consilium paper, calibration asks
+about a neighbouring quality (safety instead of factual accuracy) happens to help. The consilium paper's calibration asks
 for a semantic review after re-evaluation; :func:`audit_run` is that review. It reads a finished
 run folder and compares every criterion's **winner** with the criterion's definition and with
 the run's **initial prompts** (which are audited too, as reference rows).

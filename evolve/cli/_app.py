@@ -518,7 +518,7 @@ def ratings_import_workbooks(
         help="Case file column mapping FIELD=COLUMN (doi, title, text, answer, case_id); repeatable."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
     no_header: bool = typer.Option(False, "--no-header", help="Read sheets without a header row by position: you vouch "
-        "that their columns are A..AC in the consilium paper, physician spreadsheets order (without it such sheets are refused: shifted columns look "
+        "that their columns are A..AC in the consilium paper's workbook order (without it such sheets are refused: shifted columns look "
         "like correct ones)."),
     prompts_root: PromptsRootOption = None,
 ) -> None:
@@ -693,7 +693,7 @@ def calibrate(
     case_column: Optional[list[str]] = typer.Option(None, "--column", help="With --workbooks: case-file column mapping field=column (repeatable)."),
     frame_manifest: Optional[Path] = typer.Option(None, "--frame-manifest", help="With --workbooks: calibration frame manifest (default: the rated cases)."),
     no_header: bool = typer.Option(False, "--no-header", help="With --workbooks: read sheets without a header row by "
-        "position (you vouch that their columns are A..AC in the consilium paper, physician spreadsheets order; without it such sheets are refused)."),
+        "position (you vouch that their columns are A..AC in the consilium paper's workbook order; without it such sheets are refused)."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="Split manifests (default: splits/<pack name>)."),
     preset: str = typer.Option("quick", help="Budget preset: 'quick' (minutes on the embedded model) or 'paper' (consilium paper, calibration budget)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with config fields."),
@@ -1067,7 +1067,8 @@ def bench_run(
         "folder whose cases.jsonl is read (e.g. ratings/savage). Required unless --resume."),
     case_column: Optional[list[str]] = typer.Option(None, "--column",
         help="Case-file column mapping field=column (doi, title, text, answer, case_id); repeatable."),
-    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' (the consilium paper's output limits, 5 rounds)."),
+    preset: str = typer.Option("quick", help="'quick' (3 cases, short outputs, 2 rounds on the embedded model) or 'paper' "
+                               "(the consilium paper's output limits, 5 rounds)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with benchmark config fields."),
     models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable; each runs every stage). Default: the endpoint's model."),
     conditions: Optional[list[str]] = typer.Option(None, "--condition", help="free-form and/or structured (repeatable; default both)."),

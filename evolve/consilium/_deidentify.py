@@ -16,7 +16,7 @@ case id, the title or the reference answer (:func:`~evolve.consilium._prompts.ca
 a model wrote earlier and a later stage reads (panel proposals, opinions, reports, reviews,
 moderator summaries) goes through the same function before it is shown, so an identifier a model
 recalls cannot travel on. What is *recorded* (the CaseRun, the ConsiliumRecord) keeps the
-model's words as written. consilium paper, pre-consilium opinions lists "DOI, title, case text" as the pre-consilium input;
+model's words as written. The consilium paper lists "DOI, title, case text" as the pre-consilium input;
 giving it the DOI would let a model recall the published answer and carry identifiers into the
 consilium (consilium paper, interactive consilium), so no stage gets it.
 

@@ -656,7 +656,7 @@ class ConsiliumPipeline:
         # in n+1 the consolidating model runs the consilium and the finalizer (the paper's 3+1)
         return self._consilium(case, consolidator or model, condition, opinions, trace, done)
 
-    # -- consilium paper, pre-consilium opinions pre-consilium ---------------------------------------------------------------
+    # -- pre-consilium (consilium paper) ---------------------------------------------------------------
 
     def _opinion_ask(
         self, case: Case, role: str, model: str, condition: Condition, stage: Stage

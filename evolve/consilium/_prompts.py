@@ -136,7 +136,7 @@ any disagreement between the proposals.
 
 Reply with only a JSON object with the fields "roles" (a list of objects, each with "name", \
 "primary" and "rationale") and "panel_rationale".""",
-    # -- consilium paper, pre-consilium opinions pre-consilium opinions ------------------------------------------------------
+    # -- pre-consilium opinions (consilium paper) ------------------------------------------------------
     "opinion.system": """\
 You are a physician asked for a second opinion on a clinical case, in this role: ${role}. You \
 write your own opinion independently, from the standpoint of this role; no one else's view of \

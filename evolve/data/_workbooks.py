@@ -567,7 +567,7 @@ def _locate_ratings(sheet: _Sheet, run: _Import) -> tuple[int | None, int] | Non
 def _misplaced_header(sheet: _Sheet, header_row: int, col: _Column, text: str, named: _Named, run: _Import) -> None:
     """Report a header cell that names another column than the one its position holds."""
     homes = [c.letter for c in _COLUMNS if named.fits(c)]
-    home = (f"which consilium paper, physician spreadsheets puts in column{'s' if len(homes) > 1 else ''} {', '.join(homes)}" if homes
+    home = (f"which the consilium paper's workbook layout puts in column{'s' if len(homes) > 1 else ''} {', '.join(homes)}" if homes
             else "which no column of the workbook holds")
     own = f"{col.header} ({run.by_number[col.number].criterion_id})" if col.kind == "score" else col.header
     move = f"; this column belongs in {', '.join(homes)}" if homes else ""
@@ -575,7 +575,7 @@ def _misplaced_header(sheet: _Sheet, header_row: int, col: _Column, text: str, n
         sheet.where(header_row, col),
         f"header {text!r} names {named.describe(run.by_number)}, {home}, but by position column {col.letter} "
         f"holds {own}: read by position, its cells would go under the wrong column",
-        f"Put the columns in the consilium paper, physician spreadsheets order ({_LAYOUT}){move}; if only the label is wrong, rename it {col.header!r}.",
+        f"Put the columns in the consilium paper's workbook order ({_LAYOUT}){move}; if only the label is wrong, rename it {col.header!r}.",
     )
 
 
@@ -708,7 +708,7 @@ def import_workbooks(
         case_columns: Column mapping of the case file.
         prompts_root: ``judge_prompts`` folder holding the ``consilium`` rubric.
         headerless: The caller vouches that every sheet without a header row holds the
-            columns A..AC in the consilium paper, physician spreadsheets order: such sheets are read by position (with a
+            columns A..AC in the consilium paper's workbook order: such sheets are read by position (with a
             warning each) instead of refused.
 
     Returns:
@@ -719,7 +719,7 @@ def import_workbooks(
 
     Raises:
         PackError: Any problem in any workbook - a header cell that names a different column
-            than consilium paper, physician spreadsheets puts at its position (the cell, what it says and where that column
+            than the consilium paper's workbook layout puts at its position (the cell, what it says and where that column
             belongs are named), a sheet without a header row (unless ``headerless``), a sheet
             with neither header nor ratings, empty or invalid cells, a not-evaluable mark where the
             criterion forbids it, unknown case ids, cases without (or with ambiguous)

@@ -37,7 +37,7 @@ class ChatRequest(Record):
     Attributes:
         model: Model id sent to the endpoint.
         messages: The conversation, in order.
-        temperature: Sampling temperature, 0..2 (0 for the judge, 0.3 for mutation; consilium paper, judge calls-§4).
+        temperature: Sampling temperature, 0..2 (0 for the judge, 0.3 for mutation; consilium paper: judge calls, calibration).
         top_p: Nucleus sampling mass, in (0, 1] (1.0 = off).
         seed: Sampling seed; a fresh seed gives a fresh, separately cached sample.
         max_tokens: Output limit, tokens, 1..:data:`MAX_OUTPUT_TOKENS`.

@@ -130,7 +130,7 @@ def score_targets(
     model: str | None = None,
     progress: ProgressHook | None = None,
 ) -> ScoringResult:
-    """Score every (criterion, target) with the judge file's winner, as validated (consilium paper, judge calls-4).
+    """Score every (criterion, target) with the judge file's winner, as validated (consilium paper: judge calls, calibration).
 
     Each call is the validation re-scoring's call: the rubric as the run copied it
     (:meth:`JudgeFile.bundle`), the judge settings and the winner's guidance, the seeds

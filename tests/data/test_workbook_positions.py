@@ -240,7 +240,7 @@ def test_a_swapped_header_names_the_cell_what_it_says_and_where_it_belongs(ex):
     with pytest.raises(PackError) as info:
         _import(ex)
     line = _line(_problems(info), f"{NEPHROLOGY}, row 1, column D (reasoning_3)")
-    assert "header 'opinion_3' names opinion criterion 3 (data_use), which consilium paper, physician spreadsheets puts in column L" in line
+    assert "header 'opinion_3' names opinion criterion 3 (data_use), which the consilium paper's workbook layout puts in column L" in line
     assert "column D holds reasoning_3 (data_use)" in line
     assert "this column belongs in L" in line and "rename it 'reasoning_3'" in line
 
@@ -250,8 +250,8 @@ def test_two_swapped_columns_are_both_named(ex):
     with pytest.raises(PackError, match=r"\(2 problems\)") as info:
         _import(ex)
     lines = _problems(info)
-    assert "which consilium paper, physician spreadsheets puts in column C" in _line(lines, f"{NEUROLOGY}, row 1, column B (reasoning_1)")
-    assert "which consilium paper, physician spreadsheets puts in column B" in _line(lines, f"{NEUROLOGY}, row 1, column C (reasoning_2)")
+    assert "which the consilium paper's workbook layout puts in column C" in _line(lines, f"{NEUROLOGY}, row 1, column B (reasoning_1)")
+    assert "which the consilium paper's workbook layout puts in column B" in _line(lines, f"{NEUROLOGY}, row 1, column C (reasoning_2)")
 
 
 @pytest.mark.parametrize(("letter", "text", "says"), [

@@ -213,7 +213,7 @@ ERRORS = [
      "header 'opinion 9' names opinion criterion 9, which no column of the workbook holds"),
     ("csv-misplaced-header", _neurology(_set(1, 29, "Overall quality")),
      "neurology.csv, sheet 'neurology', row 1, column AC (comment)",
-     "header 'Overall quality' names criterion 11 (overall_quality), which consilium paper, physician spreadsheets puts in column AB"),
+     "header 'Overall quality' names criterion 11 (overall_quality), which the consilium paper's workbook layout puts in column AB"),
     ("xlsx-no-header", _nephrology(lambda ws: (ws.delete_rows(2, ws.max_row), ws.cell(1, 1, "Ratings"))),
      "nephrology.xlsx, sheet 'Nephrology', row 1, column A", "no header row and no ratings"),
     ("xlsx-unmatched-specialty", _nephrology(lambda ws: setattr(ws, "title", "Hepatology")),
