@@ -978,8 +978,9 @@ def budget_warnings(config: CalibrationConfig, n_criteria: int) -> list[str]:
     if min(b.accepted, attempts) < MIN_PROPOSALS:
         out.append(f"the budget affords at most {min(b.accepted, attempts)} mutant(s) per criterion (accepted "
                    f"{b.accepted}, attempts {attempts}): too few to find, let alone show, an improvement - this run "
-                   f"demonstrates the machinery. Raise --accepted and --max-attempts to at least {MIN_PROPOSALS} "
-                   "(the paper preset: 25 accepted, 320 attempts shared by the criteria).")
+                   f"demonstrates the machinery. Raise budget.accepted and budget.max_attempts (--accepted and "
+                   f"--max-attempts) to at least {MIN_PROPOSALS} (the paper preset: 25 accepted, 320 attempts shared by "
+                   "the criteria).")
     if b.shared_attempts is not None and attempts < b.accepted:
         out.append(f"the shared budget of {b.shared_attempts} attempts gives {attempts} per criterion over "
                    f"{n_criteria} criteria, fewer than the {b.accepted} accepted mutants asked for; the attempts will "
