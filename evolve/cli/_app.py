@@ -7,16 +7,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Column
 
 from evolve.errors import EvolveError, RunStoppedError, SpendLimitReachedError
-from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, EndpointSettings, Price, price_of
+from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, Price, price_of
+
+if TYPE_CHECKING:  # loaded where a command needs them (the endpoint settings load the model client)
+    from rich.progress import Progress, TaskID
+
+    from evolve.runs import EndpointSettings
 
 
 def in_range(low: float, high: float) -> Callable[[Any], Any]:
@@ -37,10 +40,10 @@ def count_noun(n: int, noun: str) -> str:
 MAX_N_BOOT = 100_000
 """Most bootstrap replicates a report command accepts (the default is 2,000)."""
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate LLM judges of clinical text against physician ratings.")
-ratings_app = typer.Typer(no_args_is_help=True, help="Rating packs: import your own table or a public data set, check packs.")
-splits_app = typer.Typer(no_args_is_help=True, help="Case-disjoint split manifests.")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmark runner: generate consilium second opinions, judge them, tables.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, help="Calibrate LLM judges of clinical text against physician ratings.")
+ratings_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Rating packs: import your own table or a public data set, check packs.")
+splits_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Case-disjoint split manifests.")
+bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmark runner: generate consilium second opinions, judge them, tables.")
 app.add_typer(ratings_app, name="ratings")
 app.add_typer(splits_app, name="splits")
 app.add_typer(bench_app, name="bench")
@@ -169,6 +172,9 @@ def _fail(exc: Exception, resume: str | None = None) -> None:
 def _progress_bar() -> Progress:
     """The progress display of long commands (on stderr): what runs, a bar, the line of a
     :class:`~evolve.runs.CallMeter` (calls, tokens, USD), the time."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
     return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)), BarColumn(bar_width=16),
                     TextColumn("{task.fields[meter]}", table_column=Column(ratio=1)), TimeElapsedColumn(),
                     console=err, transient=False, expand=True)
@@ -219,6 +225,7 @@ def _with_spend(endpoint: EndpointSettings, **options: float | int | None) -> En
         ConfigError: ``--max-usd`` without prices, or prices that do not go together.
     """
     from evolve.layering import validated
+    from evolve.runs import EndpointSettings
 
     given = {k: v for k, v in options.items() if k in SPEND_OPTIONS and v is not None}
     if not given:
@@ -477,6 +484,8 @@ class _RowsProgress:
             err.print(f"ratings.csv: {rows:,} rows checked ({done / max(total, 1):.0%} of the file)", highlight=False)
             return
         if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=16), TimeElapsedColumn(),
                                 console=err, transient=True)
             self.bar.start()

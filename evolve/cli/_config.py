@@ -10,7 +10,7 @@ import typer
 from evolve.cli._app import _fail
 from evolve.errors import EvolveError
 
-config_app = typer.Typer(no_args_is_help=True, help="Configuration: the keys a config file (--config) may hold.")
+config_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Configuration: the keys a config file (--config) may hold.")
 
 
 @config_app.command("keys")

@@ -48,7 +48,7 @@ from evolve.cli._app import (
 from evolve.errors import EvolveError
 from evolve.runs import OtbFolder
 
-otb_app = typer.Typer(no_args_is_help=True, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
+otb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
 
 def _print_summary(run_dir: Path, report: dict | None) -> None:

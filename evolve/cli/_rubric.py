@@ -10,7 +10,7 @@ import typer
 from evolve.cli._app import _fail, err, out
 from evolve.errors import EvolveError
 
-rubric_app = typer.Typer(no_args_is_help=True, help="Your own rubric: scaffold a rubric folder, check one.")
+rubric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Your own rubric: scaffold a rubric folder, check one.")
 
 
 @rubric_app.command("new")

@@ -46,17 +46,9 @@ The floors of the package, each importing only its own floor or the ones below i
                                  options
 """
 
-from evolve.runs._batches import JournalBatchLedger, run_batch_options
-from evolve.runs._client import (
-    EndpointSettings,
-    context_window,
-    default_cache_path,
-    default_models,
-    open_client,
-    output_limit_problem,
-    owned_client,
-    with_cache_path,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
 from evolve.runs._folder import (
     BenchFolder,
@@ -70,19 +62,53 @@ from evolve.runs._folder import (
 )
 from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_endpoint_usage, run_usage
 from evolve.runs._lock import lock_holder, locks_run, run_lock
-from evolve.runs._plan import (
-    CHARS_PER_TOKEN,
-    CallPlan,
-    PhasePlan,
-    cached_keys,
-    count_tokens,
-    estimate_tokens,
-    measured_calls_per_hour,
-    prompt_text,
-    tokenize_url,
-)
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
+
+# The model client (httpx, the embedded server's code) loads only when one of these is first
+# used, so commands that need no model - ``--help``, ``report``, ``compare`` - start fast.
+_LAZY = {
+    **dict.fromkeys(("JournalBatchLedger", "run_batch_options"), "evolve.runs._batches"),
+    **dict.fromkeys(("EndpointSettings", "context_window", "default_cache_path", "default_models", "open_client",
+                     "output_limit_problem", "owned_client", "with_cache_path"), "evolve.runs._client"),
+    **dict.fromkeys(("CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "cached_keys", "count_tokens", "estimate_tokens",
+                     "measured_calls_per_hour", "prompt_text", "tokenize_url"), "evolve.runs._plan"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and readers
+    from evolve.runs._batches import JournalBatchLedger, run_batch_options
+    from evolve.runs._client import (
+        EndpointSettings,
+        context_window,
+        default_cache_path,
+        default_models,
+        open_client,
+        output_limit_problem,
+        owned_client,
+        with_cache_path,
+    )
+    from evolve.runs._plan import (
+        CHARS_PER_TOKEN,
+        CallPlan,
+        PhasePlan,
+        cached_keys,
+        count_tokens,
+        estimate_tokens,
+        measured_calls_per_hour,
+        prompt_text,
+        tokenize_url,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazily loaded member (see ``_LAZY``) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evolve.runs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CALL_COUNTS",

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from evolve.errors import ConfigError
-from evolve.llm import ChatResponse, Result
+if TYPE_CHECKING:  # the model client loads only for on_call: a reader of progress needs no HTTP stack
+    from evolve.llm import Result
 
 __all__ = ["CallMeter", "NoProgress", "Price", "ProgressHook", "on_call", "price_of", "report_step"]
 
@@ -109,6 +110,8 @@ def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, r
 def on_call(progress: ProgressHook, key: str) -> Callable[[int, Result], None]:
     """The ``on_result`` callback of :meth:`~evolve.llm.Client.map` that advances bar ``key``
     by one step per finished call, with the call's tokens (a failure has none)."""
+    from evolve.llm import ChatResponse
+
     return lambda _index, result: report_step(progress, key, [result] if isinstance(result, ChatResponse) else [])
 
 
