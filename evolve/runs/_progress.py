@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from evolve.errors import ConfigError
+
 if TYPE_CHECKING:  # the model client loads only for on_call: a reader of progress needs no HTTP stack
     from evolve.llm import Result
 
