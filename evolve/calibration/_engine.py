@@ -56,7 +56,7 @@ from evolve.runs import (
     with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
-from evolve.stats import agreement, item_errors
+from evolve.stats import MIN_CASES, agreement, item_errors
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
@@ -932,9 +932,35 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
     initial = {c.criterion_id: load_initial_guidance(rubric.id, c.criterion_id, root=root) for c in criteria}
     return CalibrationPlan(
         pack=pack, splits=splits, rubric=rubric, protocol=protocol, criteria=criteria, items=items, initial=initial,
-        warnings=budget_warnings(config, len(criteria)) + placeholder_warnings(RubricBundle(rubric, protocol, {k: tuple(v) for k, v in initial.items()})),
+        warnings=budget_warnings(config, len(criteria)) + validation_size_warnings(items)
+        + placeholder_warnings(RubricBundle(rubric, protocol, {k: tuple(v) for k, v in initial.items()})),
         conditions=conditions, notes=notes + chosen,
     )
+
+
+def validation_size_warnings(items: dict[str, tuple[list[Item], list[Item]]]) -> list[str]:
+    """Warnings, before a run, about validation sets too small for any paired verdict.
+
+    A verdict (winner against a baseline) needs :data:`~evolve.stats.MIN_CASES` validation
+    cases; with fewer, the report can only say "too few cases to tell" - better known before
+    paying for the run than after.
+
+    Args:
+        items: Criterion id -> (training items, validation items), as the run will judge them.
+
+    Returns:
+        One sentence per criterion whose validation items come from fewer cases.
+    """
+    out = []
+    for criterion_id, (_, validation) in items.items():
+        n_cases = len({it.case.case_id for it in validation})
+        if n_cases < MIN_CASES:
+            out.append(f"criterion {criterion_id}: its {len(validation)} validation target(s) come from {n_cases} "
+                       f"case(s), fewer than the {MIN_CASES} a paired verdict needs, so every verdict of the report will "
+                       "read 'too few cases to tell'. Rate more cases, give the split more validation cases (evolve "
+                       "splits make --validation-fraction), or raise budget.max_validation_targets "
+                       "(--max-validation-targets) where the preset subsamples them.")
+    return out
 
 
 def placeholder_warnings(bundle: RubricBundle) -> list[str]:
