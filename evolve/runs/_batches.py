@@ -49,27 +49,24 @@ class JournalBatchLedger:
 
     def pending(self) -> list[tuple[str, frozenset[str]]]:
         """Batches the journal records as submitted and not finished, oldest first."""
-        submitted: dict[str, frozenset[str]] = {}
-        done: set[str] = set()
-        for event in self.journal.events():
-            kind = event.get("event")
-            if kind == Event.BATCH_SUBMITTED.value and isinstance(event.get("custom_ids"), list):
-                submitted[str(event.get("batch_id"))] = frozenset(str(x) for x in event["custom_ids"])
-            elif kind == Event.BATCH_FINISHED.value:
-                done.add(str(event.get("batch_id")))
-        return [(b, ids) for b, ids in submitted.items() if b not in done]
+        return self._open(Event.BATCH_SUBMITTED, "batch_id", Event.BATCH_FINISHED, "batch_id")
 
     def unclaimed(self) -> list[tuple[str, frozenset[str]]]:
         """Input files the journal records as uploaded that no ``batch_submitted`` names."""
-        files: dict[str, frozenset[str]] = {}
-        claimed: set[str] = set()
+        return self._open(Event.BATCH_UPLOADED, "file_id", Event.BATCH_SUBMITTED, "file_id")
+
+    def _open(self, opened: Event, key: str, closed: Event, closing_key: str) -> list[tuple[str, frozenset[str]]]:
+        """``(id, custom_ids)`` of the ``opened`` events (by ``key``) that no ``closed`` event
+        names (by ``closing_key``), oldest first."""
+        found: dict[str, frozenset[str]] = {}
+        ended: set[str] = set()
         for event in self.journal.events():
             kind = event.get("event")
-            if kind == Event.BATCH_UPLOADED.value and isinstance(event.get("custom_ids"), list):
-                files[str(event.get("file_id"))] = frozenset(str(x) for x in event["custom_ids"])
-            elif kind == Event.BATCH_SUBMITTED.value:
-                claimed.add(str(event.get("file_id", "")))
-        return [(f, ids) for f, ids in files.items() if f not in claimed]
+            if kind == opened.value and isinstance(event.get("custom_ids"), list):
+                found[str(event.get(key))] = frozenset(str(x) for x in event["custom_ids"])
+            elif kind == closed.value:
+                ended.add(str(event.get(closing_key, "")))
+        return [(k, ids) for k, ids in found.items() if k not in ended]
 
 
 def run_batch_options(journal: Journal | None, *, poll_initial_s: float = 10.0,
