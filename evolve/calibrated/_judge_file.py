@@ -261,7 +261,12 @@ def load_judge_file(path: Path | str) -> JudgeFile:
     """
     file = _judge_path(path)
     if not file.is_file():
-        where = f"{path} holds no {JUDGE_FILE}" if Path(path).is_dir() else f"{file}: no such file"
+        folder = Path(path)
+        if folder.is_dir() and (folder / "config.json").is_file() and not (folder / "report.json").is_file():
+            raise RunError(f"{path} holds no {JUDGE_FILE}: that calibration run has not finished (it writes its "
+                           f"{JUDGE_FILE} at the end). Complete it with `evolve calibrate --resume {path}`, then "
+                           "pass the run folder again.")
+        where = f"{path} holds no {JUDGE_FILE}" if folder.is_dir() else f"{file}: no such file"
         raise RunError(f"{where}; {_FIX} (e.g. `evolve report archives/RUN`), or pass that run's {JUDGE_FILE}.")
     try:
         return JudgeFile.model_validate_json(file.read_text(encoding="utf-8"))

@@ -837,7 +837,8 @@ def calibrate(
     except EvolveError as exc:
         _fail(exc, resume=f"evolve calibrate --resume {config.run_dir}" if config is not None else None)
     except KeyboardInterrupt:
-        err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir if config else '<run folder>'}")
+        err.print(f"interrupted; continue with: evolve calibrate --resume {config.run_dir if config else '<run folder>'}",
+                  highlight=False, soft_wrap=True)
         raise typer.Exit(code=130) from None
     typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
     out.print(f"wrote {result.run_dir}/report.md", highlight=False)

@@ -135,6 +135,12 @@ def test_evolve_report_writes_the_judge_file_of_an_older_run(run: Path) -> None:
 def test_bad_judge_files_are_refused_in_words(tmp_path: Path, run: Path) -> None:
     with pytest.raises(RunError, match="no such file"):
         load_judge_file(tmp_path / "nowhere.json")
+    unfinished = tmp_path / "unfinished"  # a calibration run stopped before its report
+    unfinished.mkdir()
+    (unfinished / "config.json").write_text((run / "config.json").read_text())
+    with pytest.raises(RunError, match="has not finished") as err:
+        load_judge_file(unfinished)
+    assert f"evolve calibrate --resume {unfinished}" in str(err.value) and "evolve report" not in str(err.value)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     with pytest.raises(RunError) as err:
