@@ -36,6 +36,9 @@ __all__ = [
     "RunError",
     "RunLockedError",
     "NoWinnerError",
+    "MissingExtraError",
+    "EXTRAS",
+    "require_extra",
     "Problems",
     "TEXT_PROBLEM_FIX",
     "char_name",
@@ -148,6 +151,37 @@ class RunLockedError(RunError):
 class NoWinnerError(RunError):
     """A criterion ended without a selectable candidate (none reached ``min_coverage``); the
     other criteria of the run still finish and are reported."""
+
+
+class MissingExtraError(EvolveError):
+    """A feature needs a package that only one of evolve's extras installs (the message names
+    the ``pip install 'evolve[...]'`` to run)."""
+
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "otb": ("rouge_score", "wordllama", "tokenizers", "safetensors"),
+    "parquet": ("pyarrow",),
+}
+"""The optional extras and the modules each provides (``pyproject.toml``'s optional dependencies)."""
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Check that the modules of ``extra`` can be imported, before any work or money is spent.
+
+    Args:
+        extra: A key of :data:`EXTRAS` (``otb``, ``parquet``).
+        what: The feature that needs it, for the message (``"OpenTumorBoard's metrics"``).
+
+    Raises:
+        MissingExtraError: A module of the extra is not installed; the message gives the
+            ``pip install`` command that adds it.
+    """
+    from importlib.util import find_spec
+
+    missing = [m for m in EXTRAS[extra] if find_spec(m) is None]
+    if missing:
+        raise MissingExtraError(f"{what} needs {', '.join(missing)}, which the core install leaves out. Install the "
+                                f"extra: pip install 'evolve[{extra}]'")
 
 
 class Problems:

@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 from evolve.data._models import _ID_PATTERN, Case
 from evolve.data._pack import MAX_REPORTED_PROBLEMS
 from evolve.data._util import TEXT_PROBLEM_FIX, cell_text, is_missing, text_problem
-from evolve.errors import DataError, Problems, path_problem
+from evolve.errors import DataError, Problems, path_problem, require_extra
 from evolve.records import Record
 
 __all__ = [
@@ -153,6 +153,7 @@ def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
         first = 2
     else:
+        require_extra("parquet", f"{path}: reading a Parquet file")
         frame = pd.read_parquet(path)
         first = 1
     columns = [str(c) for c in frame.columns]

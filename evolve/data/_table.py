@@ -35,7 +35,7 @@ from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricR
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import cell_text, is_missing, sha256_file
-from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, text_problem
+from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, require_extra, text_problem
 from evolve.records import Record
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
@@ -257,6 +257,7 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
         if suffix == ".xlsx":
             frame = pd.read_excel(path, sheet_name=0, dtype=object)
             return frame, [f"{path.name}, row {i + 2}" for i in range(len(frame))]
+        require_extra("parquet", f"{path}: reading a Parquet file")
         frame = pd.read_parquet(path)
         return frame, [f"{path.name}, record {i + 1}" for i in range(len(frame))]
     except pd.errors.EmptyDataError:

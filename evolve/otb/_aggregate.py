@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evolve.errors import RunError
+from evolve.errors import RunError, require_extra
 
 __all__ = ["DECISIONS", "JudgedItem", "rouge_l", "summarize"]
 
@@ -164,8 +164,9 @@ def rouge_l(candidate: str, reference: str) -> float:
     """ROUGE-L F1 with the released tokenisation; 0 when either text has no token.
 
     Raises:
-        ImportError: ``rouge-score`` is not installed (it is a dependency of ``evolve``).
+        MissingExtraError: ``rouge-score`` is not installed (the ``otb`` extra).
     """
+    require_extra("otb", "OpenTumorBoard's ROUGE-L")
     from rouge_score import rouge_scorer
 
     score = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False).score(reference, candidate)["rougeL"].fmeasure

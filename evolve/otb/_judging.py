@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import ValidationError
 
-from evolve.errors import RunError
+from evolve.errors import RunError, require_extra
 from evolve.judge import prompt_hash
 from evolve.llm import CallFailure, ChatRequest, ChatResponse, limits_sent, parse_json_object, validate_reply, validation_problem
 from evolve.otb._aggregate import DECISIONS, JudgedItem, rouge_l, summarize
@@ -285,7 +285,9 @@ def judge_otb(run_dir: Path | str, *, client: Client | None = None, guidance: di
         RunError: Not an OpenTumorBoard run folder, a response naming an unknown item, or a
             calibration run that is not one of rubric ``otb``.
         RubricError: Rubric ``otb`` cannot be found under the prompts root or shipped.
+        MissingExtraError: The ``otb`` extra (its metrics) is not installed: checked before any call.
     """
+    require_extra("otb", "OpenTumorBoard (its ROUGE-L and embedding-similarity metrics)")
     progress = progress or NoProgress()
     guidance = dict(guidance or {})
     folder = OtbFolder(run_dir)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evolve.errors import require_extra
+
 __all__ = ["ENCODER", "token_f1"]
 
 ENCODER = "wordllama l2_supercat_256 (static token embeddings; not the paper's deberta-xlarge-mnli BERTScore)"
@@ -29,9 +31,10 @@ def _encoder() -> tuple[object, np.ndarray]:
     """The tokenizer and the unit-normalised embedding matrix, from the wordllama wheel's own files.
 
     Raises:
-        ImportError: ``wordllama`` (a dependency of ``evolve``) is not installed.
+        MissingExtraError: ``wordllama`` and its readers are not installed (the ``otb`` extra).
         FileNotFoundError: The wheel no longer carries its weights or tokenizer where expected.
     """
+    require_extra("otb", "OpenTumorBoard's embedding similarity")
     import wordllama
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from evolve.errors import Problems, SplitError
+from evolve.errors import Problems, SplitError, require_extra
 from evolve.records import Record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -238,6 +238,7 @@ def _parquet_records(path: Path) -> tuple[list[tuple[dict, int]], list[str]]:
     import pandas as pd
 
     try:
+        require_extra("parquet", f"{path}: reading a Parquet file")
         frame = pd.read_parquet(path)
     except (ValueError, OSError, ImportError) as exc:
         raise SplitError(f"{path}: cannot read the parquet file ({type(exc).__name__}: {exc}). Check the file.") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve.errors import require_extra
 from evolve.llm import Client
 from evolve.otb import (
     GenerationCounts,
@@ -49,7 +50,9 @@ def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, clien
     Raises:
         As :func:`~evolve.otb.generate_otb` and :func:`~evolve.otb.judge_otb`.
         RunLockedError: Another process is writing the run folder.
+        MissingExtraError: The ``otb`` extra (its metrics) is not installed: checked before any call.
     """
+    require_extra("otb", "OpenTumorBoard (its ROUGE-L and embedding-similarity metrics)")
     with OtbFolder(config.run_dir).exclusive():  # one process writes a run, for all its steps
         return _otb_steps(config, judge, report, client, resume, guidance, calibration_run, progress)
 
