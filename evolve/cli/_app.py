@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from evolve.errors import EvolveError, RunStoppedError, SpendLimitReachedError
 from evolve.runs import BenchFolder, CalibrationFolder, CallMeter, Price, price_of
 
 if TYPE_CHECKING:  # loaded where a command needs them (the endpoint settings load the model client)
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from evolve.runs import EndpointSettings
@@ -116,9 +115,36 @@ SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
     help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
 
+class _LazyConsole:
+    """A rich ``Console`` made on first use (rich's console costs a help screen ~40 ms to import)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Any = None
+
+    @property
+    def console(self) -> Console:
+        """The rich console itself (for rich objects that take one, e.g. ``Progress``)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+
+def escape(text: str) -> str:
+    """``rich.markup.escape``, imported when a message is printed."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 # markup off: messages quote model-written and endpoint text ('[redacted]', '[/]'), printed as written
-err = Console(stderr=True, markup=False)
-out = Console(markup=False)
+err = _LazyConsole(stderr=True, markup=False)
+out = _LazyConsole(markup=False)
 
 
 def _interrupt_on_sigterm() -> None:
@@ -177,7 +203,7 @@ def _progress_bar() -> Progress:
 
     return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)), BarColumn(bar_width=16),
                     TextColumn("{task.fields[meter]}", table_column=Column(ratio=1)), TimeElapsedColumn(),
-                    console=err, transient=False, expand=True)
+                    console=err.console, transient=False, expand=True)
 
 
 def _price(price_in: float | None, price_out: float | None, endpoint: EndpointSettings | None = None, *,
@@ -487,7 +513,7 @@ class _RowsProgress:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=16), TimeElapsedColumn(),
-                                console=err, transient=True)
+                                console=err.console, transient=True)
             self.bar.start()
             self.task = self.bar.add_task("ratings.csv", total=total)
         assert self.task is not None
