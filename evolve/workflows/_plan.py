@@ -224,7 +224,7 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
                "free, and so do the finished calls of a phase under way" if events else "the whole run")
     notes = [f"Calls a resumed or repeated run already made come from the response cache, free; the plan counts "
              f"{counted}. Failed calls are retried (up to {config.endpoint.max_retries} times each): retries are not "
-             f"counted.", *(f"  {n}" for n in left_notes)]
+             f"counted.", *(f"  {n}" for n in left_notes), *(f"warning: {w}" for w in plan.warnings)]
     return CallPlan(
         command="evolve calibrate --resume (the calls left)" if events else "evolve calibrate", phases=tuple(phases), token_source=sizes.source,
         completion_source=completion_source, notes=tuple(notes),

@@ -28,3 +28,12 @@ def test_enough_validation_cases_give_no_warning(tmp_path, tiny_pack_dir, tiny_s
                          ratings=it.ratings, split=it.split) for n, it in enumerate(many)]
     assert validation_size_warnings({criterion_id: (train, distinct)}) == []
     assert len(validation_size_warnings({criterion_id: (train, validation)})) == 1
+
+
+def test_the_plan_shows_the_warnings_of_the_run(tmp_path, tiny_pack_dir, tiny_splits_dir):
+    from evolve.workflows import plan_calibration_run
+
+    overrides = {"run_id": "r", "pack": tiny_pack_dir, "splits": tiny_splits_dir, "archives_dir": tmp_path / "archives"}
+    plan = plan_calibration_run(resolve_config(preset="quick", overrides=overrides, environ={}))
+    warned = [n for n in plan.notes if n.startswith("warning: ")]
+    assert any("paired verdict" in n for n in warned) and any("affords at most" in n for n in warned)
