@@ -115,6 +115,7 @@ SchemaLimitsOption = Annotated[Optional[bool], typer.Option(
     "--schema-limits/--no-schema-limits",
     help="Send maxLength in output schemas (default on; turn off for hosted strict modes that reject it).")]
 
+
 class _LazyConsole:
     """A rich ``Console`` made on first use (rich's console costs a help screen ~40 ms to import)."""
 
