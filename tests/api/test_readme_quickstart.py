@@ -56,3 +56,31 @@ def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
     # 7 validation cases: fewer than MIN_CASES, so no better/worse verdict however large the difference
     assert row["vs_none_verdict"] == "too few cases to tell" and row["vs_none_diff"] < 0 and report["pack"] == "my-ratings"
     assert {"pack", "splits", "config.json", "report.md"} <= {p.name for p in run.iterdir()}
+
+
+def test_a_library_run_leaves_the_callers_logging_and_warning_filters_alone(tmp_path: Path) -> None:
+    """evolve changes no global logging (levels, handlers) and no warning filter of the process
+    that calls it: the quickstart's calibration, then a check of the process's state (the numeric
+    libraries are imported first: their import-time filters are theirs)."""
+    check = '''
+import logging, warnings
+import numpy, pandas, scipy.special, scipy.stats, sklearn.metrics, matplotlib, ribs  # their own import-time filters
+state = lambda: ({n: (l.level, list(l.handlers)) for n, l in logging.Logger.manager.loggerDict.items()
+                  if isinstance(l, logging.Logger)}, logging.root.level, list(logging.root.handlers), list(warnings.filters))
+before = state()
+'''
+    after = '''
+now = state()
+changed = {n: v for n, v in now[0].items() if n in before[0] and before[0][n] != v}
+set_new = {n: v for n, v in now[0].items()  # a logger made since, with a level or a handler that prints
+           if n not in before[0] and (v[0] != logging.NOTSET or any(type(h) is not logging.NullHandler for h in v[1]))}
+assert not changed and not set_new and now[1:] == before[1:], (changed, set_new, now[1:], before[1:])
+print("logging untouched")
+'''
+    script = tmp_path / "quickstart.py"
+    script.write_text(check + quickstart_code() + after, encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "EVOLVE_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.rstrip().endswith("logging untouched")
