@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -284,8 +285,8 @@ class BatchRunner:
     it waits leaves it behind: the next run of the same requests (a resume) polls that batch
     instead of submitting again; its input file is recorded before the batch is created, so a
     process killed while the endpoint creates the batch leaves a file whose batch the next run
-    finds by listing the endpoint's batches (:meth:`BatchLedger.unclaimed`). Answers are checked like interactive ones and cached under the
-    request's key; their usage is counted under :func:`batch_tag`. Lines that failed, expired,
+    finds by listing the endpoint's batches (:meth:`BatchLedger.unclaimed`). Answers are
+    checked like interactive ones and cached under the request's key; their usage is counted under :func:`batch_tag`. Lines that failed, expired,
     were cancelled or are missing are asked again interactively (:meth:`Client.acomplete`).
     An endpoint without a Batch API (HTTP 404/405/501 on upload or create) gets every request
     interactively, with a note. Under a client's :attr:`~evolve.llm.Client.spend_limit`, every
@@ -383,14 +384,10 @@ class BatchRunner:
         made = []
         for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
             data = "".join(text + "\n" for _, text in chunk).encode("utf-8")
-            self._reserve([(key, requests[todo[key][0]]) for key, _ in chunk], strict=True)
             ids = frozenset(key for key, _ in chunk)
-            try:
+            with self._reserved([(key, requests[todo[key][0]]) for key, _ in chunk]):
                 file_id = await self._upload(data, ids)
                 batch_id = await self._create(file_id)
-            except BaseException:
-                self._release(ids)
-                raise
             self.ledger.submitted(batch_id, sorted(ids), file_id)
             self._note(f"batch {batch_id} submitted: {len(ids)} request(s), window {self.options.completion_window}")
             made.append((batch_id, ids))
@@ -428,21 +425,11 @@ class BatchRunner:
         for file_id, ids in files:
             batch_id = made.get(file_id)
             if batch_id is None and self.options.submit:
-                lines = [(k, requests[left[k][0]]) for k in ids if k in left]
-                self._reserve(lines, strict=True)
-                try:
+                with self._reserved([(k, requests[left[k][0]]) for k in ids if k in left]):
                     batch_id = await self._create(file_id)
-                except BaseException:
-                    self._release(k for k, _ in lines)
-                    raise
             if batch_id is not None:
                 self.ledger.submitted(batch_id, sorted(ids), file_id)
                 self._note(f"batch {batch_id} of input file {file_id} recorded after an interruption: polled, not paid again")
-
-    @staticmethod
-    def _lister(api: Any, after: str | None) -> Callable[[], Any]:
-        """The request for one page of the endpoint's batches, newest first, after batch ``after``."""
-        return (lambda: api.batches.list(limit=100)) if after is None else (lambda: api.batches.list(limit=100, after=after))
 
     async def _batches_by_file(self, file_ids: set[str]) -> dict[str, str]:
         """The endpoint's batch made from each of ``file_ids`` (input file id -> batch id)."""
@@ -451,7 +438,8 @@ class BatchRunner:
         after: str | None = None
         seen = 0
         while len(found) < len(file_ids) and seen < _CLAIM_SCAN:
-            page = await self._transport(self._lister(api, after), "list the batches")
+            page = await self._transport(functools.partial(api.batches.list, limit=100, **({} if after is None else {"after": after})),
+                                         "list the batches")
             rows = list(page.data)
             for batch in rows:
                 if batch.input_file_id in file_ids:
@@ -540,6 +528,17 @@ class BatchRunner:
             if strict:
                 self._release(taken)
                 raise
+
+    @contextmanager
+    def _reserved(self, lines: Sequence[tuple[str, ChatRequest]]) -> Iterator[None]:
+        """Reserve ``lines`` under the spending limit for a batch about to be created; released
+        again if creating it fails or is interrupted."""
+        self._reserve(lines, strict=True)
+        try:
+            yield
+        except BaseException:
+            self._release(key for key, _ in lines)
+            raise
 
     def _settle(self, key: str, answer: ChatResponse) -> None:
         ticket = self._tickets.pop(key, None)
