@@ -96,7 +96,7 @@ def test_every_option_named_alone_is_taken_by_some_command() -> None:
     named = set(re.findall(r"`(--[a-z][a-z0-9-]*)", text))
     benches = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "bench").glob("*.py"))
     of_benches = {o for o in named if f'"{o}"' in benches}  # an option of a bench/ script
-    of_others = {"--system-site-packages", "--no-deps", "--cache-ram", "--parallel", "--ctx-size",  # pip's, llama-server's
+    of_others = {"--system-site-packages", "--no-deps", "--cache-ram", "--parallel", "--ctx-size", "--no-kv-unified",  # pip's, llama-server's
                  "--data-parallel-address", "--data-parallel-rpc-port", "--enable-prefix-caching"}  # vLLM's
     missing = sorted(named - taken - of_benches - of_others)
     assert not missing, f"the README names options no command takes: {missing}"
