@@ -34,8 +34,9 @@ The floors of the package, each importing only its own floor or the ones below i
     7  workflows, report            calibrate -> audit -> report; bench run -> judge -> report
     6  calibration, consilium,      engines: never import a reporter or a workflow
        audit, otb, scoring
-    5  config, calibrated           calibration settings, presets, layering; judge files and
-                                 the candidates of finished runs, read below the engines
+    5  config, calibrated,          calibration settings, presets, layering; judge files and
+       outputs                      the candidates of finished runs; typed, versioned run
+                                 outputs and read_run - all read below the engines
     4  judge, splits                judge prompts and outcomes; case-disjoint splits
     3  data, archive                rating packs and cases; MAP-Elites archives and emitter
     2  runs, rubric, testing        run infrastructure; criteria; test helpers

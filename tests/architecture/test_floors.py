@@ -20,7 +20,7 @@ FLOORS = {
     "runs": 2, "rubric": 2, "testing": 2,
     "archive": 3, "data": 3,
     "judge": 4, "splits": 4,
-    "config": 5, "calibrated": 5,
+    "config": 5, "calibrated": 5, "outputs": 5,
     "calibration": 6, "consilium": 6, "audit": 6, "otb": 6, "scoring": 6,
     "report": 7, "workflows": 7,
     "cli": 8,
