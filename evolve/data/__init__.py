@@ -38,6 +38,7 @@ from evolve.data._cases import (
     generation_input,
     load_cases,
     parse_column_overrides,
+    read_case_rows,
 )
 from evolve.data._consilium import (
     MAX_PANEL_ROLES,
@@ -171,6 +172,7 @@ __all__ = [
     "parse_score_map",
     "parse_table_columns",
     "parse_where",
+    "read_case_rows",
     "read_role_map",
     "read_table",
     "record_file_stem",

@@ -13,6 +13,7 @@ conclusion criterion), but never part of what a *generating* model sees: use
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -35,6 +36,7 @@ __all__ = [
     "generation_input",
     "load_cases",
     "parse_column_overrides",
+    "read_case_rows",
 ]
 
 CASE_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
@@ -119,11 +121,18 @@ def parse_column_overrides(items: Sequence[str], base: CaseColumns | None = None
     return base.model_copy(update=update)
 
 
-def read_jsonl_rows(path: Path, issues: Problems) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
-    """Rows of a JSONL file as ``(location, record)`` pairs and the keys seen (first-seen order)."""
+def read_jsonl_rows(path: Path, issues: Problems, text: str | None = None) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """Rows of a JSONL file as ``(location, record)`` pairs and the keys seen (first-seen order).
+
+    Args:
+        path: The file; read as UTF-8 unless ``text`` is given (its name locates problems).
+        issues: Collects a problem for each line that is not a JSON object.
+        text: The file's decoded text, when the caller has already read it.
+    """
     rows: list[tuple[str, dict[str, Any]]] = []
     columns: dict[str, None] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    text = path.read_text(encoding="utf-8-sig") if text is None else text
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -145,20 +154,54 @@ def read_jsonl_rows(path: Path, issues: Problems) -> tuple[list[str], list[tuple
     return list(columns), rows
 
 
-def _read_frame(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+def _read_frame(path: Path, data: bytes | None) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
     """Rows of a CSV (header = row 1) or parquet file (first row = row 1) as ``(location, record)``."""
     import pandas as pd  # here, not at import: `evolve ratings check` starts 1 s faster without it
 
+    source = path if data is None else io.BytesIO(data)
     if path.suffix.lower() == ".csv":
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        frame = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8-sig")
         first = 2
     else:
         require_extra("parquet", f"{path}: reading a Parquet file")
-        frame = pd.read_parquet(path)
+        frame = pd.read_parquet(source)
         first = 1
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
     return columns, [(f"row {i + first}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))]
+
+
+def read_case_rows(path: Path, issues: Problems, *, data: bytes | None = None) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """The columns and rows of a ``.jsonl``, ``.csv`` or ``.parquet`` case file.
+
+    The one parser of case files: :func:`load_cases` turns its rows into cases,
+    :func:`evolve.splits.read_case_ids` into the ids a frame is chosen from. Rows are located as
+    a person finds them: ``line N`` (JSONL, blank lines skipped), ``row N`` (CSV, the header is
+    row 1; parquet, from 1). Cells are kept as stored (CSV cells are always text).
+
+    Args:
+        path: The case file (its suffix picks the format).
+        issues: Collects a problem for each JSONL line that is not a JSON object; raised by the caller.
+        data: The file's bytes, when the caller has already read them (e.g. to hash them).
+
+    Returns:
+        The column names (JSONL: every key, in first-seen order) and ``(location, record)`` pairs.
+
+    Raises:
+        DataError: Of the class ``issues`` raises, naming the file, when it cannot be read or
+            decoded, or when reading parquet without the ``parquet`` extra.
+    """
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            text = None if data is None else data.decode("utf-8-sig")
+            return read_jsonl_rows(path, issues, text)
+        return _read_frame(path, data)
+    except (UnicodeDecodeError, ValueError, OSError, ImportError) as exc:
+        raise issues.error(
+            f"{path}: cannot read the file ({type(exc).__name__}: {exc}). Check that it is a valid "
+            f"{suffix[1:]} file (UTF-8 text for .jsonl/.csv)."
+        ) from exc
 
 
 def _value_kind(value: Any) -> str:
@@ -252,16 +295,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
             f"{list(CASE_FILE_SUFFIXES)}."
         )
     issues = Problems(f"cannot load cases from {path}", DataError, MAX_REPORTED_PROBLEMS)
-    try:
-        if suffix == ".jsonl":
-            columns, rows = read_jsonl_rows(path, issues)
-        else:
-            columns, rows = _read_frame(path)
-    except (UnicodeDecodeError, ValueError, OSError, ImportError) as exc:
-        raise DataError(
-            f"{path}: cannot read the file ({type(exc).__name__}: {exc}). Check that it is a valid "
-            f"{suffix[1:]} file (UTF-8 text for .jsonl/.csv)."
-        ) from exc
+    columns, rows = read_case_rows(path, issues)
 
     if own_format and {"case_id", "text"} <= set(columns) and "case_text" not in columns:
         mapping = CaseColumns(case_id="case_id", text="text", title="title" if "title" in columns else None,

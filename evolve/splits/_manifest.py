@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from evolve.errors import Problems, SplitError, require_extra
+from evolve.errors import Problems, SplitError
 from evolve.records import Record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -234,16 +231,8 @@ def _cell(value: object) -> str:
     return str(value).strip()
 
 
-def _parquet_records(path: Path) -> tuple[list[tuple[dict, int]], list[str]]:
-    import pandas as pd
-
-    try:
-        require_extra("parquet", f"{path}: reading a Parquet file")
-        frame = pd.read_parquet(path)
-    except (ValueError, OSError, ImportError) as exc:
-        raise SplitError(f"{path}: cannot read the parquet file ({type(exc).__name__}: {exc}). Check the file.") from None
-    frame.columns = [str(c) for c in frame.columns]
-    return [(rec, i) for i, rec in enumerate(frame.to_dict("records"), start=1)], list(frame.columns)
+_Row = tuple[str, str, "str | None"]
+"""One case of a case file: ``(location, case id, DOI or None)``."""
 
 
 def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column: str = "doi",
@@ -259,6 +248,9 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
       ``doi`` group column (CSV rows are numbered with the header as row 1, parquet records
       from 1);
     * anything else: plain text, one id per line, ``#`` comments and blank lines ignored.
+
+    The three table formats are parsed by :func:`evolve.data.read_case_rows`, the parser of
+    :func:`~evolve.data.load_cases`, so both read a file alike.
 
     Args:
         path: The case file or folder.
@@ -276,83 +268,91 @@ def read_case_ids(path: Path | str, *, id_column: str | None = None, doi_column:
         SplitError: Missing/unreadable file, bad JSON or CSV, rows without an id, or repeated
             ids -- every problem with its line (row) number.
     """
-    from evolve.data import case_file
+    from evolve.data import CASE_FILE_SUFFIXES, case_file
 
     path = case_file(path)
     data = _read_bytes(path, "case")
+    issues = Problems(f"case file {path} is invalid", SplitError, _MAX_REPORTED)
     suffix = path.suffix.lower()
-    text = "" if suffix == ".parquet" else _decode(data, path, "case file")
-    problems: list[str] = []
-    rows: list[tuple[int, str, str | None]] = []  # (line, case id, group)
-    id_keys = (id_column,) if id_column else ("case_id", doi_column, "id")
-    wanted = f"'{id_column}'" if id_column else f"'case_id' (or '{doi_column}'/'id')"
     if suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path} line {lineno}: invalid JSON ({exc.msg}). Fix the line (one object per line).")
-                continue
-            key = next((k for k in id_keys if isinstance(obj, dict) and isinstance(obj.get(k), str) and obj[k].strip()), None)
-            if key is None:
-                problems.append(f"{path} line {lineno}: no {wanted} string field. Add the case id"
-                                + ("." if id_column else ", or name its field with --column case_id=FIELD."))
-                continue
-            raw_doi = obj.get(doi_column)
-            doi = raw_doi if isinstance(raw_doi, str) and raw_doi.strip() else None
-            rows.append((lineno, obj[key].strip(), doi.strip() if doi else None))
-    elif suffix in (".csv", ".parquet"):
-        if suffix == ".csv":
-            reader = csv.DictReader(io.StringIO(text))
-            columns = [c.strip() for c in (reader.fieldnames or [])]
-            records = (({(k or "").strip(): v for k, v in row.items()}, rowno) for rowno, row in enumerate(reader, start=2))
-        else:
-            records, columns = _parquet_records(path)  # type: ignore[assignment]
-        key = next((k for k in id_keys if k in columns), None)
-        if doi_required and doi_column not in columns:
-            raise SplitError(f"{path} row 1: no '{doi_column}' column among {columns}. Check the --column doi= mapping "
-                             "against these columns.")
-        if key is None:
-            raise SplitError(
-                f"{path} row 1: no {wanted} column among {columns}. "
-                + ("Check the --column case_id= mapping against these columns." if id_column
-                   else "Name the id column case_id, or pass --column case_id=COLUMN.")
-            )
-        for row, rowno in records:
-            cid, doi = _cell(row.get(key)), _cell(row.get(doi_column))
-            if not cid:
-                problems.append(f"{path} row {rowno}: empty '{key}'. Fill in the case id or delete the row.")
-                continue
-            rows.append((rowno, cid, doi or None))
+        rows = _jsonl_ids(path, data, issues, id_column, doi_column)
+    elif suffix in CASE_FILE_SUFFIXES:
+        rows = _table_ids(path, data, issues, (id_column, doi_column, doi_required))
     else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            cid = line.split("#", 1)[0].strip()
-            if cid:
-                rows.append((lineno, cid, None))
-    first: dict[str, int] = {}
-    ids: list[str] = []
-    group_of: dict[str, str] = {}
-    unit = "row" if suffix in (".csv", ".parquet") else "line"
-    for lineno, cid, doi in rows:
-        if cid in first:
-            problems.append(f"{path} {unit} {lineno}: case id {cid!r} repeats {unit} {first[cid]}. Keep each case once.")
+        rows = [(f"line {n}", cid, None) for n, line in enumerate(_decode(data, path, "case file").splitlines(), start=1)
+                if (cid := line.split("#", 1)[0].strip())]
+    ids, group_of = _first_ids(path, rows, issues)
+    issues.raise_if_any()
+    return CaseList(ids=tuple(ids), group_of=group_of, kind="file",
+                    source=SourceFile(path=str(path), sha256=sha256_bytes(data)), label=f"case file {path}")
+
+
+def _id_keys(id_column: str | None, doi_column: str) -> tuple[tuple[str, ...], str]:
+    """The fields tried for the id, in order, and how a message names them."""
+    if id_column:
+        return (id_column,), f"'{id_column}'"
+    return ("case_id", doi_column, "id"), f"'case_id' (or '{doi_column}'/'id')"
+
+
+def _jsonl_ids(path: Path, data: bytes, issues: Problems, id_column: str | None, doi_column: str) -> list[_Row]:
+    """Each JSONL object's id (its first non-empty id field, chosen per line) and DOI."""
+    from evolve.data import read_case_rows
+
+    keys, wanted = _id_keys(id_column, doi_column)
+    rows: list[_Row] = []
+    for loc, obj in read_case_rows(path, issues, data=data)[1]:
+        key = next((k for k in keys if isinstance(obj.get(k), str) and obj[k].strip()), None)
+        if key is None:
+            issues.add(f"{path.name}, {loc}: no {wanted} string field. Add the case id"
+                       + ("." if id_column else ", or name its field with --column case_id=FIELD."))
             continue
-        first[cid] = lineno
-        ids.append(cid)
+        raw_doi = obj.get(doi_column)
+        rows.append((loc, obj[key].strip(), raw_doi.strip() or None if isinstance(raw_doi, str) else None))
+    return rows
+
+
+def _table_ids(path: Path, data: bytes, issues: Problems, columns_wanted: tuple[str | None, str, bool]) -> list[_Row]:
+    """Each CSV or parquet row's id and DOI, from one id column for the whole file."""
+    from evolve.data import read_case_rows
+
+    id_column, doi_column, doi_required = columns_wanted
+    columns, records = read_case_rows(path, issues, data=data)
+    names = {c.strip(): c for c in columns}
+    keys, wanted = _id_keys(id_column, doi_column)
+    key = next((k for k in keys if k in names), None)
+    if doi_required and doi_column not in names:
+        raise SplitError(f"{path} row 1: no '{doi_column}' column among {list(names)}. Check the --column doi= mapping "
+                         "against these columns.")
+    if key is None:
+        raise SplitError(
+            f"{path} row 1: no {wanted} column among {list(names)}. "
+            + ("Check the --column case_id= mapping against these columns." if id_column
+               else "Name the id column case_id, or pass --column case_id=COLUMN.")
+        )
+    rows: list[_Row] = []
+    for loc, row in records:
+        cid, doi = _cell(row.get(names[key])), _cell(row.get(names.get(doi_column, doi_column)))
+        if cid:
+            rows.append((loc, cid, doi or None))
+        else:
+            issues.add(f"{path.name}, {loc}: empty '{key}'. Fill in the case id or delete the row.")
+    return rows
+
+
+def _first_ids(path: Path, rows: list[_Row], issues: Problems) -> tuple[list[str], dict[str, str]]:
+    """The ids in order (a repeat is a problem) and each id's DOI group where it differs from the id."""
+    first: dict[str, str] = {}
+    group_of: dict[str, str] = {}
+    for loc, cid, doi in rows:
+        if cid in first:
+            issues.add(f"{path.name}, {loc}: case id {cid!r} repeats {first[cid]}. Keep each case once.")
+            continue
+        first[cid] = loc
         if doi and doi != cid:
             group_of[cid] = doi
-    if not ids and not problems:
-        problems.append(f"{path}: lists no case ids. Point --cases at the case file (one case per line).")
-    raise_problems(problems, f"case file {path} is invalid")
-    return CaseList(
-        ids=tuple(ids),
-        group_of=group_of,
-        kind="file",
-        source=SourceFile(path=str(path), sha256=sha256_bytes(data)),
-        label=f"case file {path}",
-    )
+    if not first and not issues:
+        issues.add(f"{path}: lists no case ids. Point --cases at the case file (one case per line).")
+    return list(first), group_of
 
 
 # --------------------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_read_case_ids_collects_errors(tmp_path: Path) -> None:
         read_case_ids(bad)
     msg = str(info.value)
     assert "(3 problems)" in msg
-    assert "line 2: invalid JSON" in msg and "line 3: no 'case_id'" in msg and "line 4: case id 'a' repeats line 1" in msg
+    assert "line 2: malformed JSON" in msg and "line 3: no 'case_id'" in msg and "line 4: case id 'a' repeats line 1" in msg
     nocol = tmp_path / "x.csv"
     nocol.write_text("name,text\nA,b\n")
     with pytest.raises(SplitError, match="no 'case_id' \\(or 'doi'/'id'\\) column"):
