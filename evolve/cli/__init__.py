@@ -1,6 +1,7 @@
 """The ``evolve`` command line. Each command parses options, calls one library function and
 returns an exit code (0 ok, 2 a user-fixable error, 130 interrupted)."""
 
+from evolve.cli import _bench, _calibrate, _ratings  # noqa: F401  (their commands register on the apps of _app)
 from evolve.cli._app import app, main
 from evolve.cli._batch import batch_app
 from evolve.cli._compare import compare

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import BootSeedOption, NBootOption, RunPromptsRootOption, _fail, out
+from evolve.cli._app import _fail, out
+from evolve.cli._options import BootSeedOption, CompareHtmlOption, NBootOption, RunPromptsRootOption
 from evolve.errors import ConfigError, EvolveError
 
 
@@ -21,7 +22,7 @@ def compare(
                                                     "run folders (same case file); the first is the reference."),
     name: Optional[str] = typer.Option(None, "--name", help="Folder under --reports-dir (default: RUN_A-vs-RUN_B...)."),
     reports_dir: Path = typer.Option(Path("reports"), "--reports-dir", help="Where cross-run reports go."),
-    html: bool = typer.Option(True, "--html/--no-html", help="Also write report.html (figures, then the tables)."),
+    html: CompareHtmlOption = True,
     n_boot: NBootOption = 2000,
     seed: BootSeedOption = 0,
     prompts_root: RunPromptsRootOption = None,

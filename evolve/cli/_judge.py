@@ -5,139 +5,155 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from evolve.cli._app import (
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    BatchApiOption,
-    CallsPerHourOption,
-    ExportBatchOption,
+from evolve.cli._app import _guarded, _interrupt_on_sigterm, _price, _progress_bar, _RichProgress, _say, _show_plan, _warn
+from evolve.cli._options import (
+    JUDGE_ENDPOINT,
+    JUDGE_FOLDER,
+    PLAN,
+    SPEND,
+    Given,
     HtmlOption,
-    LocalModelOption,
-    MaxConcurrencyOption,
-    MaxTokensOption,
-    MaxUsdOption,
     NBootOption,
-    PlanOption,
-    PriceBatchInOption,
-    PriceBatchOutOption,
-    PriceCachedInOption,
-    PriceInOption,
-    PriceOutOption,
-    SchemaLimitsOption,
-    _endpoint_overrides,
-    _fail,
-    _interrupt_on_sigterm,
-    _price,
-    _progress_bar,
-    _RichProgress,
-    _show_plan,
-    _with_batch,
-    err,
-    out,
+    OptionGroup,
+    flat,
+    grouped,
 )
-from evolve.errors import EvolveError
+
+if TYPE_CHECKING:
+    from evolve.runs import EndpointSettings
+    from evolve.workflows import JudgeRunOptions, ScoringSummary
+
+SELECTION: Any = OptionGroup({
+    "column": Annotated[Optional[list[str]], typer.Option(
+        "--column", help="Table column mapping FIELD=COLUMN, as `evolve ratings import table` (repeatable), e.g. "
+        "--column case_text=question.")],
+    "not_evaluable": Annotated[Optional[list[str]], typer.Option(
+        "--not-evaluable", help="Rated tables: a cell value meaning 'not evaluable' (repeatable).")],
+    "score_map": Annotated[Optional[list[str]], typer.Option(
+        "--score-map", help="Rated tables: CRITERION:LABEL=N maps a rating label to a score (repeatable), as `evolve "
+        "ratings import table`.")],
+    "rows": Annotated[Optional[str], typer.Option(
+        "--rows", help=".jsonl tables: one row per element this dotted path reaches in each record, e.g. "
+        "'answers.*.claims.*' (as `evolve ratings import table`).")],
+    "where": Annotated[Optional[list[str]], typer.Option(
+        "--where", help="COLUMN=VALUE: keep only rows whose cell is exactly VALUE (repeatable), e.g. "
+        "'metadata.field=Healthcare / Medicine'.")],
+    "cases": Annotated[Optional[Path], typer.Option(
+        "--cases", help="A case-id file (one id per line, or a .csv/.jsonl with case_id): score only those cases, e.g. "
+        "splits/NAME/holdout.txt.")],
+    "criteria": Annotated[Optional[list[str]], typer.Option(
+        "--criteria", "--criterion", help="Criterion to score (repeatable; default: every criterion of the judge file).")],
+})
+"""How the targets are read (a table's columns and cells) and which of them are scored."""
 
 
+@grouped
 def judge(
     targets: Path = typer.Argument(..., help="What to score: a rating pack folder, or a table (.csv/.jsonl/.parquet/.xlsx) "
                                    "with at least case_text and target_text columns (rated when it has a rater column)."),
     judge_path: Path = typer.Option(..., "--judge", help="A calibration run folder (archives/RUN) or its judge.json."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Run folder name (default: judge-<targets>-<UTC time>)."),
-    archives_dir: Path = typer.Option(Path("archives"), "--archives-dir", help="Where run folders go."),
-    column: Optional[list[str]] = typer.Option(None, "--column", help="Table column mapping FIELD=COLUMN, as `evolve ratings "
-                                               "import table` (repeatable), e.g. --column case_text=question."),
-    not_evaluable: Optional[list[str]] = typer.Option(None, "--not-evaluable", help="Rated tables: a cell value meaning "
-                                                      "'not evaluable' (repeatable)."),
-    score_map: Optional[list[str]] = typer.Option(None, "--score-map", help="Rated tables: CRITERION:LABEL=N maps a "
-                                                  "rating label to a score (repeatable), as `evolve ratings import table`."),
-    rows: Optional[str] = typer.Option(None, "--rows", help=".jsonl tables: one row per element this dotted path reaches in "
-                                       "each record, e.g. 'answers.*.claims.*' (as `evolve ratings import table`)."),
-    where: Optional[list[str]] = typer.Option(None, "--where", help="COLUMN=VALUE: keep only rows whose cell is exactly VALUE "
-                                              "(repeatable), e.g. 'metadata.field=Healthcare / Medicine'."),
-    cases: Optional[Path] = typer.Option(None, "--cases", help="A case-id file (one id per line, or a .csv/.jsonl with "
-                                         "case_id): score only those cases, e.g. splits/NAME/holdout.txt."),
-    criteria: Optional[list[str]] = typer.Option(None, "--criteria", "--criterion", help="Criterion to score (repeatable; "
-                                                 "default: every criterion of the judge file)."),
+    folder: Given = JUDGE_FOLDER,
+    selection: Given = SELECTION,
     resume: bool = typer.Option(False, "--resume", help="Continue the run --run-id (finished calls are free from the cache)."),
-    base_url: BaseUrlOption = None,
-    model: Optional[str] = typer.Option(None, help="Model id to send instead of the judge file's (warned: not the validated judge)."),
-    api_key_env: ApiKeyEnvOption = None,
-    max_concurrency: MaxConcurrencyOption = None,
-    schema_limits: SchemaLimitsOption = None,
-    local_model: LocalModelOption = None,
-    price_in: PriceInOption = None,
-    price_out: PriceOutOption = None,
-    price_cached_in: PriceCachedInOption = None,
-    price_batch_in: PriceBatchInOption = None,
-    price_batch_out: PriceBatchOutOption = None,
-    max_usd: MaxUsdOption = None,
-    max_tokens: MaxTokensOption = None,
-    batch_api: BatchApiOption = None,
-    export_batch: ExportBatchOption = None,
+    endpoint: Given = JUDGE_ENDPOINT,
+    spend: Given = SPEND,
     n_boot: NBootOption = 2000,
     html: HtmlOption = True,
-    plan: PlanOption = False,
-    calls_per_hour: CallsPerHourOption = None,
+    plan: Given = PLAN,
 ) -> None:
     """Score new outputs with a calibrated judge (the prompts, seeds and repeats it was validated with) and write
     archives/<run_id>/: calls.csv, items.csv, report.md, report.html, summary.json. Prints each criterion's mean with
     its interval and the physician-anchored mean."""
-    from evolve.data import parse_score_map, parse_table_columns, parse_where
-    from evolve.layering import validated
-    from evolve.runs import EndpointSettings
-    from evolve.workflows import JudgeRunOptions, run_judge
+    summary = _score(flat(locals()))
+    if summary is None:
+        return
+    for line in summary.describe().splitlines():
+        _say(line)
+    _say(f"wrote {summary.run_dir}/report.md{', report.html' if html else ''}, items.csv and calls.csv")
+
+
+
+def _score(values: dict[str, Any]) -> ScoringSummary | None:
+    """``evolve judge``: the plan, the exported batch or the scoring (None: nothing was scored)."""
+    from evolve.workflows import run_judge
 
     options = None
-    try:
-        endpoint = validated(EndpointSettings, _endpoint_overrides(
-            base_url=base_url, model=model, api_key_env=api_key_env, max_concurrency=max_concurrency,
-            local_model=local_model, schema_limits=schema_limits, price_in=price_in, price_out=price_out,
-            price_cached_in=price_cached_in, price_batch_in=price_batch_in, price_batch_out=price_batch_out,
-            max_usd=max_usd, max_tokens=max_tokens),
-            "endpoint options")
-        endpoint = _with_batch(endpoint, batch_api)
-        options = JudgeRunOptions(
-            targets=targets, judge=judge_path, run_id=run_id, archives_dir=archives_dir,
-            columns=parse_table_columns(column or []), not_evaluable=tuple(not_evaluable or ()),
-            score_map=parse_score_map(score_map or []), rows=rows,
-            where=tuple(f"{c}={v}" for c, v in parse_where(where or [])), cases=cases,
-            criteria=tuple(criteria) if criteria else None, resume=resume, endpoint=endpoint, model=model,
-            n_boot=n_boot, html=html)
-        folder = options.folder()
-        options = options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
-        if plan:
-            from evolve.runs import ScoringFolder
-            from evolve.workflows import plan_judge_run
 
-            _show_plan(plan_judge_run(options), _price(price_in, price_out, endpoint), calls_per_hour,
-                       ScoringFolder(folder).journal_path if resume else None, limits=endpoint)
-            return
-        if export_batch is not None:
-            from evolve.cli._batch import export_note
-            from evolve.workflows._batch import export_batch as write_batch
-            from evolve.workflows._batch import judge_batch_requests
+    def hint() -> str | None:
+        return _resume_hint(values["targets"], values["judge_path"], options)
 
-            n = write_batch(judge_batch_requests(options), endpoint, export_batch)
-            out.print(export_note(n, export_batch), highlight=False, soft_wrap=True)
-            return
+    with _guarded(hint, lambda: f"interrupted; continue with: {hint()}", soft_wrap=False):
+        endpoint = _endpoint(values)
+        options = _judge_options(values, endpoint)
+        if values["plan"] or values["export_batch"] is not None:
+            _plan_or_export(options, endpoint, values)
+            return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
-            summary = run_judge(options, progress=_RichProgress(bar, endpoint.price()),
-                                on_warning=lambda w: err.print(f"warning: {w}", highlight=False, soft_wrap=True),
-                                on_note=lambda n: err.print(f"note: {n}", highlight=False, soft_wrap=True))
-    except EvolveError as exc:
-        _fail(exc, resume=_resume_hint(targets, judge_path, options))
-    except KeyboardInterrupt:
-        err.print(f"interrupted; continue with: {_resume_hint(targets, judge_path, options)}")
-        raise typer.Exit(code=130) from None
-    for line in summary.describe().splitlines():
-        out.print(line, highlight=False, soft_wrap=True)
-    out.print(f"wrote {summary.run_dir}/report.md{', report.html' if html else ''}, items.csv and calls.csv", highlight=False,
-              soft_wrap=True)
+            return run_judge(options, progress=_RichProgress(bar, endpoint.price()), on_warning=_warn,
+                             on_note=lambda n: _warn(n, "note"))
+    return None  # not reached: _guarded exits on an error
+
+
+def _endpoint(values: dict[str, Any]) -> EndpointSettings:
+    """The endpoint the options give (the judge file's fills in the rest when the run starts).
+
+    Raises:
+        ConfigError: The options make an invalid endpoint; ``--batch`` with the embedded server.
+    """
+    from evolve.layering import validated
+    from evolve.runs import EndpointSettings
+    from evolve.workflows._options import endpoint_overrides, with_batch
+
+    endpoint = validated(EndpointSettings, endpoint_overrides(**{k: v for k, v in values.items() if k in _ENDPOINT_KEYS}),
+                         "endpoint options")
+    return with_batch(endpoint, values["batch_api"])
+
+
+_ENDPOINT_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "local_model", "schema_limits", "price_in",
+                  "price_out", "price_cached_in", "price_batch_in", "price_batch_out", "max_usd", "max_tokens")
+"""The options of ``evolve judge`` that set its endpoint."""
+
+
+def _judge_options(values: dict[str, Any], endpoint: EndpointSettings) -> JudgeRunOptions:
+    """The scoring run's options, its folder named (``--run-id``, else one made from the targets).
+
+    Raises:
+        ConfigError: A malformed column mapping, score map or row filter.
+    """
+    from evolve.data import parse_score_map, parse_table_columns, parse_where
+    from evolve.workflows import JudgeRunOptions
+
+    options = JudgeRunOptions(
+        targets=values["targets"], judge=values["judge_path"], run_id=values["run_id"], archives_dir=values["archives_dir"],
+        columns=parse_table_columns(values["column"] or []), not_evaluable=tuple(values["not_evaluable"] or ()),
+        score_map=parse_score_map(values["score_map"] or []), rows=values["rows"],
+        where=tuple(f"{c}={v}" for c, v in parse_where(values["where"] or [])), cases=values["cases"],
+        criteria=tuple(values["criteria"]) if values["criteria"] else None, resume=values["resume"], endpoint=endpoint,
+        model=values["model"], n_boot=values["n_boot"], html=values["html"])
+    folder = options.folder()
+    return options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
+
+
+def _plan_or_export(options: JudgeRunOptions, endpoint: EndpointSettings, values: dict[str, Any]) -> None:
+    """``evolve judge --plan`` (print what it would send) or ``--export-batch`` (write it as Batch API JSONL)."""
+    if values["plan"]:
+        from evolve.runs import ScoringFolder
+        from evolve.workflows import plan_judge_run
+
+        _show_plan(plan_judge_run(options), _price(values["price_in"], values["price_out"], endpoint),
+                   values["calls_per_hour"], ScoringFolder(options.folder()).journal_path if values["resume"] else None,
+                   limits=endpoint)
+        return
+    from evolve.cli._batch import export_note
+    from evolve.workflows._batch import export_batch, judge_batch_requests
+
+    n = export_batch(judge_batch_requests(options), endpoint, values["export_batch"])
+    _say(export_note(n, values["export_batch"]))
 
 
 def _resume_hint(targets: Path, judge_path: Path, options) -> str | None:

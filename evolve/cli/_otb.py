@@ -2,51 +2,46 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from evolve.cli._app import (
-    SPEND_OPTIONS,
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    BatchApiOption,
-    BootSeedOption,
-    CallsPerHourOption,
-    HtmlOption,
-    LocalModelOption,
-    MaxConcurrencyOption,
-    MaxTokensOption,
-    MaxUsdOption,
-    NBootOption,
-    PlanOption,
-    PriceBatchInOption,
-    PriceBatchOutOption,
-    PriceCachedInOption,
-    PriceInOption,
-    PriceOutOption,
-    PromptsRootOption,
-    RunPromptsRootOption,
-    SchemaLimitsOption,
-    _endpoint_overrides,
-    _fail,
+    _guarded,
     _interrupt_on_sigterm,
+    _or_fail,
     _price,
     _progress_bar,
-    _refuse_options_on_resume,
     _RichProgress,
     _run_spend,
+    _say,
     _show_plan,
-    _with_spend,
+    _warn,
     count_noun,
     err,
-    in_range,
     out,
 )
-from evolve.errors import EvolveError
-from evolve.runs import OtbFolder
+from evolve.cli._options import (
+    GENERATION_ENDPOINT,
+    GENERATION_SPEND,
+    JUDGE_SPEND,
+    OTB_FOLDER,
+    PLAN,
+    REPORT,
+    Given,
+    OptionGroup,
+    PromptsRootOption,
+    RunPromptsRootOption,
+    flat,
+    grouped,
+    in_range,
+)
+
+if TYPE_CHECKING:
+    from evolve.otb import OtbJudgeResult
+    from evolve.workflows import OtbRunResult
+    from evolve.workflows._options import OtbRunOptions
 
 otb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
@@ -65,46 +60,63 @@ def _print_summary(run_dir: Path, report: dict | None) -> None:
         out.print(f"OpenTumorBoard report: {run_dir / 'otb_report.md'}", highlight=False, soft_wrap=True)
 
 
+GuidanceOption = Annotated[Optional[Path], typer.Option(
+    "--guidance", help="Judge file of rubric otb whose validated winners guide the judge: a calibration run folder "
+    "(archives/<run_id>) or its judge.json.")]
+RunDirArgument = Annotated[Path, typer.Argument(help="An OpenTumorBoard run folder (archives/<run_id>).")]
+
+INPUTS: Any = OptionGroup({
+    "board": Annotated[Optional[Path], typer.Option("--board", help="Board Simulation records (task1_*.jsonl or .jsonl.gz).")],
+    "turn": Annotated[Optional[Path], typer.Option("--turn", help="Specialist Turn records (task2_*.jsonl or .jsonl.gz).")],
+    "prompts": Annotated[Optional[str], typer.Option(
+        "--prompts", help="'evolve' (default: our prompts in the released layout) or 'released' (the prompts stored in "
+        "the released test manifests).")],
+    "board_manifest": Annotated[Optional[Path], typer.Option(
+        "--board-manifest", help="Released test_inputs/board_simulation.caption.jsonl (for --prompts released).")],
+    "turn_manifest": Annotated[Optional[Path], typer.Option(
+        "--turn-manifest", help="Released test_inputs/specialist_turn.caption.jsonl (for --prompts released).")],
+})
+"""The OpenTumorBoard records a run answers, and the prompts it answers them with."""
+
+GENERATION: Any = OptionGroup({
+    "models": Annotated[Optional[list[str]], typer.Option(
+        "--model", help="Generating model (repeatable). Default: the endpoint's.")],
+    "reasoning_models": Annotated[Optional[list[str]], typer.Option(
+        "--reasoning-model", help="A --model that reasons before answering (repeatable): its output without an answer "
+        "boundary (separated reasoning, a 'Final Answer' heading, </think>) is a format failure, not judged.")],
+    "max_items": Annotated[Optional[int], typer.Option(
+        "--max-items", callback=in_range(1, 10_000_000), help="First N records of each task (quick: 2).")],
+})
+"""Which models answer, and how many records of each task."""
+
+JUDGING: Any = OptionGroup({
+    "judge_model": Annotated[Optional[str], typer.Option("--judge-model", help="Judge model (default: the endpoint's).")],
+    "judge": Annotated[bool, typer.Option("--judge/--no-judge", help="Judge and report after generating (default on).")],
+    "guidance": GuidanceOption,
+}, {"judge": True})
+"""How ``otb run`` judges the answers."""
+
+PresetOption = Annotated[str, typer.Option(
+    help="'quick' (2 items per task, short answers, for the embedded model) or 'paper' (the released limits: "
+         "32,768 / 8,192 output tokens, judge 1,200 / 1,024).")]
+ConfigFileOption = Annotated[Optional[Path], typer.Option("--config", help="JSON file with OpenTumorBoard config fields.")]
+ResumeOption = Annotated[Optional[Path], typer.Option("--resume", help="Continue this run folder with its stored settings.")]
+
+
 @otb_app.command("run")
+@grouped
 def otb_run(
-    board: Optional[Path] = typer.Option(None, "--board", help="Board Simulation records (task1_*.jsonl or .jsonl.gz)."),
-    turn: Optional[Path] = typer.Option(None, "--turn", help="Specialist Turn records (task2_*.jsonl or .jsonl.gz)."),
-    prompts: Optional[str] = typer.Option(None, "--prompts", help="'evolve' (default: our prompts in the released "
-                                          "layout) or 'released' (the prompts stored in the released test manifests)."),
-    board_manifest: Optional[Path] = typer.Option(None, "--board-manifest",
-                                                  help="Released test_inputs/board_simulation.caption.jsonl (for --prompts released)."),
-    turn_manifest: Optional[Path] = typer.Option(None, "--turn-manifest",
-                                                 help="Released test_inputs/specialist_turn.caption.jsonl (for --prompts released)."),
-    preset: str = typer.Option("quick", help="'quick' (2 items per task, short answers, for the embedded model) or "
-                               "'paper' (the released limits: 32,768 / 8,192 output tokens, judge 1,200 / 1,024)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file with OpenTumorBoard config fields."),
-    models: Optional[list[str]] = typer.Option(None, "--model", help="Generating model (repeatable). Default: the endpoint's."),
-    reasoning_models: Optional[list[str]] = typer.Option(None, "--reasoning-model", help="A --model that reasons before "
-        "answering (repeatable): its output without an answer boundary (separated reasoning, a 'Final Answer' heading, "
-        "</think>) is a format failure, not judged."),
-    max_items: Optional[int] = typer.Option(None, "--max-items", callback=in_range(1, 10_000_000), help="First N records of each task (quick: 2)."),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model (default: the endpoint's)."),
-    judge: bool = typer.Option(True, "--judge/--no-judge", help="Judge and report after generating (default on)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file of rubric otb whose validated winners guide "
-        "the judge: a calibration run folder (archives/<run_id>) or its judge.json."),
-    run_id: Optional[str] = typer.Option(None, help="Run folder name (default: otb-<UTC time>)."),
-    archives_dir: Optional[Path] = typer.Option(None, help="Where run folders go (default: archives)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder with its stored settings."),
-    base_url: BaseUrlOption = None,
-    api_key_env: ApiKeyEnvOption = None,
-    max_concurrency: MaxConcurrencyOption = None,
-    schema_limits: SchemaLimitsOption = None,
-    local_model: LocalModelOption = None,
-    price_in: PriceInOption = None,
-    price_out: PriceOutOption = None,
-    price_cached_in: PriceCachedInOption = None,
-    price_batch_in: PriceBatchInOption = None,
-    price_batch_out: PriceBatchOutOption = None,
-    max_usd: MaxUsdOption = None,
-    max_tokens: MaxTokensOption = None,
+    inputs: Given = INPUTS,
+    preset: PresetOption = "quick",
+    config_file: ConfigFileOption = None,
+    generation: Given = GENERATION,
+    judging: Given = JUDGING,
+    folder: Given = OTB_FOLDER,
+    resume: ResumeOption = None,
+    endpoint: Given = GENERATION_ENDPOINT,
+    spend: Given = GENERATION_SPEND,
     prompts_root: PromptsRootOption = None,
-    plan: PlanOption = False,
-    calls_per_hour: CallsPerHourOption = None,
+    plan: Given = PLAN,
 ) -> None:
     """Answer Board Simulation and/or Specialist Turn items, judge the answers and write the tables.
 
@@ -112,54 +124,44 @@ def otb_run(
     errors.jsonl, summary.json, judge_scores.jsonl, metrics.csv, otb_report.md, otb_report.json
     and otb_table.csv.
     """
-    options = dict(locals())
-    from evolve.otb import resolve_otb_config
-    from evolve.otb._judging import load_otb_config
+    values = flat(locals())  # the options as given (before any other local name is bound)
+    from evolve.workflows._options import OtbRunOptions
+
+    result = _run_otb(OtbRunOptions(**values))
+    if result is not None:
+        _print_otb_run(result)
+
+
+def _run_otb(options: OtbRunOptions) -> OtbRunResult | None:
+    """``evolve otb run``: the plan or the run (None: nothing was run)."""
     from evolve.workflows import run_otb
 
     config = None
-    try:
-        if resume is not None:
-            _refuse_options_on_resume(options, defaults={"preset": "quick", "judge": True},
-                                      allowed=("resume", "judge", "guidance", "max_concurrency", *SPEND_OPTIONS,
-                                               "plan", "calls_per_hour"),
-                                      command="evolve otb run")
-            config = load_otb_config(resume)
-            if max_concurrency is not None:
-                config = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": max_concurrency})})
-        else:
-            endpoint = _endpoint_overrides(base_url=base_url, api_key_env=api_key_env, max_concurrency=max_concurrency,
-                                           local_model=local_model, schema_limits=schema_limits, price_in=price_in,
-                                           price_out=price_out)
-            config = resolve_otb_config(preset=preset, config_file=config_file, overrides={
-                "run_id": run_id or f"otb-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}", "archives_dir": archives_dir,
-                "board": board, "turn": turn, "max_items": max_items, "prompts": prompts,
-                "board_manifest": board_manifest, "turn_manifest": turn_manifest, "models": tuple(models) if models else None,
-                "reasoning_models": tuple(reasoning_models) if reasoning_models else None,
-                "endpoint": endpoint, "judge": {"model": judge_model}, "prompts_root": prompts_root})
-        config = config.model_copy(update={"endpoint": _with_spend(config.endpoint, **options)})  # also on --resume
-        price = _price(price_in, price_out, config.endpoint)
-        if plan:
-            _plan_otb_run(config, judge=judge, guidance=guidance, resume=resume is not None, price=price,
-                          calls_per_hour=calls_per_hour)
-            return
+    resume = options.resume is not None
+    with _guarded(lambda: f"evolve otb run --resume {config.run_dir}" if config is not None else None,
+                  lambda: f"interrupted; continue with: evolve otb run --resume "
+                          f"{config.run_dir if config is not None else '<run folder>'}"):
+        config = options.config()
+        price = _price(options.price_in, options.price_out, config.endpoint)
+        if options.plan:
+            _plan_otb_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
+                          calls_per_hour=options.calls_per_hour)
+            return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar:
-            result = run_otb(config, judge=judge, resume=resume is not None, calibration_run=guidance,
-                             progress=_RichProgress(bar, price))
-    except EvolveError as exc:
-        _fail(exc, resume=f"evolve otb run --resume {config.run_dir}" if config is not None else None)
-    except KeyboardInterrupt:
-        where = config.run_dir if config is not None else "<run folder>"
-        err.print(f"interrupted; continue with: evolve otb run --resume {where}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=130) from None
+            return run_otb(config, judge=options.judge, resume=resume, calibration_run=options.guidance,
+                           progress=_RichProgress(bar, price))
+    return None  # not reached: _guarded exits on an error
+
+
+def _print_otb_run(result: OtbRunResult) -> None:
+    """What an OpenTumorBoard run answered and how it was judged."""
     for (task, model), c in result.generated.items():
-        out.print(f"{task} {model}: {c.answered} answered, {c.reused} reused, {c.malformed} malformed, {c.failed} failed "
-                  "calls", highlight=False, soft_wrap=True)
+        _say(f"{task} {model}: {c.answered} answered, {c.reused} reused, {c.malformed} malformed, {c.failed} failed calls")
         for e in c.errors[:3]:
-            err.print(f"warning: {task} {model}: {e}", highlight=False, soft_wrap=True)
+            _warn(f"{task} {model}: {e}")
     for warning in result.judge.warnings if result.judge else []:
-        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+        _warn(warning)
     _print_summary(result.run_dir, result.report)
     if any(c.failed for c in result.generated.values()):
         err.print(f"some calls failed (in errors.jsonl); ask them again with: evolve otb run --resume {result.run_dir}",
@@ -183,71 +185,62 @@ def _plan_otb_run(config, *, judge: bool, guidance: Optional[Path], resume: bool
 
 
 @otb_app.command("judge")
+@grouped
 def otb_judge(
-    run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
-    guidance: Optional[Path] = typer.Option(None, "--guidance", help="Judge file of rubric otb whose validated winners guide "
-        "the judge: a calibration run folder (archives/<run_id>) or its judge.json."),
-    price_in: PriceInOption = None,
-    price_out: PriceOutOption = None,
-    price_cached_in: PriceCachedInOption = None,
-    price_batch_in: PriceBatchInOption = None,
-    price_batch_out: PriceBatchOutOption = None,
-    max_usd: MaxUsdOption = None,
-    max_tokens: MaxTokensOption = None,
-    batch_api: BatchApiOption = None,
+    run_dir: RunDirArgument,
+    guidance: GuidanceOption = None,
+    spend: Given = JUDGE_SPEND,
     prompts_root: RunPromptsRootOption = None,
-    plan: PlanOption = False,
-    calls_per_hour: CallsPerHourOption = None,
+    plan: Given = PLAN,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
-    options = dict(locals())  # the options as given (before any local name is bound)
+    judged = _judge_otb(run_dir, flat(locals()))
+    if judged is None:
+        return
+    result, report = judged
+    for warning in result.warnings:
+        _warn(warning)
+    guided = f", guided on {', '.join(sorted(result.guidance))}" if result.guidance else ""
+    _say(f"{count_noun(result.calls, 'judge call')} ({result.cached} from the cache, "
+         f"{count_noun(result.failures, 'judge failure')}{guided})")
+    _print_summary(run_dir, report)
+
+
+def _judge_otb(run_dir: Path, options: dict[str, Any]) -> tuple[OtbJudgeResult, Any] | None:
+    """``evolve otb judge``: the plan, or the judging and the rewritten report (None: nothing was judged)."""
     from evolve.otb import judge_otb, load_otb_config, plan_otb_judge
     from evolve.report import write_otb_report
+    from evolve.runs import OtbFolder
+    from evolve.workflows._options import with_spend
 
-    try:
+    with _guarded(lambda: f"evolve otb judge {run_dir}",
+                  lambda: "interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)",
+                  soft_wrap=False):
         price, limited = _run_spend(options, load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
-        if plan:
+        guidance, prompts_root = options["guidance"], options["prompts_root"]
+        if options["plan"]:
             from evolve.workflows._plan import token_counter
 
             counter = token_counter(load_otb_config(run_dir).endpoint)
             _show_plan(plan_otb_judge(run_dir, calibration_run=guidance, prompts_root=prompts_root, counter=counter),
-                       price, calls_per_hour, OtbFolder(run_dir).journal_path,
-                       limits=_with_spend(load_otb_config(run_dir).endpoint, **options))
-            return
+                       price, options["calls_per_hour"], OtbFolder(run_dir).journal_path,
+                       limits=with_spend(load_otb_config(run_dir).endpoint, **options))
+            return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar, limited as client:
-            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price), prompts_root=prompts_root,
-                               client=client)
-        report = write_otb_report(run_dir)
-    except EvolveError as exc:
-        _fail(exc, resume=f"evolve otb judge {run_dir}")
-    except KeyboardInterrupt:
-        err.print("interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)")
-        raise typer.Exit(code=130) from None
-    for warning in result.warnings:
-        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
-    guided = f", guided on {', '.join(sorted(result.guidance))}" if result.guidance else ""
-    out.print(f"{count_noun(result.calls, 'judge call')} ({result.cached} from the cache, "
-              f"{count_noun(result.failures, 'judge failure')}{guided})",
-              highlight=False, soft_wrap=True)
-    _print_summary(run_dir, report)
+            result = judge_otb(run_dir, calibration_run=guidance, progress=_RichProgress(bar, price),
+                               prompts_root=prompts_root, client=client)
+        return result, write_otb_report(run_dir)
+    return None  # not reached: _guarded exits on an error
 
 
 @otb_app.command("report")
-def otb_report(
-    run_dir: Path = typer.Argument(..., help="An OpenTumorBoard run folder (archives/<run_id>)."),
-    n_boot: NBootOption = 2000,
-    seed: BootSeedOption = 0,
-    html: HtmlOption = True,
-) -> None:
+@grouped
+def otb_report(run_dir: RunDirArgument, bootstrap: Given = REPORT) -> None:
     """Rebuild the OpenTumorBoard tables and report.html from a judged run (no model calls)."""
     from evolve.report import write_otb_report
 
-    try:
-        report = write_otb_report(run_dir, n_boot=n_boot, seed=seed, html=html)
-    except EvolveError as exc:
-        _fail(exc)
-    _print_summary(run_dir, report)
+    _print_summary(run_dir, _or_fail(write_otb_report, run_dir, **bootstrap))
 
 
 @otb_app.command("import-ratings")
@@ -263,11 +256,8 @@ def otb_import_ratings(
     from evolve.data import write_pack
     from evolve.otb import otb_rating_pack
 
-    try:
-        pack = otb_rating_pack(run_dir, ratings, name=out_dir.name, prompts_root=prompts_root)
-        write_pack(pack, out_dir, overwrite=overwrite)
-    except EvolveError as exc:
-        _fail(exc)
+    pack = _or_fail(otb_rating_pack, run_dir, ratings, name=out_dir.name, prompts_root=prompts_root)
+    _or_fail(write_pack, pack, out_dir, overwrite=overwrite)
     out.print(f"wrote {out_dir}: {len(pack.cases)} items, {len(pack.targets)} answers, {len(pack.ratings)} ratings "
               f"(rubric otb). Next: evolve splits make {out_dir} && evolve calibrate --pack {out_dir}",
               highlight=False, soft_wrap=True)

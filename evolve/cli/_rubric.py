@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import _fail, err, out
+from evolve.cli._app import _fail, _or_fail, err, out
+from evolve.cli._options import RubricPromptsRootOption
 from evolve.errors import EvolveError
 
 rubric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Your own rubric: scaffold a rubric folder, check one.")
@@ -36,13 +37,10 @@ def rubric_new(
     criterion; each text you must write begins with "Replace this"."""
     from evolve.rubric import criterion_specs, scaffold_rubric
 
-    try:
-        specs = criterion_specs(criterion, scale, names=names or (), definitions=definitions or (),
-                                lower_is_better=lower_is_better or ())
-        bundle = scaffold_rubric(rubric_id, specs, title=title, components=components, version=version)
-        folder = bundle.write(out_dir, overwrite=overwrite)
-    except EvolveError as exc:
-        _fail(exc)
+    specs = _or_fail(criterion_specs, criterion, scale, names=names or (), definitions=definitions or (),
+                     lower_is_better=lower_is_better or ())
+    bundle = _or_fail(scaffold_rubric, rubric_id, specs, title=title, components=components, version=version)
+    folder = _or_fail(bundle.write, out_dir, overwrite=overwrite)
     n_guidance = sum(len(pairs) for pairs in bundle.guidance.values())
     out.print(f"wrote {folder}/: rubric.json, protocol.md and {n_guidance} initial guidance file(s)", highlight=False,
               soft_wrap=True, markup=False)
@@ -61,8 +59,7 @@ def rubric_new(
 def rubric_check(
     target: str = typer.Argument(..., metavar="DIR_OR_ID", help="A rubric folder (holding rubric.json), or a rubric id "
                                                                 "looked up in --prompts-root, then the shipped rubrics."),
-    prompts_root: Optional[Path] = typer.Option(None, "--prompts-root", help="Folder of your own rubrics, looked up "
-                                                "before the shipped ones (default: $EVOLVE_PROMPTS_ROOT)."),
+    prompts_root: RubricPromptsRootOption = None,
 ) -> None:
     """Validate a rubric folder and print its summary; warn while texts from `evolve rubric new` are unedited."""
     from evolve.rubric import check_rubric_folder, rubric_summary, unedited_placeholders
