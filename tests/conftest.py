@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,6 +23,35 @@ from evolve.testing import FakeProvider
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+LIGHT_REPORT = {"EVOLVE_REPORT_REPLICATES": "50", "EVOLVE_REPORT_FIGURES": "0"}
+"""The report settings of tests that do not test the report (see :func:`light_reports`)."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def light_reports(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Reports written by end-to-end tests are light: 50 bootstrap replicates, no PNG figures
+    (``EVOLVE_REPORT_*``, read by every report writer and inherited by ``evolve`` subprocesses).
+
+    Module-scoped, so a module's shared run fixtures are light too. The modules of
+    ``tests/report`` get the full settings, and so do tests marked ``full_report`` (they check
+    figures, interval widths or the default replicate count; see :func:`full_report_when_marked`).
+    """
+    if request.node.path.relative_to(REPO / "tests").parts[0] == "report":
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIGHT_REPORT.items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def full_report_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``full_report`` writes its reports with the default settings."""
+    if request.node.get_closest_marker("full_report"):
+        for name in LIGHT_REPORT:
+            monkeypatch.delenv(name, raising=False)
 
 
 def make_tiny_pack(n_cases: int = 10) -> RatingPack:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from evolve.report._settings import FIGURES_OFF_NOTE
+
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; padding: 0 1rem; color: #212121; }
 h1, h2, h3 { line-height: 1.2; }
@@ -102,6 +104,12 @@ def section(title: str, figures: Sequence[str], intro: str = "") -> str:
     """A titled block of figures (each from :func:`figure_html`)."""
     para = f"<p>{html.escape(intro)}</p>" if intro else ""
     return f"<section><h2>{html.escape(title)}</h2>{para}<div class=\"figures\">{''.join(figures)}</div></section>"
+
+
+def tables_page(title: str, markdown_text: str) -> str:
+    """A page without figures (``ReportSettings(figures=False)``): a note saying they were turned
+    off, then the Markdown report's tables."""
+    return page(title, [note_html(FIGURES_OFF_NOTE), tables(markdown_text)])
 
 
 def page(title: str, parts: Sequence[str]) -> str:

@@ -41,6 +41,7 @@ def endpoint():
     server.close()
 
 
+@pytest.mark.full_report  # checks the figures of report.html
 def test_otb_run_judge_report_end_to_end_and_a_second_run_is_free(tmp_path, endpoint):
     args = ["otb", "run", "--board", str(EXAMPLE / "task1_example.jsonl"), "--turn", str(EXAMPLE / "task2_example.jsonl"),
             "--base-url", endpoint.base_url, "--model", "scripted", "--max-items", "10", "--run-id", "ex",

@@ -61,6 +61,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
+@pytest.mark.full_report  # checks the figures of report.html
 def test_a_run_whose_every_judge_reply_fails_writes_every_report_file(tmp_path, endpoint):
     result, run = _run(tmp_path, endpoint, "bad")
     assert result.exit_code == 0, result.output
@@ -95,6 +96,7 @@ def test_failure_reasons_name_the_field_the_value_and_the_rule_on_one_line(tmp_p
     }
 
 
+@pytest.mark.full_report  # checks the figures of report.html
 def test_a_model_with_no_scored_item_is_named_beside_the_figure_of_the_others(tmp_path, endpoint):
     result, run = _run(tmp_path, endpoint, "good", "bad")
     assert result.exit_code == 0, result.output

@@ -67,6 +67,7 @@ def calibrated(tmp_path: Path, pack_dirs, client) -> Path:
     return result.run_dir
 
 
+@pytest.mark.full_report  # checks the figures of report.html
 def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path, pack_dirs, calibrated, client, provider):
     pack, _ = pack_dirs
     judge = evolve.load_judge(calibrated)
