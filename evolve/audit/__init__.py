@@ -69,7 +69,16 @@ from evolve.audit._check import (
     drift_request,
     parse_drift,
 )
-from evolve.audit._models import (
+from evolve.audit._text import (
+    analyze,
+    content_words,
+    cosine,
+    criterion_text,
+    key_terms,
+    present_terms,
+    tfidf_matrix,
+)
+from evolve.outputs._audit import (
     AUDIT_VERSION,
     DRIFT_RATIONALE_MAX_CHARS,
     AuditResult,
@@ -80,15 +89,6 @@ from evolve.audit._models import (
     DriftVerdict,
     KeyTermCheck,
     Similarities,
-)
-from evolve.audit._text import (
-    analyze,
-    content_words,
-    cosine,
-    criterion_text,
-    key_terms,
-    present_terms,
-    tfidf_matrix,
 )
 
 __all__ = [

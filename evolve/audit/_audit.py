@@ -9,15 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from evolve.audit._check import DriftCheckSettings, drift_request, parse_drift
-from evolve.audit._models import (
-    AuditResult,
-    CandidateAudit,
-    CriterionAudit,
-    DriftCheck,
-    DriftThresholds,
-    KeyTermCheck,
-    Similarities,
-)
 from evolve.audit._text import (
     cosine,
     criterion_text,
@@ -31,6 +22,15 @@ from evolve.data import MANIFEST_FILE, PackManifest
 from evolve.errors import RunError
 from evolve.llm import CallFailure, Client
 from evolve.markdown import md_code, md_inline
+from evolve.outputs._audit import (
+    AuditResult,
+    CandidateAudit,
+    CriterionAudit,
+    DriftCheck,
+    DriftThresholds,
+    KeyTermCheck,
+    Similarities,
+)
 from evolve.rubric import (
     MAX_GUIDANCE_CHARS,
     Criterion,

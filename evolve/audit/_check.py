@@ -6,7 +6,6 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS, DriftCheck, DriftVerdict
 from evolve.llm import (
     MAX_OUTPUT_TOKENS,
     MAX_SEED,
@@ -19,6 +18,7 @@ from evolve.llm import (
     response_format,
     validation_problem,
 )
+from evolve.outputs._audit import DRIFT_RATIONALE_MAX_CHARS, DriftCheck, DriftVerdict
 from evolve.records import Record
 from evolve.rubric import Criterion
 

@@ -29,6 +29,7 @@ from evolve.data import Case, Rating, RatingPack, Target, load_pack
 from evolve.errors import NoWinnerError, RunError, SpendLimitReachedError
 from evolve.judge import Judge, derive_seed
 from evolve.llm import CallFailure, ChatRequest, Client, limits_sent, parse_json_object, validation_problem
+from evolve.outputs import CalibrationReport
 from evolve.rubric import (
     Criterion,
     Rubric,
@@ -124,14 +125,14 @@ class CalibrationResult:
     Attributes:
         run_dir: The run folder.
         winners: Winning candidate id per criterion.
-        report: The parsed ``report.json`` (filled by the workflow; empty from the engine).
+        report: The run's ``report.json`` (filled by the workflow; None from the engine).
         failed: Criteria that ended without a winner, with the reason (their tables are
             written; the other criteria are complete).
     """
 
     run_dir: Path
     winners: dict[str, str]
-    report: dict = field(default_factory=dict)
+    report: CalibrationReport | None = None
     failed: dict[str, str] = field(default_factory=dict)
 
 

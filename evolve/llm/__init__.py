@@ -24,38 +24,68 @@ one, answered within a 24 h window at batch prices, each answer checked and cach
 come interactively; its usage counts under the tag ``"<tag> (batch)"``.
 """
 
-from evolve.llm._batch import (
-    BATCH_TAG_SUFFIX,
-    MAX_BATCH_BYTES,
-    MAX_BATCH_LINES,
-    BatchLedger,
-    BatchOptions,
-    BatchRunner,
-    MemoryBatchLedger,
-    OutputLine,
-    batch_line,
-    batch_tag,
-    body_problem,
-    is_batch_tag,
-    read_output_lines,
-    request_lines,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
 from evolve.llm._cache import ResponseCache
-from evolve.llm._client import Client, Result
-from evolve.llm._fake import FakeOutput, FakeProvider
-from evolve.llm._providers import (
-    OpenAICompatibleProvider,
-    Provider,
-    get_provider,
-    register_provider,
-    strip_length_limits,
-)
-from evolve.llm._routing import PREFIX_CHARS, RoutingProvider, rendezvous_ranking, routing_key
 from evolve.llm._schema import limits_sent, validate_reply
 from evolve.llm._secrets import REDACTED, url_credentials
 from evolve.llm._structured import fence, parse_json_object, response_format, validation_problem
 from evolve.llm._types import MAX_CONTEXT_TOKENS, MAX_OUTPUT_TOKENS, MAX_SEED, CallFailure, ChatRequest, ChatResponse, Message, Usage
+
+# The HTTP client, its providers and the Batch API runner (anyio, tenacity, httpx) load only when
+# one of these is first used: records, limits and replies are read without them, so commands
+# that need no model - ``--help``, ``report``, ``compare`` - start fast.
+_LAZY = {
+    **dict.fromkeys(("BATCH_TAG_SUFFIX", "MAX_BATCH_BYTES", "MAX_BATCH_LINES", "BatchLedger", "BatchOptions",
+                     "BatchRunner", "MemoryBatchLedger", "OutputLine", "batch_line", "batch_tag", "body_problem",
+                     "is_batch_tag", "read_output_lines", "request_lines"), "evolve.llm._batch"),
+    **dict.fromkeys(("Client", "Result"), "evolve.llm._client"),
+    **dict.fromkeys(("FakeOutput", "FakeProvider"), "evolve.llm._fake"),
+    **dict.fromkeys(("OpenAICompatibleProvider", "Provider", "get_provider", "register_provider",
+                     "strip_length_limits"), "evolve.llm._providers"),
+    **dict.fromkeys(("PREFIX_CHARS", "RoutingProvider", "rendezvous_ranking", "routing_key"), "evolve.llm._routing"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and readers
+    from evolve.llm._batch import (
+        BATCH_TAG_SUFFIX,
+        MAX_BATCH_BYTES,
+        MAX_BATCH_LINES,
+        BatchLedger,
+        BatchOptions,
+        BatchRunner,
+        MemoryBatchLedger,
+        OutputLine,
+        batch_line,
+        batch_tag,
+        body_problem,
+        is_batch_tag,
+        read_output_lines,
+        request_lines,
+    )
+    from evolve.llm._client import Client, Result
+    from evolve.llm._fake import FakeOutput, FakeProvider
+    from evolve.llm._providers import (
+        OpenAICompatibleProvider,
+        Provider,
+        get_provider,
+        register_provider,
+        strip_length_limits,
+    )
+    from evolve.llm._routing import PREFIX_CHARS, RoutingProvider, rendezvous_ranking, routing_key
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazily loaded member (see ``_LAZY``) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evolve.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BATCH_TAG_SUFFIX",

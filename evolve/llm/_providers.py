@@ -63,6 +63,8 @@ def get_provider(name: str, **kwargs: Any) -> Provider:
     Raises:
         ConfigError: Unknown provider name.
     """
+    if name == "fake" and name not in _REGISTRY:
+        import evolve.llm._fake  # noqa: F401  (registers "fake" as it loads; kept lazy with the package)
     if name not in _REGISTRY:
         raise ConfigError(f"unknown provider {name!r}; choose one of {sorted(_REGISTRY)}.")
     return _REGISTRY[name](**kwargs)

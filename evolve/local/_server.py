@@ -24,7 +24,14 @@ from evolve.errors import LocalServerError, ServerDiedError
 from evolve.local._build import read_build_record
 from evolve.local._diagnose import explain_exit
 from evolve.local._install import server_binary
-from evolve.local._models import DEFAULT_LOCAL_MODEL, cache_dir, get_model_spec, model_path
+from evolve.local._models import (
+    DEFAULT_CONTEXT,
+    DEFAULT_LOCAL_MODEL,
+    DEFAULT_PARALLEL,
+    cache_dir,
+    get_model_spec,
+    model_path,
+)
 
 __all__ = ["LocalServer", "running_llama_servers", "serve"]
 
@@ -150,16 +157,6 @@ def running_llama_servers() -> list[int]:
         except OSError:
             continue
     return sorted(pids)
-
-
-DEFAULT_PARALLEL = 2
-"""Request slots of the embedded server (``-np``)."""
-
-DEFAULT_CONTEXT = 16384
-"""Total context of the embedded server, tokens (``-c``), split evenly between its slots."""
-
-SLOT_CONTEXT = DEFAULT_CONTEXT // DEFAULT_PARALLEL
-"""Context one request of the embedded server gets, tokens (prompt and output together)."""
 
 
 class LocalServer:

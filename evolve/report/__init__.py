@@ -69,33 +69,10 @@ Reports are built from the run's files first and then written under the run fold
 is refused, having written nothing.
 """
 
-from evolve.report._bench import (
-    BENCH_REPORT_VERSION,
-    JUDGE_SCORE_COLUMNS,
-    ROLES_COLUMNS,
-    TABLE3_COLUMNS,
-    TABLE4_COLUMNS,
-    TABLE6_COLUMNS,
-    TABLE7_COLUMNS,
-    TABLE8_COLUMNS,
-    TABLE9_COLUMNS,
-    build_bench_report,
-    harmonise_role,
-    load_bench_run,
-    render_bench_markdown,
-    write_bench_report,
-)
-from evolve.report._compare import (
-    DIFFERENCE_COLUMNS,
-    MIN_SHARED_PAIRS,
-    build_comparison,
-    comparison_count_text,
-    difference_verdict,
-    render_comparison_markdown,
-    write_comparison,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evolve.report._judge_file import build_judge_file
-from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
 from evolve.report._pages import bench_html, calibration_html, otb_html
 from evolve.report._report import (
     AGREEMENT_COLUMNS,
@@ -113,8 +90,62 @@ from evolve.report._report import (
     write_report,
 )
 from evolve.report._scoring import build_scoring_report, scoring_html, scoring_markdown, write_scoring_report
+from evolve.report._settings import FIGURES_ENV, REPLICATES_ENV, ReportSettings, report_settings
 from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
+
+# The benchmark and OpenTumorBoard reports read their engines' records (consilium, otb): they load
+# only when one of these is first used, so ``evolve report`` and ``compare`` of calibration runs
+# load no engine.
+_LAZY = {
+    **dict.fromkeys(("BENCH_REPORT_VERSION", "JUDGE_SCORE_COLUMNS", "ROLES_COLUMNS", "TABLE3_COLUMNS", "TABLE4_COLUMNS",
+                     "TABLE6_COLUMNS", "TABLE7_COLUMNS", "TABLE8_COLUMNS", "TABLE9_COLUMNS", "build_bench_report",
+                     "harmonise_role", "load_bench_run", "render_bench_markdown", "write_bench_report"),
+                    "evolve.report._bench"),
+    **dict.fromkeys(("DIFFERENCE_COLUMNS", "MIN_SHARED_PAIRS", "build_comparison", "comparison_count_text",
+                     "difference_verdict", "render_comparison_markdown", "write_comparison"), "evolve.report._compare"),
+    **dict.fromkeys(("OTB_TABLE_COLUMNS", "build_otb_report", "render_otb_markdown", "write_otb_report"),
+                    "evolve.report._otb"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and readers
+    from evolve.report._bench import (
+        BENCH_REPORT_VERSION,
+        JUDGE_SCORE_COLUMNS,
+        ROLES_COLUMNS,
+        TABLE3_COLUMNS,
+        TABLE4_COLUMNS,
+        TABLE6_COLUMNS,
+        TABLE7_COLUMNS,
+        TABLE8_COLUMNS,
+        TABLE9_COLUMNS,
+        build_bench_report,
+        harmonise_role,
+        load_bench_run,
+        render_bench_markdown,
+        write_bench_report,
+    )
+    from evolve.report._compare import (
+        DIFFERENCE_COLUMNS,
+        MIN_SHARED_PAIRS,
+        build_comparison,
+        comparison_count_text,
+        difference_verdict,
+        render_comparison_markdown,
+        write_comparison,
+    )
+    from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazily loaded member (see ``_LAZY``) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evolve.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -122,9 +153,12 @@ __all__ = [
     "DIFFERENCE_COLUMNS",
     "MIN_SHARED_PAIRS",
     "JUDGE_SCORE_COLUMNS",
+    "FIGURES_ENV",
     "N_BOOT",
     "OTB_TABLE_COLUMNS",
+    "REPLICATES_ENV",
     "REPORT_VERSION",
+    "ReportSettings",
     "ROLES_COLUMNS",
     "TABLE3_COLUMNS",
     "TABLE4_COLUMNS",
@@ -158,6 +192,7 @@ __all__ = [
     "render_prefix_share",
     "render_spend",
     "render_usage",
+    "report_settings",
     "scoring_html",
     "scoring_markdown",
     "spend_report",

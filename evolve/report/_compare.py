@@ -28,7 +28,7 @@ import pandas as pd
 
 from evolve.errors import RunError
 from evolve.markdown import md_code, md_inline
-from evolve.report._bench import build_bench_report
+from evolve.outputs import CriterionReport
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
@@ -145,12 +145,9 @@ def _check_same_frame(dirs: list[Path], configs: list) -> tuple:
     return packs[0], splits[0]
 
 
-def _candidate_of(entry: dict, key: str) -> str | None:
-    kind = {"best-initial": "initial"}.get(key, key)
-    for row in entry["rows"]:
-        if row["kind"] == kind and (kind != "initial" or row.get("best_initial")):
-            return row["candidate_id"]
-    return None
+def _candidate_of(entry: CriterionReport, key: str) -> str | None:
+    row = entry.row("initial" if key == "best-initial" else key)  # type: ignore[arg-type]  # the _ROWS keys
+    return row.candidate_id if row is not None else None
 
 
 def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root: Path | str | None = None) -> dict:
@@ -171,13 +168,13 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
         frame = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
         assert frame is not None  # required file
         scores.append(frame[(frame["phase"] == "reeval") & (frame["split"] == "validation")])
-    shared = [c for c in reports[0]["criteria"] if all(c in r["criteria"] for r in reports[1:])]
+    shared = [c for c in reports[0].criteria if all(c in r.criteria for r in reports[1:])]
     if not shared:
         raise RunError(f"the runs have no criterion with a winner in common ({', '.join(labels)}); nothing to compare.")
     criteria, differences = {}, []
     for criterion in shared:
-        entries = [r["criteria"][criterion] for r in reports]
-        criteria[criterion] = {"name": entries[0].get("name"), "runs": [_side(label, e) for label, e in zip(labels, entries)]}
+        entries = [r.criteria[criterion] for r in reports]
+        criteria[criterion] = {"name": entries[0].name, "runs": [_side(label, e) for label, e in zip(labels, entries)]}
         for key, what in _ROWS:
             ids = [_candidate_of(e, key) for e in entries]
             for i in range(1, len(dirs)):
@@ -189,16 +186,17 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
             "criteria": criteria, "differences": differences, "comparisons": mark_holm(differences, ALPHA),
-            "notes": list(dict.fromkeys(n for r in reports for n in r["rubric"]["notes"]))
+            "notes": list(dict.fromkeys(n for r in reports for n in r.rubric.notes))
             + ([HOW_TO_SHARE] if any(d["verdict"] == NO_SHARED_TARGETS for d in differences) else [])}
 
 
-def _side(label: str, entry: dict) -> dict:
-    agreement = entry.get("agreement", {})
-    row = {"run": label, "winner": entry["winner"]["candidate_id"], "origin": entry["winner"]["origin"]}
+def _side(label: str, entry: CriterionReport) -> dict:
+    row: dict = {"run": label, "winner": entry.winner.candidate_id, "origin": entry.winner.origin}
     for key, _ in (*_ROWS, ("ceiling", "ceiling")):
-        mae = agreement.get(key, {}).get("validation", {}).get("mae") or {}
-        row.update({f"{key}_mae": mae.get("estimate"), f"{key}_low": mae.get("low"), f"{key}_high": mae.get("high")})
+        by_split = entry.agreement.get(key)
+        mae = by_split.validation.get("mae") if by_split is not None else None
+        row.update({f"{key}_mae": mae.estimate if mae else None, f"{key}_low": mae.low if mae else None,
+                    f"{key}_high": mae.high if mae else None})
     return row
 
 
@@ -239,6 +237,8 @@ def _finite(x: float) -> float | None:
 
 
 def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
+    from evolve.report._bench import build_bench_report  # reads the consilium's records: loaded for bench runs only
+
     manifests = [BenchFolder(d).read_json(BenchFolder.MANIFEST) for d in dirs]
     for d, m in zip(dirs[1:], manifests[1:]):
         if m.get("cases_sha256") != manifests[0].get("cases_sha256"):
@@ -248,7 +248,8 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
     reports = [build_bench_report(d, n_boot=n_boot, seed=seed) for d in dirs]
     arms = []
     for d, report in zip(dirs, reports):
-        for key, rows in pd.DataFrame(report["pipelines"]).groupby(["model", "condition", "topology"], sort=True):
+        pipelines = pd.DataFrame([p.model_dump() for p in report.pipelines])
+        for key, rows in pipelines.groupby(["model", "condition", "topology"], sort=True):
             arms.append({"label": f"{d.name}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
     ref = arms[0]
     differences = [_quality_difference(arm, ref, n_boot, seed) for arm in arms[1:]]
@@ -257,7 +258,7 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
              "quality": _finite(float(pd.to_numeric(a["frame"]["quality"], errors="coerce").mean()))} for a in arms]
     return {"kind": "bench", "cases_sha256": manifests[0].get("cases_sha256"),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
-            "runs": [{"label": d.name, "path": str(d), "models": r["counts"]["models"]} for d, r in zip(dirs, reports)],
+            "runs": [{"label": d.name, "path": str(d), "models": r.counts.models} for d, r in zip(dirs, reports)],
             "arms": side, "differences": differences, "comparisons": mark_holm(differences, ALPHA)}
 
 

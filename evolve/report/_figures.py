@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from evolve.outputs import CandidateSummary, PipelineRecord, Table4Row
 from evolve.rubric import MAX_GUIDANCE_CHARS
 
 __all__ = [
@@ -44,11 +45,17 @@ def _note(ax: Axes, text: str) -> Axes:
     return ax
 
 
-def _scored(candidates: Sequence[Mapping]) -> list[Mapping]:
-    return [c for c in candidates if c.get("train_mae") is not None and c.get("origin") != "none"]
+def _scored(candidates: Sequence[CandidateSummary]) -> list[CandidateSummary]:
+    return [c for c in candidates if c.train_mae is not None and c.origin != "none"]
 
 
-def archive_heatmap(candidates: Sequence[Mapping], *, length_bins: int, bias_bins: int, bias_range: float,
+def _mae(c: CandidateSummary) -> float:
+    """The training MAE of a scored candidate (:func:`_scored` keeps only those)."""
+    assert c.train_mae is not None
+    return c.train_mae
+
+
+def archive_heatmap(candidates: Sequence[CandidateSummary], *, length_bins: int, bias_bins: int, bias_range: float,
                     ax: Axes | None = None) -> Axes:
     """The archive over its two measures, each cell coloured by its elite's training MAE.
 
@@ -65,54 +72,54 @@ def archive_heatmap(candidates: Sequence[Mapping], *, length_bins: int, bias_bin
         ax: Where to draw.
     """
     ax = _axes(ax)
-    elites = [c for c in _scored(candidates) if c.get("elite")]
+    elites = [c for c in _scored(candidates) if c.elite]
     if not elites:
         return _note(ax, "no elite in the archive")
     r = float(bias_range)
-    measures = np.array([[c["length"], np.clip(c.get("train_signed_error") or 0.0, -r, r)] for c in elites], dtype=float)
+    measures = np.array([[c.length, np.clip(c.train_signed_error or 0.0, -r, r)] for c in elites], dtype=float)
     edges = (np.linspace(0.0, float(MAX_GUIDANCE_CHARS), length_bins + 1), np.linspace(-r, r, bias_bins + 1))
     cells = np.full((bias_bins, length_bins), np.nan)
     for (length, bias), c in zip(measures, elites):
         i = min(int(np.searchsorted(edges[1], bias, side="right")) - 1, bias_bins - 1)
         j = min(int(np.searchsorted(edges[0], length, side="right")) - 1, length_bins - 1)
-        if np.isnan(cells[i, j]) or c["train_mae"] < cells[i, j]:
-            cells[i, j] = c["train_mae"]
+        if np.isnan(cells[i, j]) or c.train_mae < cells[i, j]:
+            cells[i, j] = c.train_mae
     mesh = ax.pcolormesh(edges[0], edges[1], np.ma.masked_invalid(cells), cmap="viridis_r")
     ax.figure.colorbar(mesh, ax=ax, label="training MAE")
     filled = int(np.isfinite(cells).sum())
     for c, m in zip(elites, measures):
-        if c.get("selected"):
+        if c.selected:
             ax.plot(m[0], m[1], marker="*", markersize=18, color="#d50000", markeredgecolor="white", label="winner")
     ax.set_xlabel("guidance length (characters)")
     ax.set_ylabel("signed bias (judge − physician)")
     ax.set_title(f"archive: {filled} of {length_bins * bias_bins} cells filled")
-    if any(c.get("selected") for c in elites):
+    if any(c.selected for c in elites):
         ax.legend(loc="upper right")
     return ax
 
 
-def mae_over_attempts(candidates: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
+def mae_over_attempts(candidates: Sequence[CandidateSummary], *, ax: Axes | None = None) -> Axes:
     """Training MAE of each candidate in the order it was made, and the best so far.
 
     Pruned mutants (racing stopped them on part of the targets) are hollow; the step line is
     the lowest MAE among the fully scored candidates up to each attempt.
     """
     ax = _axes(ax)
-    scored = sorted(_scored(candidates), key=lambda c: c["seq"])
+    scored = sorted(_scored(candidates), key=lambda c: c.seq)
     if not scored:
         return _note(ax, "no scored candidate")
     for origin, colour in _ORIGIN_COLOURS.items():
         for pruned in (False, True):
-            pts = [c for c in scored if c["origin"] == origin and (c["status"] == "pruned") == pruned]
+            pts = [c for c in scored if c.origin == origin and (c.status == "pruned") == pruned]
             if pts:
-                ax.scatter([c["seq"] for c in pts], [c["train_mae"] for c in pts], s=36, label=f"{origin}{' (pruned)' if pruned else ''}",
+                ax.scatter([c.seq for c in pts], [_mae(c) for c in pts], s=36, label=f"{origin}{' (pruned)' if pruned else ''}",
                            facecolors="none" if pruned else colour, edgecolors=colour)
     best, xs, ys = np.inf, [], []
     for c in scored:
-        if c["status"] != "pruned":
-            best = min(best, c["train_mae"])
+        if c.status != "pruned":
+            best = min(best, _mae(c))
         if np.isfinite(best):
-            xs.append(c["seq"])
+            xs.append(c.seq)
             ys.append(best)
     ax.step(xs, ys, where="post", color="black", linewidth=1.5, label="best so far")
     ax.set_xlabel("candidate (order made)")
@@ -122,38 +129,38 @@ def mae_over_attempts(candidates: Sequence[Mapping], *, ax: Axes | None = None) 
     return ax
 
 
-def lineage(candidates: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
+def lineage(candidates: Sequence[CandidateSummary], *, ax: Axes | None = None) -> Axes:
     """How the winner descends from the initial prompts: every parent → child edge in grey
     (pruned mutants hollow), the winner's line of descent in colour, labelled with candidate
     ids, on (order made, training MAE)."""
     ax = _axes(ax)
-    by_id = {c["candidate_id"]: c for c in _scored(candidates)}
-    winner = next((c for c in candidates if c.get("selected")), None)
-    if winner is None or winner["candidate_id"] not in by_id:
+    by_id = {c.candidate_id: c for c in _scored(candidates)}
+    winner = next((c for c in candidates if c.selected), None)
+    if winner is None or winner.candidate_id not in by_id:
         return _note(ax, "no winner")
     for c in by_id.values():
-        parent = by_id.get(c.get("parent_id") or "")
+        parent = by_id.get(c.parent_id or "")
         if parent is not None:
-            ax.plot([parent["seq"], c["seq"]], [parent["train_mae"], c["train_mae"]], color="#bdbdbd", linewidth=0.8)
+            ax.plot([parent.seq, c.seq], [_mae(parent), _mae(c)], color="#bdbdbd", linewidth=0.8)
     for pruned in (False, True):  # racing's pruned mutants hollow, as in :func:`mae_over_attempts`
-        pts = [c for c in by_id.values() if (c["status"] == "pruned") == pruned]
-        ax.scatter([c["seq"] for c in pts], [c["train_mae"] for c in pts], s=16, edgecolors="#9e9e9e",
+        pts = [c for c in by_id.values() if (c.status == "pruned") == pruned]
+        ax.scatter([c.seq for c in pts], [_mae(c) for c in pts], s=16, edgecolors="#9e9e9e",
                    facecolors="none" if pruned else "#bdbdbd")
-    chain: list[Mapping] = []
-    node = by_id.get(winner["candidate_id"])
+    chain: list[CandidateSummary] = []
+    node = by_id.get(winner.candidate_id)
     while node is not None and len(chain) < len(by_id):
         chain.append(node)
-        node = by_id.get(node.get("parent_id") or "")
+        node = by_id.get(node.parent_id or "")
     chain.reverse()
-    ax.plot([c["seq"] for c in chain], [c["train_mae"] for c in chain], color="#d50000", marker="o", linewidth=2)
+    ax.plot([c.seq for c in chain], [_mae(c) for c in chain], color="#d50000", marker="o", linewidth=2)
     for c in chain:
-        ax.annotate(c["candidate_id"].split(":", 1)[-1], (c["seq"], c["train_mae"]), textcoords="offset points",
+        ax.annotate(c.candidate_id.split(":", 1)[-1], (c.seq, _mae(c)), textcoords="offset points",
                     xytext=(4, 6), fontsize="small")
     ax.set_xlabel("candidate (order made)")
     ax.set_ylabel("training MAE")
     generations = len(chain) - 1
     ax.set_title("winner's lineage: " + ("an initial prompt itself" if generations == 0 else f"{generations} mutation(s) from "
-                                         f"{chain[0]['candidate_id'].split(':', 1)[-1]}"))
+                                         f"{chain[0].candidate_id.split(':', 1)[-1]}"))
     return ax
 
 
@@ -232,27 +239,27 @@ def _cell(x: float, y: float, colour: str):
     return Rectangle((x + 0.03, y + 0.05), 0.94, 0.9, facecolor=colour)
 
 
-def stop_reasons_by_round(pipelines: Sequence[Mapping], *, title: str = "", ax: Axes | None = None) -> Axes:
+def stop_reasons_by_round(pipelines: Sequence[PipelineRecord], *, title: str = "", ax: Axes | None = None) -> Axes:
     """How many consilia stopped after each number of rounds, stacked by stop reason
     (consensus, the round limit, failure ...).
 
     Args:
-        pipelines: ``rounds_completed`` and ``stop_reason`` per pipeline.
+        pipelines: The pipelines (their ``rounds_completed`` and ``stop_reason``).
         title: Panel title (the model × condition × topology it shows).
         ax: Where to draw.
     """
     ax = _axes(ax)
     if not pipelines:
         return _note(ax, "no pipeline")
-    rounds = sorted({int(p["rounds_completed"]) for p in pipelines})
-    reasons = sorted({str(p["stop_reason"]) for p in pipelines})
-    series = {reason: [sum(1 for p in pipelines if p["stop_reason"] == reason and int(p["rounds_completed"]) == r)
+    rounds = sorted({p.rounds_completed for p in pipelines})
+    reasons = sorted({p.stop_reason for p in pipelines})
+    series = {reason: [sum(1 for p in pipelines if p.stop_reason == reason and p.rounds_completed == r)
                        for r in rounds] for reason in reasons}
     return _stacked_bars(ax, [str(r) for r in rounds], series, xlabel="review rounds completed", ylabel="pipelines",
                          title=title or "stop reasons by round")
 
 
-def vote_transitions(rows: Sequence[Mapping], *, title: str = "", ax: Axes | None = None) -> Axes:
+def vote_transitions(rows: Sequence[Table4Row], *, title: str = "", ax: Axes | None = None) -> Axes:
     """Role votes between consecutive rounds (yes→yes, yes→no, no→yes, no→no), one stacked bar
     per round pair.
 
@@ -265,8 +272,9 @@ def vote_transitions(rows: Sequence[Mapping], *, title: str = "", ax: Axes | Non
     ax = _axes(ax)
     if not rows:
         return _note(ax, "no consilium reached a second round")
-    series = {kind.replace("_", "→"): [r.get(kind) or 0 for r in rows] for kind in ("yes_yes", "yes_no", "no_yes", "no_no")}
-    return _stacked_bars(ax, [r["rounds"] for r in rows], series, xlabel="rounds", ylabel="role votes",
+    series = {"yes→yes": [r.yes_yes for r in rows], "yes→no": [r.yes_no for r in rows],
+              "no→yes": [r.no_yes for r in rows], "no→no": [r.no_no for r in rows]}
+    return _stacked_bars(ax, [r.rounds for r in rows], series, xlabel="rounds", ylabel="role votes",
                          title=title or "vote transitions")
 
 
@@ -285,21 +293,23 @@ def _stacked_bars(ax: Axes, xs: Sequence[str], series: Mapping[str, Sequence[flo
     return ax
 
 
-def quality_vs_tokens(pipelines: Sequence[Mapping], *, ax: Axes | None = None) -> Axes:
+def quality_vs_tokens(pipelines: Sequence[PipelineRecord], *, ax: Axes | None = None) -> Axes:
     """Final-report quality (judge, 0-3) against the generation tokens of each pipeline, one
     colour per model × condition × topology.
 
     Args:
-        pipelines: ``tokens``, ``quality`` (None when not judged) and ``arm`` per pipeline.
+        pipelines: The pipelines (their ``tokens`` and ``quality``, None when not judged; one
+            colour per ``model · condition · topology``).
         ax: Where to draw.
     """
     ax = _axes(ax)
-    judged = [p for p in pipelines if p.get("quality") is not None]
+    judged = [(" · ".join((p.model, p.condition, p.topology)), p.tokens, p.quality) for p in pipelines
+              if p.quality is not None]
     if not judged:
         return _note(ax, "not judged yet (`evolve bench judge RUN`)")
-    for arm in sorted({p["arm"] for p in judged}):
-        pts = [p for p in judged if p["arm"] == arm]
-        ax.scatter([p["tokens"] for p in pts], [p["quality"] for p in pts], label=arm, s=30, alpha=0.8)
+    for arm in sorted({a for a, _, _ in judged}):
+        pts = [(tokens, quality) for a, tokens, quality in judged if a == arm]
+        ax.scatter([t for t, _ in pts], [q for _, q in pts], label=arm, s=30, alpha=0.8)
     ax.set_xlabel("generation tokens per pipeline (prompt + completion)")
     ax.set_ylabel("final-report quality (mean of criteria 1-8, 0-3)")
     ax.set_title("quality against tokens")

@@ -27,6 +27,7 @@ from evolve.calibrated import (
     read_candidates,
 )
 from evolve.config import load_run_config
+from evolve.outputs import BaselineRow, CalibrationReport, CriterionReport, SplitStatistics, Verdicts
 from evolve.rubric import RubricBundle, run_prompts_root
 from evolve.runs import CalibrationFolder
 from evolve.stats import median_baseline, numeric_ratings
@@ -48,7 +49,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | str | None = None) -> JudgeFile:
+def build_judge_file(run_dir: Path | str, report: CalibrationReport, *, prompts_root: Path | str | None = None) -> JudgeFile:
     """The judge file of a finished calibration run.
 
     Args:
@@ -72,7 +73,7 @@ def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | 
     folder = CalibrationFolder(run_dir)
     config = load_run_config(run_dir)
     root = run_prompts_root(folder.prompts_root, prompts_root if prompts_root is not None else config.prompts_root)
-    rubric_id = str(report["rubric"]["id"])
+    rubric_id = report.rubric.id
     bundle = RubricBundle.load(rubric_id, root=root)
     files = {rel: data.decode("utf-8") for rel, data in bundle.files().items()}
     scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
@@ -82,7 +83,7 @@ def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | 
     has_statement = {t.target_id: bool(t.statement) for t in pack.targets}
     texts = {c.candidate_id: c.text for c in read_candidates(run_dir, required=("candidate_id", "criterion", "text"))}
     criteria = {}
-    for cid, entry in report.get("criteria", {}).items():
+    for cid, entry in report.criteria.items():
         crit_scores = scores[scores["criterion"] == cid]
         crit_ratings = ratings[ratings["criterion"] == cid]
         criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(bundle.rubric.criterion(cid).scores),
@@ -96,27 +97,27 @@ def build_judge_file(run_dir: Path | str, report: dict, *, prompts_root: Path | 
     )
 
 
-def _criterion(cid: str, entry: dict, scores: pd.DataFrame, ratings: pd.DataFrame, texts: dict[str, str],
+def _criterion(cid: str, entry: CriterionReport, scores: pd.DataFrame, ratings: pd.DataFrame, texts: dict[str, str],
                labels: list[int], statement: Literal["required", "absent", "either"]) -> CriterionJudge:
     """One criterion of the judge file from its report entry, scores and ratings."""
     reeval = scores[scores["phase"] == "reeval"]
     train_targets = set(reeval.loc[reeval["split"] == "train", "target_id"])
     median = median_baseline(ratings[ratings["target_id"].isin(train_targets)])
-    ids = {r["kind"]: r["candidate_id"] for r in entry["rows"] if r["kind"] in ("no-guidance", "winner")}
-    best = next((r["candidate_id"] for r in entry["rows"] if r.get("best_initial")), None)
-    winner_id = entry["winner"]["candidate_id"]
-    stats = entry.get("agreement", {})
-    winner = _guidance("winner", winner_id, entry["winner"].get("text", texts.get(winner_id, "")), stats.get("winner"))
-    alternatives = [_guidance("best-initial", best, texts.get(best, ""), stats.get("best-initial"))] if best else []
-    if "no-guidance" in ids:
-        alternatives.append(_guidance("no-guidance", ids["no-guidance"], "", stats.get("no-guidance")))
-    flag = entry.get("no_better_than_constant")
+    best, none = entry.row("initial"), entry.row("no-guidance")
+    winner_id = entry.winner.candidate_id
+    stats = entry.agreement
+    winner = _guidance("winner", winner_id, entry.winner.text, stats.get("winner"))
+    alternatives = [_guidance("best-initial", best.candidate_id, texts.get(best.candidate_id, ""),
+                              stats.get("best-initial"))] if best is not None else []
+    if none is not None:
+        alternatives.append(_guidance("no-guidance", none.candidate_id, "", stats.get("no-guidance")))
+    flag = entry.no_better_than_constant
     return CriterionJudge(
-        criterion_id=cid, name=str(entry.get("name", cid)), labels=labels, winner=winner, alternatives=alternatives,
-        verdicts=_verdicts(entry.get("verdicts") or {}), training_median=median,
-        no_better_than_constant=bool(flag) if flag is not None else _no_better(entry["rows"]),
-        drift=(entry.get("audit") or {}).get("flag"), anchor=_anchor(reeval, winner_id, ratings),
-        holdout=entry.get("holdout"), statement=statement,
+        criterion_id=cid, name=entry.name or cid, labels=labels, winner=winner, alternatives=alternatives,
+        verdicts=_verdicts(entry.verdicts), training_median=median,
+        no_better_than_constant=bool(flag) if flag is not None else _no_better(entry.rows),
+        drift=entry.audit.flag if entry.audit is not None else None, anchor=_anchor(reeval, winner_id, ratings),
+        holdout=entry.holdout.model_dump() if entry.holdout is not None else None, statement=statement,
     )
 
 
@@ -126,37 +127,37 @@ def _statement(scores: pd.DataFrame, has_statement: dict[str, bool]) -> Literal[
     return "required" if seen == {True} else "absent" if seen == {False} else "either"
 
 
-def _guidance(kind: Literal["winner", "best-initial", "no-guidance"], candidate_id: str, text: str, stats: dict | None) -> JudgeGuidance:
+def _guidance(kind: Literal["winner", "best-initial", "no-guidance"], candidate_id: str, text: str,
+              stats: SplitStatistics | None) -> JudgeGuidance:
     """A guidance text with its validation MAE and QWK (case-clustered intervals) from the report."""
-    val = (stats or {}).get("validation") or {}
-    mae, qwk = val.get("mae") or {}, val.get("qwk") or {}
+    val = stats.validation if stats is not None else {}
+    mae, qwk = val.get("mae"), val.get("qwk")
     return JudgeGuidance(
         kind=kind, candidate_id=candidate_id, text=text, sha256=_sha(text),
-        validation_mae=_num(mae.get("estimate")), validation_mae_low=_num(mae.get("low")),
-        validation_mae_high=_num(mae.get("high")), validation_qwk=_num(qwk.get("estimate")),
-        validation_qwk_low=_num(qwk.get("low")), validation_qwk_high=_num(qwk.get("high")),
-        n_pairs=int(mae.get("n_pairs") or 0), n_cases=int(mae.get("n_clusters") or 0),
+        validation_mae=_num(mae.estimate if mae else None), validation_mae_low=_num(mae.low if mae else None),
+        validation_mae_high=_num(mae.high if mae else None), validation_qwk=_num(qwk.estimate if qwk else None),
+        validation_qwk_low=_num(qwk.low if qwk else None), validation_qwk_high=_num(qwk.high if qwk else None),
+        n_pairs=mae.n_pairs if mae else 0, n_cases=mae.n_clusters if mae else 0,
     )
 
 
-def _verdicts(verdicts: dict) -> list[JudgeVerdict]:
-    """The report's paired verdicts of one criterion (those it holds; older reports lack some fields)."""
+def _verdicts(verdicts: Verdicts) -> list[JudgeVerdict]:
+    """The report's paired verdicts of one criterion (those it holds)."""
     out = []
     for key, versus in _VERSUS:
-        v = verdicts.get(key)
-        if not v:
+        v = getattr(verdicts, key)
+        if v is None:
             continue
         out.append(JudgeVerdict(
-            versus=versus, estimate=_num(v.get("estimate")), low=_num(v.get("low")),
-            high=_num(v.get("high")), p_value=_num(v.get("p_value")), n_pairs=int(v.get("n_pairs") or 0),
-            n_cases=int(v.get("n_cases") or 0), verdict=str(v.get("verdict", "")), holm_survives=v.get("holm_survives"),
+            versus=versus, estimate=_num(v.estimate), low=_num(v.low), high=_num(v.high), p_value=_num(v.p_value),
+            n_pairs=v.n_pairs, n_cases=v.n_cases, verdict=v.verdict, holm_survives=v.holm_survives,
         ))
     return out
 
 
-def _no_better(rows: list[dict]) -> bool:
+def _no_better(rows: list[BaselineRow]) -> bool:
     """The winner's validation MAE is not below the training median's (False when either is undefined)."""
-    by_kind = {r["kind"]: (r.get("validation") or {}).get("mae") for r in rows}
+    by_kind = {r.kind: r.validation.mae for r in rows}
     win, med = by_kind.get("winner"), by_kind.get("training-median")
     return win is not None and med is not None and win >= med - 1e-12
 

@@ -6,7 +6,6 @@ pack's ratings and the split manifests, so a report can be rebuilt - and checked
 
 from __future__ import annotations
 
-import json
 import math
 from functools import partial
 from pathlib import Path
@@ -17,10 +16,23 @@ from sklearn.metrics import confusion_matrix
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
 from evolve.markdown import md_code, md_code_block, md_inline
+from evolve.outputs import (
+    REPORT_VERSION,
+    BaselineRow,
+    CalibrationReport,
+    Ceiling,
+    Comparisons,
+    CriterionReport,
+    JudgeAsRater,
+    PairedVerdict,
+    StatInterval,
+    Table5Row,
+)
 from evolve.report._holm import mark_holm
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
 from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_entries, render_holdout
+from evolve.report._settings import N_BOOT, ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
 from evolve.runs import CalibrationFolder
@@ -45,11 +57,6 @@ from evolve.stats import (
     rater_pairs,
     signed_error,
 )
-
-REPORT_VERSION = 3
-
-N_BOOT = 2000
-"""Bootstrap replicates behind every interval of the report (case-clustered, percentile)."""
 
 TABLE5_COLUMNS = [
     "number", "criterion", "name",
@@ -161,12 +168,14 @@ def _read_audit(run_dir: Path) -> dict[str, dict]:
     return {c["criterion"]: c for c in data.get("criteria", []) if isinstance(c, dict) and "criterion" in c}
 
 
-def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_root: Path | str | None = None) -> dict:
+def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0,
+                 prompts_root: Path | str | None = None) -> CalibrationReport:
     """Compute the report of a finished run folder.
 
     Returns:
-        A JSON-able dict: ``{"version", "run_id", "pack", "rubric", "criteria": {criterion:
-        {"rows": [...], "ceiling": {...}, "evolution": {...}, "winner": {...}}}, "totals"}``.
+        The typed report (:class:`~evolve.outputs.CalibrationReport`, what ``report.json`` holds):
+        ``version``, ``run_id``, ``pack``, ``rubric``, ``criteria`` (per criterion ``rows``,
+        ``ceiling``, ``evolution``, ``winner`` ...).
         Each row holds train and validation :class:`Agreement` of one of: ``no-guidance``,
         ``initial`` (each initial candidate; ``best_initial`` marks the one with the lowest
         evolution-phase training MAE), ``training-median``, ``winner``.
@@ -241,24 +250,23 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, prompts_
     for criterion, entry in report["criteria"].items():
         report.setdefault("table5", []).append(_table5_record(criterion, entry))
     report["macro"] = _macro(report.get("table5", []))
-    report.setdefault("warnings", []).extend(shortfall_warnings(report))
-    return report
+    typed = CalibrationReport.model_validate(report)
+    return typed.model_copy(update={"warnings": [*typed.warnings, *shortfall_warnings(typed)]})
 
 
-def shortfall_warnings(report: dict) -> list[str]:
+def shortfall_warnings(report: CalibrationReport) -> list[str]:
     """One warning per criterion that ended with fewer accepted mutants than asked: every
     mutation attempt was spent (rejected, pruned by racing or below min_coverage) before
     ``budget.accepted`` was reached, so the search was smaller than the run's budget says."""
     out = []
-    for criterion, c in report.get("criteria", {}).items():
-        e = c.get("evolution", {})
-        asked = e.get("accepted_asked")
-        if asked is None or e.get("accepted", 0) >= asked:
+    for criterion, c in report.criteria.items():
+        e = c.evolution
+        if e.accepted_asked is None or e.accepted >= e.accepted_asked:
             continue
-        why = ", ".join(f"{n} {k}" for k, n in sorted(e.get("status_counts", {}).items()) if k != "accepted")
-        n = e.get("accepted", 0)
-        out.append(f"criterion {c.get('name') or criterion}: {n} accepted mutant{'' if n == 1 else 's'} of the "
-                   f"{asked} asked - all {e.get('attempts', 0)} mutation attempts were spent"
+        why = ", ".join(f"{n} {k}" for k, n in sorted(e.status_counts.items()) if k != "accepted")
+        n = e.accepted
+        out.append(f"criterion {c.name or criterion}: {n} accepted mutant{'' if n == 1 else 's'} of the "
+                   f"{e.accepted_asked} asked - all {e.attempts} mutation attempts were spent"
                    f"{f' ({why})' if why else ''}; raise --max-attempts (or budget.shared_attempts) for the full "
                    "search, or read this winner as coming from a smaller one.")
     return out
@@ -520,11 +528,11 @@ def _selection_of(ccands: pd.DataFrame) -> dict:
          "pooled_mae": float(r["pooled_mae"]) if r["pooled_mae"] else None} for _, r in fin.iterrows()]}
 
 
-def _cov(agreement: dict) -> str:
+def _cov(agreement: Agreement) -> str:
     """Coverage, and what the rest of the calls were: ``0.83 (2 n.e., 1 failed)``."""
-    text = f"{agreement['coverage']:.2f}"
-    rest = [f"{agreement.get(k, 0)} {label}" for k, label in (("n_not_evaluable", "n.e."), ("n_model_failures", "failed"))
-            if agreement.get(k, 0)]
+    text = f"{agreement.coverage:.2f}"
+    rest = [f"{n} {label}" for n, label in ((agreement.n_not_evaluable, "n.e."), (agreement.n_model_failures, "failed"))
+            if n]
     return f"{text} ({', '.join(rest)})" if rest else text
 
 
@@ -620,15 +628,16 @@ def format_interval(estimate: float | None, low: float | None, high: float | Non
     return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
 
 
-def _ci(stat: dict | None, digits: int = 3) -> str:
-    stat = stat or {}
-    return format_interval(stat.get("estimate"), stat.get("low"), stat.get("high"), digits=digits)
+def _ci(stat: StatInterval | None, digits: int = 3) -> str:
+    if stat is None:
+        return "—"
+    return format_interval(stat.estimate, stat.low, stat.high, digits=digits)
 
 
-def _ci_defined(stat: dict | None, digits: int = 3) -> str:
+def _ci_defined(stat: StatInterval | None, digits: int = 3) -> str:
     """As :func:`_ci`, but ``undefined`` when the statistic was computed and has no value (a
     constant side: never printed as 0.000); ``—`` when it was not computed at all."""
-    if stat is not None and stat.get("estimate") is None:
+    if stat is not None and stat.estimate is None:
         return "undefined"
     return _ci(stat, digits)
 
@@ -639,21 +648,52 @@ AGREEMENT_LABELS = {
 }
 
 
-def _ceiling(r: dict, why_none: str | None = None) -> str:
+def _ceiling(r: Table5Row, why_none: str | None = None) -> str:
     """``0.300 (judge 0.412; 40 / 96 pairs)``: the ceiling and the judge on the same targets."""
-    if r.get("ceiling_val_mae") is None:
+    if r.ceiling_val_mae is None:
         if why_none and why_none.startswith("each target was rated by one rater"):
             return "— (none: each target has one rater)"
         return "— (no target has two physicians)"
-    if r.get("evolved_val_mae_ceiling_targets") is None:
-        return f"{_fmt(r['ceiling_val_mae'], 3)} ({r.get('ceiling_val_pairs', 0)} pairs)"
-    return (f"{_fmt(r['ceiling_val_mae'], 3)} (judge {_fmt(r['evolved_val_mae_ceiling_targets'], 3)}; "
-            f"{r['ceiling_val_pairs']} / {r['evolved_val_pairs_ceiling_targets']} pairs)")
+    if r.evolved_val_mae_ceiling_targets is None:
+        return f"{_fmt(r.ceiling_val_mae, 3)} ({r.ceiling_val_pairs} pairs)"
+    return (f"{_fmt(r.ceiling_val_mae, 3)} (judge {_fmt(r.evolved_val_mae_ceiling_targets, 3)}; "
+            f"{r.ceiling_val_pairs} / {r.evolved_val_pairs_ceiling_targets} pairs)")
 
 
-def render_table5(report: dict) -> list[str]:
+def _pair(a: float | None, b: float | None) -> str:
+    return f"{_fmt(a, 3)} / {_fmt(b, 3)}"
+
+
+def _table5_line(report: CalibrationReport, r: Table5Row) -> str:
+    evolved = _pair(r.evolved_train_mae, r.evolved_val_mae)
+    if r.evolved_origin != "mutation":
+        evolved += " (an initial prompt won)"
+    if r.no_better_than_constant:
+        evolved += " **no better than a constant**"
+    entry = report.criteria.get(r.criterion)
+    why = entry.ceiling.validation.why_none if entry is not None else None
+    coverage = "—" if r.evolved_val_coverage is None else f"{r.evolved_val_coverage:.2f}"
+    return (f"| {md_inline(r.number or '')} | {md_inline(r.name or r.criterion)} | "
+            f"{_pair(r.no_guidance_train_mae, r.no_guidance_val_mae)} | "
+            f"{_pair(r.best_initial_train_mae, r.best_initial_val_mae)} | {_pair(r.median_train_mae, r.median_val_mae)} | "
+            f"{evolved} | {_fmt(r.delta_val_mae, 3)} | {_fmt(r.evolved_val_repeat_sd, 3)} | "
+            f"{coverage} | {_fmt(r.evolved_val_signed_error, 3)} | {_ceiling(r, why)} | "
+            f"{md_inline(r.drift or 'not audited')} |")
+
+
+def _macro_line(report: CalibrationReport) -> str:
+    def mm(col: str) -> str:
+        v = report.macro.get(col)
+        return _fmt(v.mean, 3) if v is not None else "—"
+
+    return (f"| | **macro mean** ({len(report.table5)} criteria) | {mm('no_guidance_train_mae')} / {mm('no_guidance_val_mae')} | "
+            f"{mm('best_initial_train_mae')} / {mm('best_initial_val_mae')} | {mm('median_train_mae')} / {mm('median_val_mae')} | "
+            f"{mm('evolved_train_mae')} / {mm('evolved_val_mae')} | {mm('delta_val_mae')} | {mm('evolved_val_repeat_sd')} | "
+            f"{mm('evolved_val_coverage')} | {mm('evolved_val_signed_error')} | {mm('ceiling_val_mae')} | |")
+
+
+def render_table5(report: CalibrationReport) -> list[str]:
     """Markdown lines of Table 5 (per criterion and macro means)."""
-    rows = report.get("table5", [])
     out = [
         "## Table 5 — judge guidance calibration",
         "",
@@ -669,116 +709,91 @@ def render_table5(report: dict) -> list[str]:
         "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val (judge) | drift |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-
-    def pair(a, b) -> str:
-        return f"{_fmt(a, 3)} / {_fmt(b, 3)}"
-
-    def why(r: dict) -> str | None:
-        return report.get("criteria", {}).get(r["criterion"], {}).get("ceiling", {}).get("validation", {}).get("why_none")
-
-    for r in rows:
-        evolved = pair(r["evolved_train_mae"], r["evolved_val_mae"])
-        if r["evolved_origin"] != "mutation":
-            evolved += " (an initial prompt won)"
-        if r.get("no_better_than_constant"):
-            evolved += " **no better than a constant**"
-        out.append(
-            f"| {md_inline(r['number'] or '')} | {md_inline(r['name'] or r['criterion'])} | "
-            f"{pair(r['no_guidance_train_mae'], r['no_guidance_val_mae'])} | "
-            f"{pair(r['best_initial_train_mae'], r['best_initial_val_mae'])} | {pair(r['median_train_mae'], r['median_val_mae'])} | "
-            f"{evolved} | {_fmt(r['delta_val_mae'], 3)} | {_fmt(r['evolved_val_repeat_sd'], 3)} | "
-            f"{r['evolved_val_coverage']:.2f} | {_fmt(r['evolved_val_signed_error'], 3)} | {_ceiling(r, why(r))} | "
-            f"{md_inline(r['drift'] or 'not audited')} |"
-        )
-    m = report.get("macro", {})
-
-    def mm(col: str) -> str:
-        v = m.get(col, {})
-        return _fmt(v.get("mean"), 3) if v else "—"
-
-    if len(rows) > 1:
-        out.append(
-            f"| | **macro mean** ({len(rows)} criteria) | {mm('no_guidance_train_mae')} / {mm('no_guidance_val_mae')} | "
-            f"{mm('best_initial_train_mae')} / {mm('best_initial_val_mae')} | {mm('median_train_mae')} / {mm('median_val_mae')} | "
-            f"{mm('evolved_train_mae')} / {mm('evolved_val_mae')} | {mm('delta_val_mae')} | {mm('evolved_val_repeat_sd')} | "
-            f"{mm('evolved_val_coverage')} | {mm('evolved_val_signed_error')} | {mm('ceiling_val_mae')} | |"
-        )
+    out += [_table5_line(report, r) for r in report.table5]
+    if len(report.table5) > 1:
+        out.append(_macro_line(report))
     return out + [""]
 
 
-def verdict_text(v: dict | None) -> str:
+def verdict_text(v: PairedVerdict | None) -> str:
     """``-0.120 [-0.200, -0.030] better (p = 0.004)`` (``—`` when undefined; ``same candidate``
     when the winner is that candidate). A better/worse verdict that does not survive Holm's
     correction over the report's comparisons says so; ``too few cases to tell`` gives the count."""
-    if not v:
+    if v is None:
         return "—"
-    if v["verdict"] == "same candidate":
+    if v.verdict == "same candidate":
         return "same candidate"
-    text = f"{format_interval(v['estimate'], v['low'], v['high'])} {v['verdict']}"
-    if v["verdict"] == "too few cases to tell":
-        return f"{text} ({v.get('n_cases', 0)} cases)"
-    if v.get("p_value") is not None:
-        text += f" (p = {v['p_value']:.3f})"
-    if v.get("holm_survives") is False:
+    text = f"{format_interval(v.estimate, v.low, v.high)} {v.verdict}"
+    if v.verdict == "too few cases to tell":
+        return f"{text} ({v.n_cases} cases)"
+    if v.p_value is not None:
+        text += f" (p = {v.p_value:.3f})"
+    if v.holm_survives is False:
         text += " - not after Holm's correction"
     return text
 
 
-def verdict_warnings(report: dict) -> list[str]:
+def verdict_warnings(report: CalibrationReport) -> list[str]:
     """Plain-words warnings about winners: worse than no guidance, an evolved winner worse than
     or not distinguishable from the best initial prompt although an evolved prompt was
     selected, and a winner no better than a constant (the training median); then an accepted
     budget not met (:func:`shortfall_warnings`)."""
     out = []
-    for r in report.get("table5", []):
+    for r in report.table5:
         out += _criterion_warnings(r)
     return out + shortfall_warnings(report)
 
 
-def _criterion_warnings(r: dict) -> list[str]:
-    name = r["name"] or r["criterion"]
+def _criterion_warnings(r: Table5Row) -> list[str]:
+    name = r.name or r.criterion
     out = []
     holm = " (it does not survive Holm's correction over the report's comparisons)" \
-        if r.get("vs_none_holm_survives") is False else ""
-    if r["vs_none_verdict"] == "worse":
+        if r.vs_none_holm_survives is False else ""
+    if r.vs_none_verdict == "worse":
         out.append(f"criterion {name}: the selected guidance agrees WORSE with the physicians than no guidance on "
-                   f"validation (MAE difference {_fmt(r['vs_none_diff'], 3)}, 95% CI [{_fmt(r['vs_none_low'], 3)}, "
-                   f"{_fmt(r['vs_none_high'], 3)}]){holm}; prefer no guidance for this criterion.")
-    evolved = r["evolved_origin"] == "mutation"
-    if evolved and r["vs_initial_verdict"] == "worse":
+                   f"validation (MAE difference {_fmt(r.vs_none_diff, 3)}, 95% CI [{_fmt(r.vs_none_low, 3)}, "
+                   f"{_fmt(r.vs_none_high, 3)}]){holm}; prefer no guidance for this criterion.")
+    evolved = r.evolved_origin == "mutation"
+    if evolved and r.vs_initial_verdict == "worse":
         out.append(f"criterion {name}: the evolved winner is worse than the best initial prompt on validation; "
                    "keep the initial prompt.")
-    elif evolved and r["vs_initial_verdict"] in ("no distinguishable difference", "too few cases to tell"):
+    elif evolved and r.vs_initial_verdict in ("no distinguishable difference", "too few cases to tell"):
         out.append(f"criterion {name}: the winner is not distinguishable from the best initial prompt although an "
-                   f"evolved prompt was selected (validation MAE difference {_fmt(r['vs_initial_diff'], 3)}, "
-                   f"{r['vs_initial_verdict']}); the evidence does not show that evolution helped.")
-    if r.get("no_better_than_constant"):
+                   f"evolved prompt was selected (validation MAE difference {_fmt(r.vs_initial_diff, 3)}, "
+                   f"{r.vs_initial_verdict}); the evidence does not show that evolution helped.")
+    if r.no_better_than_constant:
         out.append(f"criterion {name}: the judge is no better than a constant: its validation MAE "
-                   f"{_fmt(r['evolved_val_mae'], 3)} is not below the {_fmt(r['median_val_mae'], 3)} of always "
+                   f"{_fmt(r.evolved_val_mae, 3)} is not below the {_fmt(r.median_val_mae, 3)} of always "
                    "answering the training median; do not use its scores for this criterion.")
     return out
 
 
-def comparisons_text(report: dict) -> str | None:
+def comparisons_text(comparisons: Comparisons | None) -> str | None:
     """``6 paired comparisons in this report; ...``: how many were made and how many better/worse
     verdicts do not survive Holm's correction over all of them (None with fewer than two)."""
-    c = report.get("comparisons") or {}
-    if c.get("n", 0) < 2:
+    c = comparisons
+    if c is None or c.n < 2:
         return None
-    text = (f"{c['n']} paired comparisons in this report, each at level {c.get('alpha', ALPHA):g}; with Holm's correction "
-            f"over all {c['n']}, ")
-    if not c.get("definitive"):
+    text = f"{c.n} paired comparisons in this report, each at level {c.alpha:g}; with Holm's correction over all {c.n}, "
+    if not c.definitive:
         return text + "nothing changes: no verdict is better or worse."
-    lost = c.get("not_surviving", 0)
-    if not lost:
-        return text + f"all {c['definitive']} better/worse verdicts survive."
-    return text + (f"{lost} of {c['definitive']} better/worse verdicts do not survive (marked \"not after Holm's "
+    if not c.not_surviving:
+        return text + f"all {c.definitive} better/worse verdicts survive."
+    return text + (f"{c.not_surviving} of {c.definitive} better/worse verdicts do not survive (marked \"not after Holm's "
                    "correction\"): read them as possibly due to chance among many comparisons.")
 
 
-def render_verdicts(report: dict) -> list[str]:
+def _verdict_line(report: CalibrationReport, r: Table5Row) -> str:
+    v = report.criteria[r.criterion].verdicts
+    winner = r.evolved.split(":", 1)[1] + ("" if r.evolved_origin == "mutation" else " (initial)")
+    return (f"| {md_inline(r.name or r.criterion)} | {md_code(winner)} | {r.selection} | "
+            f"{verdict_text(v.best_initial)} | {verdict_text(v.no_guidance)} | {verdict_text(v.training_median)} | "
+            f"{r.attempts} | {_accepted_cell(r.accepted, r.accepted_asked)} | {r.pruned} | {r.rejected} | "
+            f"{r.judge_calls} | {r.judge_cache_hits} |")
+
+
+def render_verdicts(report: CalibrationReport) -> list[str]:
     """Markdown lines: paired verdicts on validation and the evolution budget per criterion."""
-    rows = report.get("table5", [])
     out = [
         "## Paired verdicts and budget",
         "",
@@ -798,39 +813,30 @@ def render_verdicts(report: dict) -> list[str]:
         "pruned | rejected | judge calls | cache hits |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        v = report["criteria"][r["criterion"]]["verdicts"]
-        winner = r["evolved"].split(":", 1)[1] + ("" if r["evolved_origin"] == "mutation" else " (initial)")
-        out.append(f"| {md_inline(r['name'] or r['criterion'])} | {md_code(winner)} | {r['selection']} | "
-                   f"{verdict_text(v['best_initial'])} | "
-                   f"{verdict_text(v['no_guidance'])} | {verdict_text(v.get('training_median'))} | {r['attempts']} | "
-                   f"{_accepted_cell(r)} | {r['pruned']} | {r['rejected']} | {r['judge_calls']} | "
-                   f"{r.get('judge_cache_hits', '')} |")
+    out += [_verdict_line(report, r) for r in report.table5]
     out.append("")
-    if (text := comparisons_text(report)) is not None:
+    if (text := comparisons_text(report.comparisons)) is not None:
         out += [text, ""]
     warnings = verdict_warnings(report)
     out += [f"**Warning:** {md_inline(w)}" for w in warnings]
     return out + ([""] if warnings else [])
 
 
-def _calls_cell(r: dict) -> str:
+def _calls_cell(r: BaselineRow) -> str:
     """``120``, or ``90 + 30 from cache`` when the response cache answered some of the calls."""
-    cached = int(r.get("cached_calls") or 0)
-    return f"{r['calls'] - cached} + {cached} from cache" if cached else str(r["calls"])
+    cached = r.cached_calls
+    return f"{r.calls - cached} + {cached} from cache" if cached else str(r.calls)
 
 
-def _accepted_cell(r: dict) -> str:
+def _accepted_cell(accepted: int, asked: int | None) -> str:
     """``8``, or ``5 of 8 asked`` when the accepted budget was not met."""
-    asked = r.get("accepted_asked")
-    return f"{r['accepted']} of {asked} asked" if asked is not None and r["accepted"] < asked else str(r["accepted"])
+    return f"{accepted} of {asked} asked" if asked is not None and accepted < asked else str(accepted)
 
 
-def render_agreement(report: dict, split: str = "validation") -> list[str]:
+def render_agreement(report: CalibrationReport, split: str = "validation") -> list[str]:
     """Markdown lines: every agreement statistic with its case-clustered 95% interval."""
-    b = report.get("bootstrap", {})
     out = [
-        f"## Agreement on {split} targets (95% case-clustered bootstrap intervals, {b.get('n_boot', '?')} replicates)",
+        f"## Agreement on {split} targets (95% case-clustered bootstrap intervals, {report.bootstrap.n_boot} replicates)",
         "",
         "Class-balanced MAE averages the MAE within each physician score; QWK = quadratic weighted kappa; "
         "α = Krippendorff's alpha (ordinal; each judge–physician pair is a unit); ρ = Spearman. "
@@ -840,32 +846,31 @@ def render_agreement(report: dict, split: str = "validation") -> list[str]:
         "| criterion | row | MAE | class-balanced MAE | QWK | α (ordinal) | ρ | pairs | cases |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for criterion, c in report["criteria"].items():
+    for criterion, c in report.criteria.items():
         for key, label in AGREEMENT_LABELS.items():
-            st = c.get("agreement", {}).get(key, {}).get(split) or {}
+            by_split = c.agreement.get(key)
+            st = getattr(by_split, split) if by_split is not None else {}
             if not st:
                 continue
             out.append(
-                f"| {md_inline(c.get('name') or criterion)} | {label} | {_ci(st.get('mae'))} | "
+                f"| {md_inline(c.name or criterion)} | {label} | {_ci(st.get('mae'))} | "
                 f"{_ci(st.get('class_balanced_mae'))} | "
                 f"{_ci_defined(st.get('qwk'))} | {_ci_defined(st.get('krippendorff_alpha'))} | "
                 f"{_ci_defined(st.get('spearman'))} | "
-                f"{st['mae']['n_pairs']} | {st['mae']['n_clusters']} |"
+                f"{st['mae'].n_pairs} | {st['mae'].n_clusters} |"
             )
     return out + [""]
 
 
-def render_exclusions(report: dict) -> list[str]:
+def render_exclusions(report: CalibrationReport) -> list[str]:
     """Markdown lines listing structurally inapplicable (criterion, component) pairs."""
-    ex = report.get("exclusions") or []
-    if not ex:
+    if not report.exclusions:
         return []
     by: dict[str, list[str]] = {}
-    for e in ex:
-        by.setdefault(e["criterion"], [])
-        label = f"{md_inline(e['component'])} ({e['split']}: {e['n_targets']} targets"
-        label += f", {e['n_ratings']} physician ratings kept aside)" if e.get("n_ratings") else ")"
-        by[e["criterion"]].append(label)
+    for e in report.exclusions:
+        label = f"{md_inline(e.component)} ({e.split}: {e.n_targets} targets"
+        label += f", {e.n_ratings} physician ratings kept aside)" if e.n_ratings else ")"
+        by.setdefault(e.criterion, []).append(label)
     out = [
         "## Structural exclusions",
         "",
@@ -877,13 +882,13 @@ def render_exclusions(report: dict) -> list[str]:
     return out + [""]
 
 
-def render_markdown(report: dict) -> str:
-    """Render :func:`build_report` output as Markdown: Table 5, agreement, exclusions, details."""
+def _header(report: CalibrationReport) -> list[str]:
+    conditions = report.conditions
     out = [
-        f"# Calibration report — run {md_code(report['run_id'])}",
+        f"# Calibration report — run {md_code(report.run_id)}",
         "",
-        f"Pack {md_code(report['pack'])}, rubric {md_code(report['rubric']['id'])} v{md_inline(report['rubric']['version'])}"
-        + (f", targets of condition {', '.join(md_code(c) for c in report['conditions'])} only" if report.get("conditions") else "")
+        f"Pack {md_code(report.pack)}, rubric {md_code(report.rubric.id)} v{md_inline(report.rubric.version)}"
+        + (f", targets of condition {', '.join(md_code(c) for c in conditions)} only" if conditions else "")
         + ". MAE = mean absolute error between judge scores and every individual physician rating "
         "(pooled over re-evaluation repeats with fresh seeds); signed = mean(judge − physician); "
         "SD = sample SD of per-repeat MAE; coverage = share of judge calls with a numeric score, then how many "
@@ -892,74 +897,85 @@ def render_markdown(report: dict) -> str:
         "Recompute any number from `scores.csv` (phase `reeval`) and the pack's ratings.",
         "",
     ]
-    if report.get("without_winner"):
+    if report.without_winner:
         out += [f"**No winner** (no candidate reached `min_coverage`; see `journal.jsonl`): "
-                f"{', '.join(md_code(c) for c in report['without_winner'])}. The tables below cover the other criteria.", ""]
+                f"{', '.join(md_code(c) for c in report.without_winner)}. The tables below cover the other criteria.", ""]
+    return out
+
+
+def render_markdown(report: CalibrationReport) -> str:
+    """Render :func:`build_report` output as Markdown: Table 5, agreement, exclusions, details."""
+    out = _header(report)
     out += render_table5(report)
     out += render_holdout(report)
     out += render_verdicts(report)
     out += render_agreement(report)
     out += render_exclusions(report)
-    for criterion, c in report["criteria"].items():
-        out += [f"## Criterion {md_code(criterion)}", ""]
-        pairs = next(r for r in c["rows"] if r["kind"] == "training-median")
-        out.append(
-            f"{c['n_targets']['train']} training and {c['n_targets']['validation']} validation targets, "
-            f"{c['n_raters']} raters: each MAE rests on {pairs['train']['n_pairs']} training and "
-            f"{pairs['validation']['n_pairs']} validation ratings per repeat."
-        )
-        out += [
-            "",
-            "| candidate | train MAE | val MAE | train signed | val signed | train SD | val SD | train cov | val cov | calls | tokens (in/out) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in c["rows"]:
-            tr, va = r["train"], r["validation"]
-            label = md_inline(r["label"]) + (" (best initial)" if r.get("best_initial") else "")
-            if r["kind"] == "winner":
-                label = f"**{label}**"
-            out.append(
-                f"| {label} | {_fmt(tr['mae'])} | {_fmt(va['mae'])} | {_fmt(tr['signed_error'], 3)} | "
-                f"{_fmt(va['signed_error'], 3)} | {_fmt(tr['repeat_sd'], 3)} | {_fmt(va['repeat_sd'], 3)} | "
-                f"{_cov(tr)} | {_cov(va)} | {_calls_cell(r)} | {r['prompt_tokens']}/{r['completion_tokens']} |"
-            )
-        ce = c["ceiling"]
-        out.append(
-            f"| physician vs physician (ceiling) | {_fmt(ce['train']['mae'])} | {_fmt(ce['validation']['mae'])} | | | | | | | | |"
-        )
-        out += _render_no_ceiling(ce)
-        out += _render_judge_as_rater(ce["validation"].get("judge_as_rater") or [])
-        e, w = c["evolution"], c["winner"]
-        out += [
-            "",
-            f"Evolution: {e['attempts']} mutation attempts, {e['accepted']} accepted "
-            f"({', '.join(f'{k}: {v}' for k, v in sorted(e['status_counts'].items())) or 'none'}); "
-            + (f"{e.get('pruned', 0)} pruned by racing ({e.get('calls_saved', 0)} judge calls saved); " if e.get("pruned") else "")
-            + f"{e['elites']} elites in {e['archive_cells']} cells; {e['judge_calls']} training judge answers "
-            f"({e['judge_calls'] - e.get('judge_cache_hits', 0)} made, {e.get('judge_cache_hits', 0)} from the cache); "
-            f"mutation tokens {e['mutation_prompt_tokens']}/{e['mutation_completion_tokens']}.",
-            f"All judge calls for this criterion: {c['calls'] - c['cached_calls']} made and {c['cached_calls']} "
-            f"answered by the response cache, "
-            f"tokens {c['prompt_tokens']}/{c['completion_tokens']}"
-            + (f"; the server's prefix cache served {c['prefix_cached_share']:.0%} of the prompt tokens sent."
-               if c.get("prefix_cached_share") is not None else "."),
-            "",
-            f"Winner {md_code(w['candidate_id'])} ({w['origin']}"
-            + (f", parent {md_code(w['parent_id'])}" if w["parent_id"] else "")
-            + f"; evolution training MAE {_fmt(w['evolution_train_mae'])}):",
-            "",
-            md_code_block(w["text"]) if w["text"] else "(no guidance)",
-            "",
-        ]
-    out += render_usage(report.get("usage"))
-    out += render_prefix_share(report.get("prefix_cached_share"), "scores.csv")
+    for criterion, c in report.criteria.items():
+        out += _render_criterion(criterion, c)
+    out += render_usage(report.usage)
+    out += render_prefix_share(report.prefix_cached_share, "scores.csv")
     return "\n".join(out)
 
 
-def _render_no_ceiling(ceiling: dict) -> list[str]:
+def _render_criterion(criterion: str, c: CriterionReport) -> list[str]:
+    """A criterion's details: every row, the ceiling, evolution counts, calls and the winner's text."""
+    pairs = c.row("training-median")
+    train_pairs = pairs.train.n_pairs if pairs is not None else 0
+    val_pairs = pairs.validation.n_pairs if pairs is not None else 0
+    out = [f"## Criterion {md_code(criterion)}", "",
+           f"{c.n_targets.train} training and {c.n_targets.validation} validation targets, "
+           f"{c.n_raters} raters: each MAE rests on {train_pairs} training and "
+           f"{val_pairs} validation ratings per repeat.", "",
+           "| candidate | train MAE | val MAE | train signed | val signed | train SD | val SD | train cov | val cov | calls | tokens (in/out) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in c.rows:
+        tr, va = r.train, r.validation
+        label = md_inline(r.label) + (" (best initial)" if r.best_initial else "")
+        if r.kind == "winner":
+            label = f"**{label}**"
+        out.append(
+            f"| {label} | {_fmt(tr.mae)} | {_fmt(va.mae)} | {_fmt(tr.signed_error, 3)} | "
+            f"{_fmt(va.signed_error, 3)} | {_fmt(tr.repeat_sd, 3)} | {_fmt(va.repeat_sd, 3)} | "
+            f"{_cov(tr)} | {_cov(va)} | {_calls_cell(r)} | {r.prompt_tokens}/{r.completion_tokens} |"
+        )
+    ce = c.ceiling
+    out.append(f"| physician vs physician (ceiling) | {_fmt(ce.train.mae)} | {_fmt(ce.validation.mae)} | | | | | | | | |")
+    out += _render_no_ceiling(ce)
+    out += _render_judge_as_rater(ce.validation.judge_as_rater)
+    return out + _render_evolution(c)
+
+
+def _render_evolution(c: CriterionReport) -> list[str]:
+    e, w = c.evolution, c.winner
+    made = e.judge_calls - e.judge_cache_hits
+    return [
+        "",
+        f"Evolution: {e.attempts} mutation attempts, {e.accepted} accepted "
+        f"({', '.join(f'{k}: {v}' for k, v in sorted(e.status_counts.items())) or 'none'}); "
+        + (f"{e.pruned} pruned by racing ({e.calls_saved} judge calls saved); " if e.pruned else "")
+        + f"{e.elites} elites in {e.archive_cells} cells; {e.judge_calls} training judge answers "
+        f"({made} made, {e.judge_cache_hits} from the cache); "
+        f"mutation tokens {e.mutation_prompt_tokens}/{e.mutation_completion_tokens}.",
+        f"All judge calls for this criterion: {c.calls - c.cached_calls} made and {c.cached_calls} "
+        f"answered by the response cache, "
+        f"tokens {c.prompt_tokens}/{c.completion_tokens}"
+        + (f"; the server's prefix cache served {c.prefix_cached_share:.0%} of the prompt tokens sent."
+           if c.prefix_cached_share is not None else "."),
+        "",
+        f"Winner {md_code(w.candidate_id)} ({w.origin}"
+        + (f", parent {md_code(w.parent_id)}" if w.parent_id else "")
+        + f"; evolution training MAE {_fmt(w.evolution_train_mae)}):",
+        "",
+        md_code_block(w.text) if w.text else "(no guidance)",
+        "",
+    ]
+
+
+def _render_no_ceiling(ceiling: Ceiling) -> list[str]:
     """A plain sentence for each split without a physician-vs-physician ceiling, saying why."""
-    missing = {split: ceiling[split].get("why_none") for split in ("train", "validation")
-               if ceiling.get(split, {}).get("mae") is None}
+    missing = {split: getattr(ceiling, split).why_none for split in ("train", "validation")
+               if getattr(ceiling, split).mae is None}
     if not missing:
         return []
     reasons = set(missing.values())
@@ -972,58 +988,64 @@ def _render_no_ceiling(ceiling: dict) -> list[str]:
                    for split, why in missing.items()]
 
 
-def _render_judge_as_rater(rows: list[dict]) -> list[str]:
+def _render_judge_as_rater(rows: list[JudgeAsRater]) -> list[str]:
     """The judge as one more rater, leave one physician out (validation, targets with >= 2 physicians)."""
     if not rows:
         return []
     out = ["", "The evolved judge as one more rater (validation targets with two or more physicians): its MAE "
            "against each physician beside the other physicians' MAE against that physician.", "",
            "| physician | targets | judge vs physician (pairs) | other physicians vs physician (pairs) |", "|---|---|---|---|"]
-    out += [f"| {md_inline(r['rater_id'])} | {r['n_targets']} | {_fmt(r['judge_mae'], 3)} ({r['judge_pairs']}) | "
-            f"{_fmt(r['peers_mae'], 3)} ({r['peer_pairs']}) |" for r in rows]
+    out += [f"| {md_inline(r.rater_id)} | {r.n_targets} | {_fmt(r.judge_mae, 3)} ({r.judge_pairs}) | "
+            f"{_fmt(r.peers_mae, 3)} ({r.peer_pairs}) |" for r in rows]
     return out
 
 
-def agreement_records(report: dict) -> list[dict]:
+def agreement_records(report: CalibrationReport) -> list[dict]:
     """Flatten the per-criterion agreement statistics into rows of :data:`AGREEMENT_COLUMNS`."""
     rows = []
-    for criterion, c in report["criteria"].items():
-        ids = {r["kind"]: r["candidate_id"] for r in c["rows"] if r["kind"] != "initial"}
-        ids["best-initial"] = next((r["candidate_id"] for r in c["rows"] if r.get("best_initial")), "")
-        for key, splits in c.get("agreement", {}).items():
-            for split, stats in splits.items():
-                for name in STATISTICS:
-                    st = stats.get(name)
-                    if st is None:
-                        continue
-                    rows.append({"criterion": criterion, "row": key, "candidate_id": ids.get(key, ""), "split": split,
-                                 "statistic": name, **{k: st[k] for k in ("estimate", "low", "high", "n_valid", "n_boot", "n_clusters", "n_pairs")}})
+    for criterion, c in report.criteria.items():
+        ids: dict[str, str] = {r.kind: r.candidate_id for r in c.rows if r.kind != "initial"}
+        best = c.row("initial")
+        ids["best-initial"] = best.candidate_id if best is not None else ""
+        for key, splits in c.agreement.items():
+            for split in ("train", "validation"):
+                stats = getattr(splits, split)
+                rows += [{"criterion": criterion, "row": key, "candidate_id": ids.get(key, ""), "split": split,
+                          "statistic": name, **stats[name].model_dump()} for name in STATISTICS if name in stats]
     return rows
 
 
-def write_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0, html: bool = True,
-                 prompts_root: Path | str | None = None) -> dict:
+def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
+                 prompts_root: Path | str | None = None, settings: ReportSettings | None = None) -> CalibrationReport:
     """Build the report and write it into ``run_dir``.
 
-    Files: ``report.json`` (everything), ``report.md`` (Table 5, agreement with intervals,
-    structural exclusions, per-criterion details), ``report.html`` (the same tables after the
-    figures of :func:`~evolve.report.calibration_html`; unless ``html`` is False),
-    ``table5.csv`` (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and
-    ``agreement.csv`` (:data:`AGREEMENT_COLUMNS`), and the judge file ``judge.json``
+    Files: ``report.json`` (everything; :class:`~evolve.outputs.CalibrationReport`),
+    ``report.md`` (Table 5, agreement with intervals, structural exclusions, per-criterion
+    details), ``report.html`` (the same tables after the figures of
+    :func:`~evolve.report.calibration_html`; unless ``html`` is False), ``table5.csv``
+    (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and ``agreement.csv``
+    (:data:`AGREEMENT_COLUMNS`), and the judge file ``judge.json``
     (:func:`~evolve.report.build_judge_file`; so reporting a run made before judge files existed
-    gives it one). ``prompts_root``: as for :func:`build_report`.
+    gives it one). ``prompts_root``: as for :func:`build_report`. ``settings``: bootstrap
+    replicates and figures (default: :meth:`~evolve.report.ReportSettings.from_env`, 2,000
+    replicates with figures unless ``EVOLVE_REPORT_REPLICATES`` / ``EVOLVE_REPORT_FIGURES`` say
+    otherwise); ``n_boot``, when given, replaces its replicates.
+
+    Returns:
+        The report, as written to ``report.json``.
     """
     run_dir = Path(run_dir)
     folder = CalibrationFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
-        report = build_report(run_dir, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
-        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+        settings = report_settings(settings, n_boot)
+        report = build_report(run_dir, n_boot=settings.replicates, seed=seed, prompts_root=prompts_root)
+        folder.write(folder.REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         markdown = render_markdown(report)
         folder.write(folder.REPORT_MD, markdown)
         if html:
-            folder.write(folder.REPORT_HTML, calibration_html(report, markdown))
-        table = pd.DataFrame(report.get("table5", []), columns=TABLE5_COLUMNS)
-        macro = {col: v["mean"] for col, v in report.get("macro", {}).items()}
+            folder.write(folder.REPORT_HTML, calibration_html(report, markdown, figures=settings.figures))
+        table = pd.DataFrame([r.model_dump() for r in report.table5], columns=TABLE5_COLUMNS)
+        macro: dict = {col: v.mean for col, v in report.macro.items()}
         macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
         folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
         folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))

@@ -18,9 +18,11 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.markdown import md_code, md_inline
+from evolve.outputs import CalibrationReport, SpendRecord
 from evolve.report import _figures as fig
 from evolve.report._holm import mark_holm
-from evolve.report._html import figure_html, page, section, tables
+from evolve.report._html import figure_html, page, section, tables, tables_page
+from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share
 from evolve.runs import ScoringFolder
@@ -264,15 +266,18 @@ def scoring_markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"| {md_inline(cid)} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
     if (share := render_prefix_share(report.get("prefix_cached_share"), "calls.csv")):
         lines += ["", *share[:-1]]
-    if (spend := render_spend(report.get("spend"))):
+    if (spend := render_spend(SpendRecord.model_validate(s) if (s := report.get("spend")) else None)):
         lines += ["", *spend[:-1]]
     return "\n".join(lines) + "\n"
 
 
-def scoring_html(report: Mapping[str, Any], markdown_text: str) -> str:
+def scoring_html(report: Mapping[str, Any], markdown_text: str, *, figures: bool = True) -> str:
     """``report.html``: per criterion the raw and physician-anchored means (and, rated, the
     physicians' mean and the agreement of the calibrated judge, no guidance and the training
-    median) with intervals, then the Markdown report's tables."""
+    median) with intervals, then the Markdown report's tables (``figures`` False: a note that
+    the figures were turned off, then the tables)."""
+    if not figures:
+        return tables_page(f"Scoring report: {report.get('run_id', '')}", markdown_text)
     rows = []
     for cid, c in report["criteria"].items():
         rows.append({"label": f"{cid}: judge", **_est(c["judge_mean"])})
@@ -302,20 +307,25 @@ def _est(v: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"estimate": v.get("estimate"), "low": v.get("low"), "high": v.get("high")}
 
 
-def write_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict[str, Any]:
+def write_scoring_report(run_dir: Path | str, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
+                         settings: ReportSettings | None = None) -> dict[str, Any]:
     """Build the report of a scoring run and write ``summary.json``, ``report.md`` and (``html``) ``report.html``.
+
+    ``settings``: bootstrap replicates and figures (default:
+    :meth:`~evolve.report.ReportSettings.from_env`); ``n_boot``, when given, replaces its replicates.
 
     Returns:
         The report dict (see :func:`build_scoring_report`).
     """
     folder = ScoringFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
-        report = build_scoring_report(folder.path, n_boot=n_boot, seed=seed)
+        settings = report_settings(settings, n_boot)
+        report = build_scoring_report(folder.path, n_boot=settings.replicates, seed=seed)
         md = scoring_markdown(report)
         folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
         folder.write(folder.REPORT_MD, md)
         if html:
-            folder.write(folder.REPORT_HTML, scoring_html(report, md))
+            folder.write(folder.REPORT_HTML, scoring_html(report, md, figures=settings.figures))
     return report
 
 
@@ -367,9 +377,9 @@ def holdout_columns(entry: Mapping[str, Any] | None) -> dict[str, Any]:
             "holdout_physician_mean": e.get("physician_mean"), "holdout_n_targets": e.get("n_targets")}
 
 
-def render_holdout(report: Mapping[str, Any]) -> list[str]:
+def render_holdout(report: CalibrationReport) -> list[str]:
     """Markdown lines of Table 5's held-out part (nothing when the run evaluated no held-out case)."""
-    rows = [(c, e["holdout"]) for c, e in report.get("criteria", {}).items() if e.get("holdout")]
+    rows = [(c, e.holdout) for c, e in report.criteria.items() if e.holdout is not None]
     if not rows:
         return []
     out = ["### Table 5, held-out cases (the final, untouched estimate)", "",
@@ -381,13 +391,11 @@ def render_holdout(report: Mapping[str, Any]) -> list[str]:
            "| criterion | held-out MAE | raw judge mean | physician-anchored mean | physicians' actual mean | targets / cases |",
            "|---|---|---|---|---|---|"]
     for cid, h in rows:
-        anchored = (f"refused: {md_inline(h['anchored_refused'])}" if h.get("anchored_refused") else
-                    _fmt({"estimate": h["anchored"], "low": h["anchored_low"], "high": h["anchored_high"]}))
-        mae_text = "— (unrated)" if h["mae"] is None else _fmt({"estimate": h["mae"], "low": h["mae_low"], "high": h["mae_high"]})
-        phys = "— (unrated)" if h["physician_mean"] is None else _fmt(
-            {"estimate": h["physician_mean"], "low": h["physician_low"], "high": h["physician_high"]})
-        out.append(f"| {md_inline(cid)} | {mae_text} | "
-                   f"{_fmt({'estimate': h['judge_mean'], 'low': h.get('judge_low'), 'high': h.get('judge_high')})} | {anchored} | "
-                   f"{phys} | "
-                   f"{h['n_targets']} / {h['n_cases']} |")
+        anchored = (f"refused: {md_inline(h.anchored_refused)}" if h.anchored_refused else
+                    _fmt({"estimate": h.anchored, "low": h.anchored_low, "high": h.anchored_high}))
+        mae_text = "— (unrated)" if h.mae is None else _fmt({"estimate": h.mae, "low": h.mae_low, "high": h.mae_high})
+        phys = "— (unrated)" if h.physician_mean is None else _fmt(
+            {"estimate": h.physician_mean, "low": h.physician_low, "high": h.physician_high})
+        judge = _fmt({"estimate": h.judge_mean, "low": h.judge_low, "high": h.judge_high})
+        out.append(f"| {md_inline(cid)} | {mae_text} | {judge} | {anchored} | {phys} | {h.n_targets} / {h.n_cases} |")
     return out + [""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from evolve.llm import spend_of_usage
+from evolve.outputs import PriceRecord, SpendRecord
 from evolve.runs import Event, Journal, Price, run_usage
 
 __all__ = ["render_spend", "spend_report"]
@@ -43,25 +44,24 @@ def _price(fields: dict) -> Price | None:
         return None
 
 
-def render_spend(spend: dict | None) -> list[str]:
+def render_spend(spend: SpendRecord | None) -> list[str]:
     """Markdown: the limit, what was spent (paid calls, tokens, prefix-cached tokens, USD) and
     whether the run stopped at its limit; nothing when the run had neither limit nor prices."""
-    if not spend:
+    if spend is None:
         return []
-    s = spend["spent"]
-    limit = [f"--max-usd {spend['max_usd']:g}"] if spend.get("max_usd") is not None else []
-    limit += [f"--max-tokens {spend['max_tokens']:,}"] if spend.get("max_tokens") is not None else []
-    usd = f", ${spend['usd']:.4f}" if spend.get("usd") is not None else ""
-    cached = s.get("cached_prompt_tokens", 0)
+    s = spend.spent
+    limit = [f"--max-usd {spend.max_usd:g}"] if spend.max_usd is not None else []
+    limit += [f"--max-tokens {spend.max_tokens:,}"] if spend.max_tokens is not None else []
+    usd = f", ${spend.usd:.4f}" if spend.usd is not None else ""
     lines = ["### Spending", "",
              f"Spending limit: {' and '.join(limit) if limit else 'none'}. Spent over every process of the run: "
-             f"{s['calls']:,} paid calls, {spend['tokens']:,} tokens ({s['prompt_tokens']:,} prompt, of which "
-             f"{cached:,} served from the server's prefix cache; {s['completion_tokens']:,} completion){usd}"
-             + (f" at the prices given ({_prices(spend['price'])})" if spend.get("price") else "") + "."]
-    if s.get("batch_prompt_tokens"):
-        lines[-1] += (f" Of these, {s['batch_prompt_tokens']:,} prompt and {s['batch_completion_tokens']:,} completion "
+             f"{s.calls:,} paid calls, {spend.tokens:,} tokens ({s.prompt_tokens:,} prompt, of which "
+             f"{s.cached_prompt_tokens:,} served from the server's prefix cache; {s.completion_tokens:,} completion){usd}"
+             + (f" at the prices given ({_prices(spend.price)})" if spend.price is not None else "") + "."]
+    if s.batch_prompt_tokens:
+        lines[-1] += (f" Of these, {s.batch_prompt_tokens:,} prompt and {s.batch_completion_tokens:,} completion "
                       "tokens went through a Batch API (priced at the batch prices).")
-    n = int(spend.get("stopped_at_limit", 0))
+    n = spend.stopped_at_limit
     if n:
         lines[-1] += f" The run stopped at its limit {n} time{'s' if n != 1 else ''} and was resumed with a higher one."
     elif limit:
@@ -69,8 +69,9 @@ def render_spend(spend: dict | None) -> list[str]:
     return [*lines, ""]
 
 
-def _prices(price: dict) -> str:
+def _prices(price: PriceRecord) -> str:
     """``in $2/M, out $8/M, cached in $0.5/M`` (the prices given)."""
     names = {"input_usd_per_m": "in", "output_usd_per_m": "out", "cached_input_usd_per_m": "cached in",
              "batch_input_usd_per_m": "batch in", "batch_output_usd_per_m": "batch out"}
-    return ", ".join(f"{name} ${price[key]:g}/M" for key, name in names.items() if price.get(key) is not None)
+    values = price.model_dump()
+    return ", ".join(f"{name} ${values[key]:g}/M" for key, name in names.items() if values[key] is not None)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from evolve.markdown import md_code
+from evolve.outputs import Usage
 from evolve.report._spend import render_spend, spend_report
 from evolve.runs import Journal, run_endpoint_usage, run_usage
 
@@ -44,10 +45,17 @@ def usage_report(journal: Journal) -> dict:
     return out
 
 
-def render_usage(usage: dict | None) -> list[str]:
-    """Markdown: one row per tag, then the total; a line saying so when nothing was journaled."""
+def render_usage(usage: Usage | Mapping | None) -> list[str]:
+    """Markdown: one row per tag, then the total; a line saying so when nothing was journaled.
+
+    Args:
+        usage: A report's ``usage`` (:class:`~evolve.outputs.Usage`, or the mapping
+            :func:`usage_report` returns while a report is built).
+    """
     out = ["## Calls and tokens", ""]
-    if not usage or not usage.get("by_tag"):
+    if isinstance(usage, Mapping):
+        usage = Usage.model_validate(usage)
+    if usage is None or not usage.by_tag:
         return out + ["No usage in `journal.jsonl` (a run made before evolve journaled it, or killed before its "
                       "first usage record).", ""]
     out += ["Every model call of the run, over all its processes (a resumed run adds the calls of each resumption; "
@@ -55,17 +63,14 @@ def render_usage(usage: dict | None) -> list[str]:
             "attempts of calls that were retried.", "",
             "| step | calls | answered | failed | cache hits | retries | prompt tokens | completion tokens |",
             "|---|---|---|---|---|---|---|---|"]
-    rows = [*usage["by_tag"].items(), ("**total**", usage["total"])]
-    for tag, c in rows:
-        made = int(c.get("calls", 0)) + int(c.get("failures", 0))  # reports written before calls_made existed
-        cells = [made] + [int(c.get(name, 0)) for name in ("calls", "failures", "cache_hits", "retries", "prompt_tokens",
-                                                             "completion_tokens")]
+    for tag, c in [*usage.by_tag.items(), ("**total**", usage.total)]:
+        cells = [c.calls + c.failures, c.calls, c.failures, c.cache_hits, c.retries, c.prompt_tokens, c.completion_tokens]
         out.append(f"| {tag} | " + " | ".join(str(v) for v in cells) + " |")
-    if (in_flight := int(usage["total"].get("in_flight", 0))) > 0:
+    if (in_flight := usage.total.in_flight) > 0:
         out += ["", f"{in_flight} more call{'s were' if in_flight != 1 else ' was'} in flight when a process of the run "
                 "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
                 f"{'them' if in_flight != 1 else 'it'} again)."]
-    return out + [""] + render_spend(usage.get("spend")) + render_endpoint_usage(usage.get("by_endpoint"))
+    return out + [""] + render_spend(usage.spend) + render_endpoint_usage(usage.by_endpoint)
 
 
 def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str]:

@@ -50,6 +50,7 @@ The floors of the package, each importing only its own floor or the ones below i
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from evolve.runs._endpoint import EndpointSettings, context_window, output_limit_problem
 from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
 from evolve.runs._folder import (
     BenchFolder,
@@ -70,8 +71,8 @@ from evolve.runs._resume import check_resumable, check_same_settings
 # used, so commands that need no model - ``--help``, ``report``, ``compare`` - start fast.
 _LAZY = {
     **dict.fromkeys(("JournalBatchLedger", "run_batch_options"), "evolve.runs._batches"),
-    **dict.fromkeys(("EndpointSettings", "context_window", "default_cache_path", "default_models", "open_client",
-                     "output_limit_problem", "owned_client", "with_cache_path"), "evolve.runs._client"),
+    **dict.fromkeys(("default_cache_path", "default_models", "open_client", "owned_client", "with_cache_path"),
+                    "evolve.runs._client"),
     **dict.fromkeys(("CHARS_PER_TOKEN", "CallPlan", "PhasePlan", "cached_keys", "count_tokens", "estimate_tokens",
                      "measured_calls_per_hour", "prompt_text", "tokenize_url"), "evolve.runs._plan"),
 }
@@ -79,12 +80,9 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and readers
     from evolve.runs._batches import JournalBatchLedger, run_batch_options
     from evolve.runs._client import (
-        EndpointSettings,
-        context_window,
         default_cache_path,
         default_models,
         open_client,
-        output_limit_problem,
         owned_client,
         with_cache_path,
     )

@@ -21,6 +21,7 @@ from evolve.config import EndpointSettings, resolve_config
 from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import EvolveError, RubricError, RunError
 from evolve.llm import Client, FakeProvider
+from evolve.outputs import CalibrationReport, CalibrationRun, read_run
 from evolve.records import Record
 from evolve.rubric import RubricBundle
 from evolve.runs import CalibrationFolder, ProgressHook
@@ -150,40 +151,38 @@ class CalibrationSummary(Record):
         return "\n".join(c.describe() for c in self.criteria.values())
 
     @classmethod
-    def from_report(cls, run_dir: Path | str, report: Mapping[str, Any]) -> CalibrationSummary:
-        """The summary of a parsed ``report.json`` (as :func:`evolve.report.build_report` makes it)."""
+    def from_report(cls, run_dir: Path | str, report: CalibrationReport) -> CalibrationSummary:
+        """The summary of a calibration report (:func:`evolve.report.build_report`, ``report.json``)."""
         criteria = {}
-        for row in report.get("table5", []):
-            entry = report["criteria"][row["criterion"]]
-            verdicts = {k: Verdict(baseline=k, **v) for k, v in entry.get("verdicts", {}).items() if v}
-            criteria[row["criterion"]] = CriterionSummary(
-                criterion=row["criterion"], name=row.get("name") or row["criterion"], winner=row["evolved"],
-                origin=row["evolved_origin"], guidance=entry["winner"].get("text", ""),
-                train_mae=row.get("evolved_train_mae"), validation_mae=row.get("evolved_val_mae"),
-                baselines={"no_guidance": row.get("no_guidance_val_mae"), "best_initial": row.get("best_initial_val_mae"),
-                           "training_median": row.get("median_val_mae")},
-                ceiling_mae=row.get("ceiling_val_mae"), verdicts=verdicts,
-                n_validation_targets=int(row.get("n_val_targets") or 0), drift=row.get("drift"),
+        for row in report.table5:
+            entry = report.criteria[row.criterion]
+            verdicts = {k: Verdict(baseline=k, **v.model_dump()) for k in ("best_initial", "no_guidance", "training_median")
+                        if (v := getattr(entry.verdicts, k)) is not None}
+            criteria[row.criterion] = CriterionSummary(
+                criterion=row.criterion, name=row.name or row.criterion, winner=row.evolved,
+                origin=row.evolved_origin, guidance=entry.winner.text,
+                train_mae=row.evolved_train_mae, validation_mae=row.evolved_val_mae,
+                baselines={"no_guidance": row.no_guidance_val_mae, "best_initial": row.best_initial_val_mae,
+                           "training_median": row.median_val_mae},
+                ceiling_mae=row.ceiling_val_mae, verdicts=verdicts, n_validation_targets=row.n_val_targets,
+                drift=row.drift,
             )
-        return cls(run_dir=Path(run_dir), run_id=str(report.get("run_id", Path(run_dir).name)), pack=str(report.get("pack", "")),
-                   rubric=str((report.get("rubric") or {}).get("id", "")),
-                   confidence=float((report.get("bootstrap") or {}).get("confidence", 0.95)), criteria=criteria)
+        return cls(run_dir=Path(run_dir), run_id=report.run_id, pack=report.pack, rubric=report.rubric.id,
+                   confidence=report.bootstrap.confidence, criteria=criteria)
 
     @classmethod
     def from_run(cls, run_dir: Path | str) -> CalibrationSummary:
-        """The summary of a finished run folder (its ``report.json``).
+        """The summary of a finished run folder (its ``report.json``, read by :func:`evolve.outputs.read_run`).
 
         Raises:
-            RunError: The folder has no readable ``report.json`` (``evolve report RUN`` writes it).
+            RunError: The folder has no readable ``report.json`` (``evolve report RUN`` writes it),
+                or it is not a calibration run.
         """
-        import json
-
-        path = Path(run_dir) / CalibrationFolder.REPORT_JSON
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunError(f"{path}: cannot read the run's report ({exc}); write it with `evolve report {run_dir}`.") from exc
-        return cls.from_report(run_dir, report)
+        run = read_run(run_dir)
+        if not isinstance(run, CalibrationRun):
+            raise RunError(f"{run_dir}: not a calibration run (it holds a {type(run).__name__}); pass a folder "
+                           "that `evolve calibrate` wrote.")
+        return cls.from_report(run_dir, run.report)
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -330,6 +329,7 @@ def calibrate(
             if made and not (run_dir / CalibrationFolder.CONFIG).exists():
                 shutil.rmtree(run_dir, ignore_errors=True)  # the run never began: leave nothing behind
             raise
+    assert result.report is not None  # run_calibration always ends by writing the report
     return CalibrationSummary.from_report(result.run_dir, result.report)
 
 

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evolve.audit import DriftCheckSettings, drift_request
-from evolve.audit._models import DRIFT_RATIONALE_MAX_CHARS
 from evolve.calibrated import load_judge_file
 from evolve.calibration import calibration_calls, calls_left, plan_calibration
 from evolve.config import CalibrationConfig
 from evolve.judge import Judge, derive_seed
 from evolve.llm import ChatRequest, FakeProvider
+from evolve.outputs import DRIFT_RATIONALE_MAX_CHARS
 from evolve.rubric import MAX_GUIDANCE_CHARS
 from evolve.runs import (
     CHARS_PER_TOKEN,

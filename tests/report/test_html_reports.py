@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from evolve.outputs import CandidateSummary, PipelineRecord, Table4Row
 from evolve.report import _figures as fig
 from evolve.report import build_report, write_bench_report, write_report
 
@@ -64,7 +65,7 @@ def markdown_tables(md: str) -> int:
 
 # -- the figure functions -------------------------------------------------------------------------
 
-CANDS = [
+CANDS = [CandidateSummary.model_validate(c) for c in [
     {"candidate_id": "c:none", "parent_id": "", "origin": "none", "status": "accepted", "seq": 0, "elite": False,
      "selected": False, "length": 0, "train_mae": None, "train_signed_error": None},
     {"candidate_id": "c:initial_1", "parent_id": "", "origin": "initial", "status": "accepted", "seq": 1, "elite": True,
@@ -75,7 +76,7 @@ CANDS = [
      "elite": True, "selected": False, "length": 420, "train_mae": 0.7, "train_signed_error": -0.3},
     {"candidate_id": "c:m003", "parent_id": "c:m002", "origin": "mutation", "status": "accepted", "seq": 4,
      "elite": True, "selected": True, "length": 650, "train_mae": 0.6, "train_signed_error": 0.0},
-]
+]]
 
 
 def _draws():
@@ -86,9 +87,9 @@ def _draws():
         lambda ax: fig.confusion_heatmap([[3, 1], [0, 2]], [0, 1], ax=ax),
         lambda ax: fig.interval_plot([{"label": "a", "estimate": 0.4, "low": 0.2, "high": 0.6}], xlabel="MAE", ax=ax),
         lambda ax: fig.drift_flags([{"criterion": "c", "flags": [("winner", "ok"), ("initial_1", "drift")]}], ax=ax),
-        lambda ax: fig.stop_reasons_by_round([{"rounds_completed": 1, "stop_reason": "consensus"}], ax=ax),
-        lambda ax: fig.vote_transitions([{"rounds": "1-2", "yes_yes": 3, "yes_no": 1, "no_yes": 2, "no_no": 0}], ax=ax),
-        lambda ax: fig.quality_vs_tokens([{"tokens": 1000, "quality": 2.5, "arm": "m"}], ax=ax),
+        lambda ax: fig.stop_reasons_by_round([_pipeline(1, "consensus")], ax=ax),
+        lambda ax: fig.vote_transitions([_transitions("1-2", 3, 1, 2, 0)], ax=ax),
+        lambda ax: fig.quality_vs_tokens([_pipeline(1, "consensus", tokens=1000, quality=2.5)], ax=ax),
     ]
 
 
@@ -132,15 +133,28 @@ def test_confusion_heatmap_shows_the_counts():
     assert ax.get_ylabel() == "physician score" and ax.get_xlabel() == "judge score"
 
 
+def _pipeline(rounds: int, stop: str, *, tokens: int = 0, quality: float | None = None) -> PipelineRecord:
+    """A bench pipeline record (case c1 of model m, structured, single) for the figures."""
+    return PipelineRecord(case_id="c1", model="m", condition="structured", topology="single", stop_reason=stop,
+                          rounds_completed=rounds, consensus=stop == "consensus", tokens=tokens, quality=quality)
+
+
+def _transitions(rounds: str, yes_yes: int, yes_no: int, no_yes: int, no_no: int) -> Table4Row:
+    """A Table 4 row of one round pair with these counts (shares left undefined)."""
+    shares = {f"{kind}{end}": None for kind in ("yes_yes_share", "yes_no_share", "no_yes_share", "no_no_share",
+                                                "dissent_resolved_share", "assent_lost_share") for end in ("", "_low", "_high")}
+    return Table4Row.model_validate({"model": "m", "condition": "structured", "topology": "single", "role": "all",
+                                     "rounds": rounds, "n_pipelines": 1, "n_transitions": yes_yes + yes_no + no_yes + no_no,
+                                     "yes_yes": yes_yes, "yes_no": yes_no, "no_yes": no_yes, "no_no": no_no, **shares})
+
+
 def test_stop_reasons_and_vote_transitions_stack_the_counts():
-    pipes = [{"rounds_completed": 1, "stop_reason": "consensus"}, {"rounds_completed": 1, "stop_reason": "consensus"},
-             {"rounds_completed": 3, "stop_reason": "max_rounds"}]
+    pipes = [_pipeline(1, "consensus"), _pipeline(1, "consensus"), _pipeline(3, "max_rounds")]
     ax = fig.stop_reasons_by_round(pipes)
     layers = {c.get_label(): [p.get_height() for p in c] for c in ax.containers}
     assert layers == {"consensus": [2, 0], "max_rounds": [0, 1]}
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "3"]
-    ax = fig.vote_transitions([{"rounds": "1-2", "yes_yes": 3, "yes_no": 1, "no_yes": 2, "no_no": 0},
-                               {"rounds": "2-3", "yes_yes": 4, "yes_no": 0, "no_yes": 1, "no_no": 1}])
+    ax = fig.vote_transitions([_transitions("1-2", 3, 1, 2, 0), _transitions("2-3", 4, 0, 1, 1)])
     layers = {c.get_label(): [p.get_height() for p in c] for c in ax.containers}
     assert layers == {"yes→yes": [3, 4], "yes→no": [1, 0], "no→yes": [2, 1], "no→no": [0, 1]}
     tops = [max(p.get_y() + p.get_height() for c in ax.containers for p in [c[i]]) for i in range(2)]
@@ -153,18 +167,18 @@ def test_stop_reasons_and_vote_transitions_stack_the_counts():
 def test_confusion_matrix_counts_every_validation_pair_of_the_winner(calibration_runs):
     run = calibration_runs[0]
     report = build_report(run, n_boot=50)
-    entry = report["criteria"]["entailment"]
+    entry = report.criteria["entailment"]
     scores = pd.read_csv(run / "scores.csv", dtype={"target_id": str})
     ratings = pd.read_csv(Path(json.loads((run / "config.json").read_text())["pack"]) / "ratings.csv", dtype={"target_id": str})
     val = scores[(scores["phase"] == "reeval") & (scores["split"] == "validation")
-                 & (scores["candidate_id"] == entry["winner"]["candidate_id"]) & (scores["outcome"] == "score")]
+                 & (scores["candidate_id"] == entry.winner.candidate_id) & (scores["outcome"] == "score")]
     expected = np.zeros((3, 3), dtype=int)
     for _, call in val.iterrows():
         for _, rating in ratings[(ratings["target_id"] == call["target_id"]) & (ratings["criterion"] == "entailment")].iterrows():
             expected[int(rating["score"]), int(call["score"])] += 1
-    assert entry["confusion"]["labels"] == [0, 1, 2]
-    assert entry["confusion"]["matrix"] == expected.tolist()
-    assert entry["confusion"]["n_pairs"] == expected.sum() > 0
+    assert entry.confusion.labels == [0, 1, 2]
+    assert entry.confusion.matrix == expected.tolist()
+    assert entry.confusion.n_pairs == expected.sum() > 0
 
 
 def test_a_calibration_run_leaves_a_self_contained_report_html_with_every_figure(calibration_runs):
@@ -200,9 +214,8 @@ def test_a_bench_report_html_has_rounds_transitions_and_quality_figures(bench_ru
     page = parse(bench_run / "report.html")
     assert len(decoded_images(page)) == 3
     assert page.tables == markdown_tables((bench_run / "bench_report.md").read_text())
-    pipes = pd.DataFrame(report["pipelines"])
-    assert len(pipes) == report["counts"]["case_artifacts"]
-    assert pipes["quality"].notna().any()
+    assert len(report.pipelines) == report.counts.case_artifacts
+    assert any(p.quality is not None for p in report.pipelines)
     html = (bench_run / "report.html").read_text()
     for title in ("Consensus and stop reasons by round", "Vote transitions", "Quality against tokens"):
         assert title in html

@@ -1,0 +1,146 @@
+"""Read a finished run back as typed records (:func:`read_run`), and publish their JSON Schemas."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from evolve.calibrated import JudgeFile, load_judge_file
+from evolve.errors import RunError
+from evolve.outputs._audit import AuditResult
+from evolve.outputs._calibration import CalibrationReport
+from evolve.runs import CalibrationFolder
+
+__all__ = ["SCHEMAS", "CalibrationRun", "json_schema", "read_model", "read_run", "write_schemas"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """A finished calibration run.
+
+    Attributes:
+        path: The run folder.
+        report: Its ``report.json``.
+        judge: Its judge file (``judge.json``); None for a run reported before judge files existed.
+        audit: Its drift audit (``audit.json``); None when the run was not audited.
+    """
+
+    path: Path
+    report: CalibrationReport
+    judge: JudgeFile | None = None
+    audit: AuditResult | None = None
+
+    kind = "calibration"
+
+
+def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
+    """Read one JSON run output as ``model``.
+
+    Args:
+        path: The file.
+        model: Its record class (e.g. :class:`CalibrationReport`).
+        rebuild: The command that writes the file again (quoted in the error's fix).
+
+    Returns:
+        The validated record.
+
+    Raises:
+        RunError: Missing or unreadable file, invalid JSON, or a file that does not match the
+            model (an older or newer format version, a field missing or unknown); the message
+            names the file, the first field at fault, and ``rebuild``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: cannot read it ({exc}); write it with `{rebuild}`.") from exc
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "file"
+        raise RunError(f"{path}: not a {model.__name__} this evolve reads (field '{where}': {first['msg']}). "
+                       f"Write it again with `{rebuild}` (reports are rebuilt from the run's files, nothing "
+                       "is paid again).") from exc
+
+
+def read_run(path: Path | str) -> CalibrationRun | Any:
+    """A finished run, typed: what a reader of runs needs, with no engine and no model client.
+
+    Args:
+        path: A calibration run folder (``report.json``), a benchmark run folder
+            (``bench_report.json``), an OpenTumorBoard run folder (``otb_report.json``), or a
+            judge file (``judge.json``).
+
+    Returns:
+        :class:`CalibrationRun`, :class:`~evolve.outputs.BenchRun`,
+        :class:`~evolve.outputs.OtbRun`, or :class:`~evolve.calibrated.JudgeFile` for a judge file.
+
+    Raises:
+        RunError: No such folder or file, a run without a report yet (the message gives the
+            command that writes it), or a file that does not match its schema.
+    """
+    path = Path(path)
+    if path.is_file():
+        return load_judge_file(path)
+    if not path.is_dir():
+        raise RunError(f"{path}: no such run folder or judge file; pass archives/<run_id> or a judge.json.")
+    for reader in _READERS:
+        if (run := reader(path)) is not None:
+            return run
+    raise RunError(f"{path}: no run report in this folder (report.json, bench_report.json or otb_report.json). "
+                   f"A finished run writes it at its end; rebuild it with `evolve report {path}` (calibration), "
+                   f"`evolve bench report {path}` or `evolve otb report {path}`.")
+
+
+def _calibration(path: Path) -> CalibrationRun | None:
+    folder = CalibrationFolder(path)
+    if not (path / folder.REPORT_JSON).is_file() or not (path / "config.json").is_file():
+        return None
+    report = read_model(path / folder.REPORT_JSON, CalibrationReport, rebuild=f"evolve report {path}")
+    judge = load_judge_file(path) if (path / folder.JUDGE).is_file() else None
+    audit = (read_model(path / folder.AUDIT_JSON, AuditResult, rebuild=f"evolve audit {path}")
+             if (path / folder.AUDIT_JSON).is_file() else None)
+    return CalibrationRun(path=path, report=report, judge=judge, audit=audit)
+
+
+_READERS: list[Any] = [_calibration]
+"""One reader per run kind; each returns None for a folder that is not of its kind."""
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "report": CalibrationReport,
+    "audit": AuditResult,
+    "judge": JudgeFile,
+}
+"""Published JSON Schemas: name -> record class (``evolve/outputs/schemas/<name>.schema.json``)."""
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one run output (``report``, ``audit``, ``judge``, ``bench_report``, ``otb_report``).
+
+    Raises:
+        KeyError: An unknown name (the message lists the known ones).
+    """
+    if name not in SCHEMAS:
+        raise KeyError(f"no schema named {name!r}; known: {', '.join(sorted(SCHEMAS))}")
+    schema = SCHEMAS[name].model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def write_schemas(folder: Path | str) -> list[Path]:
+    """Write every published schema as ``<folder>/<name>.schema.json`` (sorted keys); returns the paths."""
+    from evolve.runs import atomic_write
+
+    out = []
+    for name in sorted(SCHEMAS):
+        path = Path(folder) / f"{name}.schema.json"
+        atomic_write(path, json.dumps(json_schema(name), indent=2, sort_keys=True) + "\n")
+        out.append(path)
+    return out

@@ -1,0 +1,95 @@
+"""The calibration run's outputs as typed records: report.json, its published JSON Schema, read_run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from pydantic import ValidationError
+
+from evolve.calibrated import JudgeFile
+from evolve.errors import RunError
+from evolve.outputs import (
+    SCHEMAS,
+    AuditResult,
+    CalibrationReport,
+    CalibrationRun,
+    json_schema,
+    read_run,
+)
+from evolve.report import build_report, render_markdown
+from tests.report.conftest import calibrate_tiny, tiny_frame  # noqa: F401  (the fixture is used by name)
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "evolve" / "outputs" / "schemas"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_frame) -> Path:  # noqa: F811
+    pack, splits = tiny_frame
+    return calibrate_tiny(tmp_path_factory.mktemp("outputs"), "typed", "judge-guided", pack, splits)
+
+
+def test_the_written_report_is_the_typed_report_and_round_trips(run: Path) -> None:
+    text = (run / "report.json").read_text(encoding="utf-8")
+    report = CalibrationReport.model_validate_json(text)
+    assert report.version == 3 and report.run_id == "typed"
+    assert CalibrationReport.model_validate_json(report.model_dump_json()) == report
+    entry = report.criteria["entailment"]
+    assert {r.kind for r in entry.rows} == {"no-guidance", "initial", "training-median", "winner"}
+    assert entry.row("winner") is not None and entry.row("winner").candidate_id == entry.winner.candidate_id
+    assert report.table5[0].evolved == entry.winner.candidate_id
+    assert entry.agreement["winner"].validation["mae"].n_boot == report.bootstrap.n_boot
+
+
+def test_the_report_rebuilt_in_memory_renders_the_markdown_written(run: Path) -> None:
+    report = build_report(run, n_boot=CalibrationReport.model_validate_json(
+        (run / "report.json").read_text(encoding="utf-8")).bootstrap.n_boot)
+    assert render_markdown(report) == (run / "report.md").read_text(encoding="utf-8")
+
+
+def test_report_json_validates_against_the_published_schema(run: Path) -> None:
+    schema = json.loads((SCHEMA_DIR / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads((run / "report.json").read_text(encoding="utf-8")), schema)
+    broken = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    broken["criteria"]["entailment"]["winner"].pop("text")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_the_published_schemas_are_those_of_the_records(name: str) -> None:
+    published = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    assert published == json_schema(name), (
+        f"evolve/outputs/schemas/{name}.schema.json is stale: run "
+        "`python -c \"from evolve.outputs import write_schemas; write_schemas('evolve/outputs/schemas')\"`")
+
+
+def test_read_run_returns_the_typed_calibration_run(run: Path) -> None:
+    got = read_run(run)
+    assert isinstance(got, CalibrationRun) and got.kind == "calibration" and got.path == run
+    assert isinstance(got.report, CalibrationReport) and isinstance(got.judge, JudgeFile)
+    assert got.judge.criteria["entailment"].winner.candidate_id == got.report.criteria["entailment"].winner.candidate_id
+    assert got.audit is None or isinstance(got.audit, AuditResult)
+    judge = read_run(run / "judge.json")
+    assert isinstance(judge, JudgeFile) and judge.run_id == "typed"
+
+
+def test_an_unknown_field_or_another_version_is_refused_with_the_command_that_rebuilds(run: Path, tmp_path: Path) -> None:
+    data = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    with pytest.raises(ValidationError):
+        CalibrationReport.model_validate({**data, "surprise": 1})
+    copy = tmp_path / "old-run"
+    copy.mkdir()
+    (copy / "config.json").write_text((run / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (copy / "report.json").write_text(json.dumps({**data, "version": 2}), encoding="utf-8")
+    with pytest.raises(RunError, match=r"report\.json: not a CalibrationReport .*field 'version'.*evolve report "):
+        read_run(copy)
+
+
+def test_read_run_says_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="no such run folder or judge file"):
+        read_run(tmp_path / "nowhere")
+    with pytest.raises(RunError, match="no run report in this folder"):
+        read_run(tmp_path)
