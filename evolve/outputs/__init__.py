@@ -1,8 +1,8 @@
 """Typed run outputs: what a finished run wrote, read back as versioned records.
 
-A run folder holds files other programs read: ``report.json`` (calibration), ``bench_report.json``
-(consilium benchmark), ``otb_report.json`` (OpenTumorBoard), ``judge.json`` (the calibrated
-judge). Each is a versioned pydantic model here, built on :class:`evolve.records.Record` (frozen,
+A run folder holds files other programs read: ``report.json`` (calibration), ``audit.json`` (its
+drift audit), ``bench_report.json`` (consilium benchmark), ``otb_report.json`` (OpenTumorBoard),
+``summary.json`` (a scoring run, ``evolve judge``), ``judge.json`` (the calibrated judge). Each is a versioned pydantic model here, built on :class:`evolve.records.Record` (frozen,
 unknown fields refused), and published as a JSON Schema (:func:`json_schema`, files under
 ``evolve/outputs/schemas/``). The writers validate what they write against these models, so a
 file on disk always matches its schema; the readers - Markdown, HTML pages, ``evolve compare``,
@@ -10,8 +10,8 @@ the CLI - read attributes, never string keys.
 
 :func:`read_run` is the one entry point for readers, as ``read_eval_log`` is in inspect_ai: give
 it a run folder (or a judge file) and it returns the typed run - :class:`CalibrationRun`,
-:class:`BenchRun`, :class:`OtbRun` - or a :class:`~evolve.calibrated.JudgeFile`. It loads no
-engine, no model client and no HTTP stack, so a reader of finished runs starts fast.
+:class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun` - or a :class:`~evolve.calibrated.JudgeFile`.
+It loads no engine, no model client and no HTTP stack, so a reader of finished runs starts fast.
 
 This package sits on floor 5, beside :mod:`evolve.calibrated`: below every engine, above the
 run infrastructure and the statistics it reuses.
@@ -103,7 +103,30 @@ from evolve.outputs._otb import (
     OtbReport,
     OtbTables,
 )
-from evolve.outputs._read import SCHEMAS, CalibrationRun, json_schema, read_model, read_run, write_schemas
+from evolve.outputs._read import (
+    SCHEMAS,
+    BenchRun,
+    CalibrationRun,
+    OtbRun,
+    ScoringRun,
+    json_schema,
+    read_model,
+    read_run,
+    write_schemas,
+)
+from evolve.outputs._scoring import (
+    SCORING_REPORT_VERSION,
+    AnchoredMean,
+    MeanInterval,
+    MedianAgreement,
+    RatedAgreement,
+    RatedTargets,
+    ScoringCounts,
+    ScoringCriterion,
+    ScoringJudge,
+    ScoringReport,
+    ScoringVerdicts,
+)
 
 __all__ = [
     "AUDIT_VERSION",
@@ -112,8 +135,10 @@ __all__ = [
     "OTB_REPORT_VERSION",
     "REPORT_VERSION",
     "SCHEMAS",
+    "SCORING_REPORT_VERSION",
     "AnchoredCriterion",
     "AnchoredDifference",
+    "AnchoredMean",
     "AnchoredSection",
     "AnchoredSystem",
     "ArchiveShape",
@@ -121,6 +146,7 @@ __all__ = [
     "BaselineRow",
     "BenchCounts",
     "BenchReport",
+    "BenchRun",
     "BenchTables",
     "BootstrapSettings",
     "CalibrationReport",
@@ -151,17 +177,22 @@ __all__ = [
     "JudgeFileRef",
     "KeyTermCheck",
     "MacroMean",
+    "MeanInterval",
+    "MedianAgreement",
     "OtbAnchored",
     "OtbAnchoredCriterion",
     "OtbDecisionRow",
     "OtbMainRow",
     "OtbQuestionTypeRow",
     "OtbReport",
+    "OtbRun",
     "OtbTables",
     "PairedVerdict",
     "PanelsRow",
     "PipelineRecord",
     "PriceRecord",
+    "RatedAgreement",
+    "RatedTargets",
     "read_model",
     "read_run",
     "RoleCategory",
@@ -169,6 +200,12 @@ __all__ = [
     "Roles",
     "RowKind",
     "RubricUsed",
+    "ScoringCounts",
+    "ScoringCriterion",
+    "ScoringJudge",
+    "ScoringReport",
+    "ScoringRun",
+    "ScoringVerdicts",
     "Selection",
     "Similarities",
     "SpendRecord",

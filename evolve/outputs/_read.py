@@ -12,10 +12,14 @@ from pydantic import BaseModel, ValidationError
 from evolve.calibrated import JudgeFile, load_judge_file
 from evolve.errors import RunError
 from evolve.outputs._audit import AuditResult
+from evolve.outputs._bench import BenchReport
 from evolve.outputs._calibration import CalibrationReport
-from evolve.runs import CalibrationFolder
+from evolve.outputs._otb import OtbReport
+from evolve.outputs._scoring import ScoringReport
+from evolve.runs import BenchFolder, CalibrationFolder, OtbFolder, ScoringFolder
 
-__all__ = ["SCHEMAS", "CalibrationRun", "json_schema", "read_model", "read_run", "write_schemas"]
+__all__ = ["SCHEMAS", "BenchRun", "CalibrationRun", "OtbRun", "ScoringRun", "json_schema", "read_model", "read_run",
+           "write_schemas"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -37,6 +41,53 @@ class CalibrationRun:
     audit: AuditResult | None = None
 
     kind = "calibration"
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """A finished consilium benchmark run (``evolve bench run``).
+
+    Attributes:
+        path: The run folder.
+        report: Its ``bench_report.json``.
+    """
+
+    path: Path
+    report: BenchReport
+
+    kind = "bench"
+
+
+@dataclass(frozen=True)
+class OtbRun:
+    """A finished OpenTumorBoard run (``evolve otb run``).
+
+    Attributes:
+        path: The run folder.
+        report: Its ``otb_report.json``.
+    """
+
+    path: Path
+    report: OtbReport
+
+    kind = "otb"
+
+
+@dataclass(frozen=True)
+class ScoringRun:
+    """A finished scoring run (``evolve judge``; a calibration's ``holdout/``).
+
+    Attributes:
+        path: The run folder.
+        report: Its ``summary.json``.
+        judge: The judge file it scored with (its copy, ``judge.json``).
+    """
+
+    path: Path
+    report: ScoringReport
+    judge: JudgeFile
+
+    kind = "scoring"
 
 
 def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
@@ -70,17 +121,17 @@ def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
                        "is paid again).") from exc
 
 
-def read_run(path: Path | str) -> CalibrationRun | Any:
+def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRun | JudgeFile:
     """A finished run, typed: what a reader of runs needs, with no engine and no model client.
 
     Args:
         path: A calibration run folder (``report.json``), a benchmark run folder
-            (``bench_report.json``), an OpenTumorBoard run folder (``otb_report.json``), or a
-            judge file (``judge.json``).
+            (``bench_report.json``), an OpenTumorBoard run folder (``otb_report.json``), a
+            scoring run folder (``summary.json``, ``evolve judge``), or a judge file (``judge.json``).
 
     Returns:
-        :class:`CalibrationRun`, :class:`~evolve.outputs.BenchRun`,
-        :class:`~evolve.outputs.OtbRun`, or :class:`~evolve.calibrated.JudgeFile` for a judge file.
+        :class:`CalibrationRun`, :class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun`, or
+        :class:`~evolve.calibrated.JudgeFile` for a judge file.
 
     Raises:
         RunError: No such folder or file, a run without a report yet (the message gives the
@@ -94,7 +145,8 @@ def read_run(path: Path | str) -> CalibrationRun | Any:
     for reader in _READERS:
         if (run := reader(path)) is not None:
             return run
-    raise RunError(f"{path}: no run report in this folder (report.json, bench_report.json or otb_report.json). "
+    raise RunError(f"{path}: no run report in this folder (report.json, bench_report.json, otb_report.json or "
+                   "summary.json). "
                    f"A finished run writes it at its end; rebuild it with `evolve report {path}` (calibration), "
                    f"`evolve bench report {path}` or `evolve otb report {path}`.")
 
@@ -110,19 +162,42 @@ def _calibration(path: Path) -> CalibrationRun | None:
     return CalibrationRun(path=path, report=report, judge=judge, audit=audit)
 
 
-_READERS: list[Any] = [_calibration]
+def _bench(path: Path) -> BenchRun | None:
+    if not (path / BenchFolder.REPORT_JSON).is_file():
+        return None
+    return BenchRun(path=path, report=read_model(path / BenchFolder.REPORT_JSON, BenchReport,
+                                                 rebuild=f"evolve bench report {path}"))
+
+
+def _otb(path: Path) -> OtbRun | None:
+    if not (path / OtbFolder.REPORT_JSON).is_file():
+        return None
+    return OtbRun(path=path, report=read_model(path / OtbFolder.REPORT_JSON, OtbReport, rebuild=f"evolve otb report {path}"))
+
+
+def _scoring(path: Path) -> ScoringRun | None:
+    if not (path / ScoringFolder.SUMMARY).is_file() or not (path / ScoringFolder.ITEMS).is_file():
+        return None
+    report = read_model(path / ScoringFolder.SUMMARY, ScoringReport, rebuild=ScoringFolder.RESUME.format(path=path))
+    return ScoringRun(path=path, report=report, judge=load_judge_file(path / ScoringFolder.JUDGE))
+
+
+_READERS: list[Any] = [_calibration, _bench, _otb, _scoring]
 """One reader per run kind; each returns None for a folder that is not of its kind."""
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "report": CalibrationReport,
     "audit": AuditResult,
     "judge": JudgeFile,
+    "bench_report": BenchReport,
+    "otb_report": OtbReport,
+    "summary": ScoringReport,
 }
 """Published JSON Schemas: name -> record class (``evolve/outputs/schemas/<name>.schema.json``)."""
 
 
 def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of one run output (``report``, ``audit``, ``judge``, ``bench_report``, ``otb_report``).
+    """The JSON Schema of one run output (``report``, ``audit``, ``judge``, ``bench_report``, ``otb_report``, ``summary``).
 
     Raises:
         KeyError: An unknown name (the message lists the known ones).

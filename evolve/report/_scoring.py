@@ -7,7 +7,6 @@ Everything is recomputed from the run folder (:class:`~evolve.runs.ScoringFolder
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +17,16 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.markdown import md_code, md_inline
-from evolve.outputs import CalibrationReport, SpendRecord
+from evolve.outputs import (
+    AnchoredMean,
+    CalibrationReport,
+    MeanInterval,
+    PairedVerdict,
+    RatedTargets,
+    ScoringCriterion,
+    ScoringReport,
+    read_model,
+)
 from evolve.report import _figures as fig
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables, tables_page
@@ -56,13 +64,18 @@ def _iv(interval: Any) -> dict[str, Any]:
             "n_pairs": int(interval.n_pairs), "n_cases": int(interval.n_clusters)}
 
 
-def _fmt(v: Mapping[str, Any] | None, digits: int = 3) -> str:
-    """``2.310 [2.100, 2.520]`` (``—`` when undefined, ``undefined`` for a statistic that is)."""
-    if not v or v.get("estimate") is None:
-        return "undefined" if v else "—"
-    if v.get("low") is None or v.get("high") is None:
-        return f"{v['estimate']:.{digits}f}"
-    return f"{v['estimate']:.{digits}f} [{v['low']:.{digits}f}, {v['high']:.{digits}f}]"
+def _span(estimate: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    """``2.310 [2.100, 2.520]`` (``undefined`` without an estimate; the estimate alone without bounds)."""
+    if estimate is None:
+        return "undefined"
+    if low is None or high is None:
+        return f"{estimate:.{digits}f}"
+    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _fmt(v: MeanInterval | AnchoredMean | PairedVerdict | None, digits: int = 3) -> str:
+    """A statistic with its interval (``—`` when not computed, ``undefined`` for one that is undefined)."""
+    return "—" if v is None else _span(v.estimate, v.low, v.high, digits)
 
 
 def _mean_interval(frame: pd.DataFrame, column: str, n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
@@ -152,8 +165,9 @@ def _criterion(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.D
     return out
 
 
-def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
-    """The report of a scoring run as a dict (what ``summary.json`` holds).
+def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0,
+                         confidence: float = 0.95) -> ScoringReport:
+    """The report of a scoring run (:class:`~evolve.outputs.ScoringReport`, what ``summary.json`` holds).
 
     Per criterion: the counts (``n_items = n_scored + n_failed + n_not_evaluable + n_excluded``),
     call coverage and failures, the judge's mean score over scored items with a case-clustered
@@ -184,7 +198,7 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
     }
     if spend := spend_report(folder.journal()):  # a spending limit or prices: what the run spent against them
         report["spend"] = spend
-    return _holm(report, 1.0 - confidence)
+    return ScoringReport.model_validate(_holm(report, 1.0 - confidence))
 
 
 def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
@@ -195,134 +209,146 @@ def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
     return report
 
 
-def _anchored_text(a: Mapping[str, Any]) -> str:
-    if a.get("refused"):
-        return f"refused: {md_inline(a['refused'])}"
+def _anchored_text(a: AnchoredMean) -> str:
+    if a.refused:
+        return f"refused: {md_inline(a.refused)}"
     return _fmt(a)
 
 
-def scoring_markdown(report: Mapping[str, Any]) -> str:
-    """``report.md`` of a scoring run (see :func:`build_scoring_report`)."""
-    conf = round(100 * report.get("confidence", 0.95))
-    judge = report["judge"]
-    lines = [f"# Scoring report: {md_inline(report['run_id'])}", "",
-             f"Judge: calibration run {md_code(judge['run_id'])} (rubric {md_inline(judge['rubric_id'])} "
-             f"{md_inline(judge['rubric_version'])}, model {md_inline(judge['model'])}); targets: "
-             f"{md_inline(report.get('targets'))}. Intervals are {conf}% and resample whole cases.", "",
-             "## Judge scores", "",
+def _anchor_note(cid: str, a: AnchoredMean) -> list[str]:
+    """``<criterion>: anchored on N validation targets of M cases (...)`` (nothing when refused or unanchored)."""
+    if not a.n_rated or a.refused:
+        return []
+    if a.rated_mean is None or a.lam is None:
+        return ["", f"{md_inline(cid)}: anchored on {a.n_rated} validation targets of {a.n_rated_cases} cases."]
+    worth = f", worth about {a.effective_n:.0f} physician ratings" if a.effective_n else ""
+    return ["", f"{md_inline(cid)}: anchored on {a.n_rated} validation targets of {a.n_rated_cases} cases "
+            f"(their physicians' mean {a.rated_mean:.3f}; judge weight lambda {a.lam:.2f}{worth})."]
+
+
+def _scores_table(report: ScoringReport) -> list[str]:
+    lines = ["## Judge scores", "",
              "| criterion | items | scored | failed | not evaluable | excluded | call coverage | mean judge score | "
              "physician-anchored mean |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for cid, c in report["criteria"].items():
-        n = c["counts"]
-        cov = "—" if c["coverage"] is None else f"{c['coverage']:.0%}"
-        lines.append(f"| {md_inline(c['name'] or cid)} ({md_inline(cid)}) | {n['n_items']} | {n['n_scored']} | {n['n_failed']} | "
-                     f"{n['n_not_evaluable']} | {n['n_excluded']} | {cov} | {_fmt(c['judge_mean'])} | "
-                     f"{_anchored_text(c['anchored'])} |")
-    lines += ["", "Items = scored + failed + not evaluable + excluded (the criterion does not apply to the target's "
-              "component; never judged). A failure is never a score."]
-    for cid, c in report["criteria"].items():
-        a = c["anchored"]
-        if a.get("n_rated") and not a.get("refused"):
-            worth = f", worth about {a['effective_n']:.0f} physician ratings" if a.get("effective_n") else ""
-            lines += ["", f"{md_inline(cid)}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases "
-                      f"(their physicians' mean {a['rated_mean']:.3f}; judge weight lambda {a['lam']:.2f}{worth})."
-                      if a.get("rated_mean") is not None and a.get("lam") is not None else
-                      f"{md_inline(cid)}: anchored on {a['n_rated']} validation targets of {a['n_rated_cases']} cases."]
-    notes = sorted({c["anchored"].get("assumption", "") for c in report["criteria"].values()} - {""})
+    for cid, c in report.criteria.items():
+        n = c.counts
+        cov = "—" if c.coverage is None else f"{c.coverage:.0%}"
+        lines.append(f"| {md_inline(c.name or cid)} ({md_inline(cid)}) | {n.n_items} | {n.n_scored} | {n.n_failed} | "
+                     f"{n.n_not_evaluable} | {n.n_excluded} | {cov} | {_fmt(c.judge_mean)} | "
+                     f"{_anchored_text(c.anchored)} |")
+    return lines + ["", "Items = scored + failed + not evaluable + excluded (the criterion does not apply to the target's "
+                    "component; never judged). A failure is never a score."]
+
+
+def _agreement_tables(report: ScoringReport, rated: dict[str, RatedTargets]) -> list[str]:
+    lines = ["", "## Agreement with the targets' physicians", "",
+             "Against every individual rating (MAE in scale points; QWK and Krippendorff's alpha ordinal).", "",
+             "| criterion | judge | MAE | QWK | alpha | pairs | cases |", "|---|---|---|---|---|---|---|"]
+    for cid, r in rated.items():
+        for a, label in ((r.winner, "calibrated (winner)"), (r.no_guidance, "no guidance")):
+            lines.append(f"| {md_inline(cid)} | {label} | {_fmt(a.mae)} | {_fmt(a.qwk)} | {_fmt(a.krippendorff_alpha)} | "
+                         f"{a.n_pairs} | {a.n_cases} |")
+        tm = r.training_median
+        lines.append(f"| {md_inline(cid)} | training median ({tm.value:g}) | {_fmt(tm.mae)} | — | — | "
+                     f"{tm.mae.n_pairs if tm.mae else 0} | {tm.mae.n_cases if tm.mae else 0} |")
+    lines += ["", "| criterion | winner MAE − | difference | verdict | p | pairs | cases |", "|---|---|---|---|---|---|---|"]
+    for cid, r in rated.items():
+        for v, label in ((r.verdicts.no_guidance, "no guidance"), (r.verdicts.training_median, "training median")):
+            p = "—" if v.p_value is None else "< 0.001" if v.p_value < 0.001 else f"{v.p_value:.3f}"
+            verdict = v.verdict + (" - not after Holm's correction" if v.holm_survives is False else "")
+            lines.append(f"| {md_inline(cid)} | {label} | {_fmt(v)} | {verdict} | {p} | {v.n_pairs} | {v.n_cases} |")
+    n = report.comparisons
+    lines += ["", f"Paired by target, repeat and physician; sign-flip test over cases. {n.n} paired comparisons "
+              f"in this report, Holm-corrected over all of them: {n.not_surviving} of {n.definitive} "
+              "better/worse verdicts do not survive."]
+    lines += ["", "| criterion | physicians' actual mean | physician-anchored mean | raw judge mean |", "|---|---|---|---|"]
+    for cid, r in rated.items():
+        c = report.criteria[cid]
+        lines.append(f"| {md_inline(cid)} | {_fmt(r.physician_mean)} | {_anchored_text(c.anchored)} | {_fmt(c.judge_mean)} |")
+    return lines
+
+
+def scoring_markdown(report: ScoringReport) -> str:
+    """``report.md`` of a scoring run (see :func:`build_scoring_report`)."""
+    conf = round(100 * report.confidence)
+    judge = report.judge
+    lines = [f"# Scoring report: {md_inline(report.run_id)}", "",
+             f"Judge: calibration run {md_code(judge.run_id)} (rubric {md_inline(judge.rubric_id)} "
+             f"{md_inline(judge.rubric_version)}, model {md_inline(judge.model)}); targets: "
+             f"{md_inline(report.targets)}. Intervals are {conf}% and resample whole cases.", ""]
+    lines += _scores_table(report)
+    for cid, c in report.criteria.items():
+        lines += _anchor_note(cid, c.anchored)
+    notes = sorted({c.anchored.assumption for c in report.criteria.values()} - {""})
     lines += ["", "The physician-anchored mean (prediction-powered inference, PPI++: Angelopoulos et al., Science 2023; "
               "Angelopoulos, Duchi & Zrnic 2023) corrects the judge's mean by its error on the judge file's rated "
               "validation targets. " + " ".join(md_inline(n) for n in notes)]
-    for cid, c in report["criteria"].items():
-        if c.get("no_better_than_constant"):
+    for cid, c in report.criteria.items():
+        if c.no_better_than_constant:
             lines += ["", f"Warning: on validation, the {md_inline(cid)} judge was no better than a constant (the training median)."]
-    rated = {cid: c["rated"] for cid, c in report["criteria"].items() if c.get("rated")}
+    rated = {cid: c.rated for cid, c in report.criteria.items() if c.rated is not None}
     if rated:
-        lines += ["", "## Agreement with the targets' physicians", "",
-                  "Against every individual rating (MAE in scale points; QWK and Krippendorff's alpha ordinal).", "",
-                  "| criterion | judge | MAE | QWK | alpha | pairs | cases |", "|---|---|---|---|---|---|---|"]
-        for cid, r in rated.items():
-            for key, label in (("winner", "calibrated (winner)"), ("no_guidance", "no guidance")):
-                a = r[key]
-                lines.append(f"| {md_inline(cid)} | {label} | {_fmt(a['mae'])} | {_fmt(a['qwk'])} | {_fmt(a['krippendorff_alpha'])} | "
-                             f"{a['n_pairs']} | {a['n_cases']} |")
-            tm = r["training_median"]
-            lines.append(f"| {md_inline(cid)} | training median ({tm['value']:g}) | {_fmt(tm['mae'])} | — | — | "
-                         f"{(tm['mae'] or {}).get('n_pairs', 0)} | {(tm['mae'] or {}).get('n_cases', 0)} |")
-        lines += ["", "| criterion | winner MAE − | difference | verdict | p | pairs | cases |", "|---|---|---|---|---|---|---|"]
-        for cid, r in rated.items():
-            for key, label in (("no_guidance", "no guidance"), ("training_median", "training median")):
-                v = r["verdicts"][key]
-                p = "—" if v["p_value"] is None else "< 0.001" if v["p_value"] < 0.001 else f"{v['p_value']:.3f}"
-                verdict = v["verdict"] + (" - not after Holm's correction" if v.get("holm_survives") is False else "")
-                lines.append(f"| {md_inline(cid)} | {label} | {_fmt(v)} | {verdict} | {p} | {v['n_pairs']} | {v['n_cases']} |")
-        n = report.get("comparisons", {})
-        lines += ["", f"Paired by target, repeat and physician; sign-flip test over cases. {n.get('n', 0)} paired comparisons "
-                  f"in this report, Holm-corrected over all of them: {n.get('not_surviving', 0)} of {n.get('definitive', 0)} "
-                  "better/worse verdicts do not survive."]
-        lines += ["", "| criterion | physicians' actual mean | physician-anchored mean | raw judge mean |", "|---|---|---|---|"]
-        for cid, r in rated.items():
-            c = report["criteria"][cid]
-            lines.append(f"| {md_inline(cid)} | {_fmt(r['physician_mean'])} | {_anchored_text(c['anchored'])} | {_fmt(c['judge_mean'])} |")
-    if (share := render_prefix_share(report.get("prefix_cached_share"), "calls.csv")):
+        lines += _agreement_tables(report, rated)
+    if (share := render_prefix_share(report.prefix_cached_share, "calls.csv")):
         lines += ["", *share[:-1]]
-    if (spend := render_spend(SpendRecord.model_validate(s) if (s := report.get("spend")) else None)):
+    if (spend := render_spend(report.spend)):
         lines += ["", *spend[:-1]]
     return "\n".join(lines) + "\n"
 
 
-def scoring_html(report: Mapping[str, Any], markdown_text: str, *, figures: bool = True) -> str:
+def scoring_html(report: ScoringReport, markdown_text: str, *, figures: bool = True) -> str:
     """``report.html``: per criterion the raw and physician-anchored means (and, rated, the
     physicians' mean and the agreement of the calibrated judge, no guidance and the training
     median) with intervals, then the Markdown report's tables (``figures`` False: a note that
     the figures were turned off, then the tables)."""
+    title = f"Scoring report: {report.run_id}"
     if not figures:
-        return tables_page(f"Scoring report: {report.get('run_id', '')}", markdown_text)
+        return tables_page(title, markdown_text)
     rows = []
-    for cid, c in report["criteria"].items():
-        rows.append({"label": f"{cid}: judge", **_est(c["judge_mean"])})
-        rows.append({"label": f"{cid}: anchored", **_est(c["anchored"])})
-        if c.get("rated"):
-            rows.append({"label": f"{cid}: physicians", **_est(c["rated"]["physician_mean"])})
+    for cid, c in report.criteria.items():
+        rows += [_est(f"{cid}: judge", c.judge_mean), _est(f"{cid}: anchored", c.anchored)]
+        if c.rated is not None:
+            rows.append(_est(f"{cid}: physicians", c.rated.physician_mean))
     figs = [figure_html(lambda ax: fig.interval_plot(rows, xlabel="mean score (scale points)", title="means with intervals",
                                                      ax=ax), "raw judge mean, physician-anchored mean and (rated targets) the "
                         "physicians' mean per criterion, with intervals", size=(6.5, 1.2 + 0.35 * len(rows)))]
     agree = []
-    for cid, c in report["criteria"].items():
-        r = c.get("rated")
-        if r:
-            agree += [{"label": f"{cid}: calibrated", **_est(r["winner"]["mae"])},
-                      {"label": f"{cid}: no guidance", **_est(r["no_guidance"]["mae"])},
-                      {"label": f"{cid}: training median", **_est(r["training_median"]["mae"])}]
+    for cid, c in report.criteria.items():
+        if (r := c.rated) is not None:
+            agree += [_est(f"{cid}: calibrated", r.winner.mae), _est(f"{cid}: no guidance", r.no_guidance.mae),
+                      _est(f"{cid}: training median", r.training_median.mae)]
     if agree:
         figs.append(figure_html(lambda ax: fig.interval_plot(agree, xlabel="MAE against every rating (scale points)",
                                                              title="agreement with the targets' physicians", ax=ax),
                                 "MAE of the calibrated judge, no guidance and the training median on these targets, "
                                 "case-clustered intervals", size=(6.5, 1.2 + 0.35 * len(agree))))
-    return page(f"Scoring report: {report.get('run_id', '')}", [section("Means", figs), tables(markdown_text)])
+    return page(title, [section("Means", figs), tables(markdown_text)])
 
 
-def _est(v: Mapping[str, Any] | None) -> dict[str, Any]:
-    v = v or {}
-    return {"estimate": v.get("estimate"), "low": v.get("low"), "high": v.get("high")}
+def _est(label: str, v: MeanInterval | AnchoredMean | None) -> dict[str, Any]:
+    """One row of :func:`~evolve.report._figures.interval_plot`."""
+    if v is None:
+        return {"label": label, "estimate": None, "low": None, "high": None}
+    return {"label": label, "estimate": v.estimate, "low": v.low, "high": v.high}
 
 
 def write_scoring_report(run_dir: Path | str, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
-                         settings: ReportSettings | None = None) -> dict[str, Any]:
+                         settings: ReportSettings | None = None) -> ScoringReport:
     """Build the report of a scoring run and write ``summary.json``, ``report.md`` and (``html``) ``report.html``.
 
     ``settings``: bootstrap replicates and figures (default:
     :meth:`~evolve.report.ReportSettings.from_env`); ``n_boot``, when given, replaces its replicates.
 
     Returns:
-        The report dict (see :func:`build_scoring_report`).
+        The report (see :func:`build_scoring_report`), as written to ``summary.json``.
     """
     folder = ScoringFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
         settings = report_settings(settings, n_boot)
         report = build_scoring_report(folder.path, n_boot=settings.replicates, seed=seed)
         md = scoring_markdown(report)
-        folder.write(folder.SUMMARY, json.dumps(report, indent=2, default=str))
+        folder.write(folder.SUMMARY, report.model_dump_json(indent=2))
         folder.write(folder.REPORT_MD, md)
         if html:
             folder.write(folder.REPORT_HTML, scoring_html(report, md, figures=settings.figures))
@@ -346,26 +372,29 @@ def holdout_entries(holdout_dir: Path | str) -> dict[str, dict[str, Any]]:
     Each entry: ``mae``, ``mae_low``, ``mae_high`` (winner vs every held-out rating; None when
     the held-out cases are unrated), ``judge_mean``, ``anchored``, ``anchored_low``,
     ``anchored_high``, ``anchored_refused``, ``judge_low``/``judge_high``, ``physician_mean`` (+ ``_low``/``_high``),
-    ``n_targets`` (scored), ``n_cases``, ``n_items``, ``run_dir``.
+    ``n_targets`` (scored), ``n_cases``, ``n_items``, ``run_dir`` (the fields of :class:`~evolve.outputs.HoldoutEntry`).
+
+    Raises:
+        RunError: ``summary.json`` exists but is not a scoring report this evolve reads.
     """
     folder = ScoringFolder(holdout_dir)
-    summary = folder.read_json(folder.SUMMARY, optional=True)
-    if not summary:
+    path = folder.path / folder.SUMMARY
+    if not path.is_file():
         return {}
-    out = {}
-    for cid, c in summary.get("criteria", {}).items():
-        rated = c.get("rated") or {}
-        mae_iv = (rated.get("winner") or {}).get("mae") or {}
-        phys = rated.get("physician_mean") or {}
-        anch = c.get("anchored") or {}
-        out[cid] = {"mae": mae_iv.get("estimate"), "mae_low": mae_iv.get("low"), "mae_high": mae_iv.get("high"),
-                    "judge_mean": c["judge_mean"].get("estimate"), "judge_low": c["judge_mean"].get("low"),
-                    "judge_high": c["judge_mean"].get("high"), "anchored": anch.get("estimate"),
-                    "anchored_low": anch.get("low"), "anchored_high": anch.get("high"), "anchored_refused": anch.get("refused"),
-                    "physician_mean": phys.get("estimate"), "physician_low": phys.get("low"), "physician_high": phys.get("high"),
-                    "n_targets": c["counts"]["n_scored"], "n_items": c["counts"]["n_items"],
-                    "n_cases": c["judge_mean"].get("n_cases", 0), "run_dir": folder.path.name}
-    return out
+    summary = read_model(path, ScoringReport, rebuild=f"evolve calibrate --resume {folder.path.parent}")
+    return {cid: _holdout_entry(c, folder.path.name) for cid, c in summary.criteria.items()}
+
+
+def _holdout_entry(c: ScoringCriterion, run_dir: str) -> dict[str, Any]:
+    mae_iv = c.rated.winner.mae if c.rated is not None else None
+    phys = c.rated.physician_mean if c.rated is not None else None
+    anch, judge = c.anchored, c.judge_mean
+    return {"mae": mae_iv.estimate if mae_iv else None, "mae_low": mae_iv.low if mae_iv else None,
+            "mae_high": mae_iv.high if mae_iv else None, "judge_mean": judge.estimate, "judge_low": judge.low,
+            "judge_high": judge.high, "anchored": anch.estimate, "anchored_low": anch.low, "anchored_high": anch.high,
+            "anchored_refused": anch.refused, "physician_mean": phys.estimate if phys else None,
+            "physician_low": phys.low if phys else None, "physician_high": phys.high if phys else None,
+            "n_targets": c.counts.n_scored, "n_items": c.counts.n_items, "n_cases": judge.n_cases, "run_dir": run_dir}
 
 
 def holdout_columns(entry: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -392,10 +421,9 @@ def render_holdout(report: CalibrationReport) -> list[str]:
            "|---|---|---|---|---|---|"]
     for cid, h in rows:
         anchored = (f"refused: {md_inline(h.anchored_refused)}" if h.anchored_refused else
-                    _fmt({"estimate": h.anchored, "low": h.anchored_low, "high": h.anchored_high}))
-        mae_text = "— (unrated)" if h.mae is None else _fmt({"estimate": h.mae, "low": h.mae_low, "high": h.mae_high})
-        phys = "— (unrated)" if h.physician_mean is None else _fmt(
-            {"estimate": h.physician_mean, "low": h.physician_low, "high": h.physician_high})
-        judge = _fmt({"estimate": h.judge_mean, "low": h.judge_low, "high": h.judge_high})
+                    _span(h.anchored, h.anchored_low, h.anchored_high))
+        mae_text = "— (unrated)" if h.mae is None else _span(h.mae, h.mae_low, h.mae_high)
+        phys = "— (unrated)" if h.physician_mean is None else _span(h.physician_mean, h.physician_low, h.physician_high)
+        judge = _span(h.judge_mean, h.judge_low, h.judge_high)
         out.append(f"| {md_inline(cid)} | {mae_text} | {judge} | {anchored} | {phys} | {h.n_targets} / {h.n_cases} |")
     return out + [""]

@@ -17,6 +17,7 @@ from evolve.calibrated import JudgeFile, load_judge_file
 from evolve.data import RatingPack
 from evolve.errors import ConfigError
 from evolve.llm import Client
+from evolve.outputs import ScoringReport
 from evolve.report import write_scoring_report
 from evolve.runs import EndpointSettings, Event, ProgressHook, ScoringFolder, default_cache_path, owned_client
 from evolve.scoring import ScoringTargets, check_statements, chosen_criteria, read_targets, score_targets, select_cases
@@ -138,14 +139,14 @@ class ScoringSummary(BaseModel):
         judge_run_id: The calibration run the judge comes from.
         rated: Whether the targets carried ratings.
         criteria: Per criterion, the headline numbers.
-        report: The whole report (``summary.json``).
+        report: The whole report (``summary.json``, :class:`~evolve.outputs.ScoringReport`).
     """
 
     run_dir: Path
     judge_run_id: str
     rated: bool
     criteria: dict[str, CriterionScore]
-    report: dict[str, Any]
+    report: ScoringReport
 
     def items(self) -> pd.DataFrame:
         """``items.csv``: one row per (criterion, target) with its status and mean score."""
@@ -294,24 +295,25 @@ def judge_warnings(judge: JudgeFile, criteria: Sequence[str] | None = None) -> l
     return out
 
 
-def summary_of(run_dir: Path, judge_run_id: str, report: Mapping[str, Any]) -> ScoringSummary:
-    """A :class:`ScoringSummary` from a scoring report dict (``summary.json``)."""
+def summary_of(run_dir: Path, judge_run_id: str, report: ScoringReport) -> ScoringSummary:
+    """A :class:`ScoringSummary` from a scoring report (``summary.json``)."""
     criteria = {}
-    for cid, c in report["criteria"].items():
-        a, rated = c["anchored"], c.get("rated") or {}
-        n, phys = c["counts"], rated.get("physician_mean") or {}
+    for cid, c in report.criteria.items():
+        a, n, rated = c.anchored, c.counts, c.rated
+        phys = rated.physician_mean if rated is not None else None
+        winner_mae = rated.winner.mae if rated is not None else None
+        none_mae = rated.no_guidance.mae if rated is not None else None
         criteria[cid] = CriterionScore(
-            criterion_id=cid, name=c["name"], n_items=n["n_items"], n_scored=n["n_scored"], n_failed=n["n_failed"],
-            n_not_evaluable=n["n_not_evaluable"], n_excluded=n["n_excluded"], coverage=c["coverage"],
-            mean=c["judge_mean"]["estimate"], low=c["judge_mean"]["low"], high=c["judge_mean"]["high"],
-            anchored=a.get("estimate"), anchored_low=a.get("low"), anchored_high=a.get("high"),
-            anchored_refused=a.get("refused"),
-            physician_mean=phys.get("estimate"), physician_low=phys.get("low"), physician_high=phys.get("high"),
-            mae=((rated.get("winner") or {}).get("mae") or {}).get("estimate"),
-            no_guidance_mae=((rated.get("no_guidance") or {}).get("mae") or {}).get("estimate"),
+            criterion_id=cid, name=c.name, n_items=n.n_items, n_scored=n.n_scored, n_failed=n.n_failed,
+            n_not_evaluable=n.n_not_evaluable, n_excluded=n.n_excluded, coverage=c.coverage,
+            mean=c.judge_mean.estimate, low=c.judge_mean.low, high=c.judge_mean.high,
+            anchored=a.estimate, anchored_low=a.low, anchored_high=a.high, anchored_refused=a.refused,
+            physician_mean=phys.estimate if phys else None, physician_low=phys.low if phys else None,
+            physician_high=phys.high if phys else None,
+            mae=winner_mae.estimate if winner_mae else None, no_guidance_mae=none_mae.estimate if none_mae else None,
         )
-    return ScoringSummary(run_dir=Path(run_dir), judge_run_id=judge_run_id, rated=bool(report.get("rated")),
-                          criteria=criteria, report=dict(report))
+    return ScoringSummary(run_dir=Path(run_dir), judge_run_id=judge_run_id, rated=report.rated, criteria=criteria,
+                          report=report)
 
 
 class CalibratedJudge:

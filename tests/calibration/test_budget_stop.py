@@ -56,10 +56,10 @@ def test_a_calibration_stops_at_its_token_limit_and_resumes_without_paying_twice
     raised = _config(tmp_path, tiny_pack_dir, tiny_splits_dir, "limited", max_tokens=10 * uninterrupted * PER_CALL)
     result = _run(raised, provider, resume=True)
     assert provider.calls == uninterrupted  # nothing paid twice across the stop and the resume
-    spend = result.report["usage"]["spend"]
-    assert spend["max_tokens"] == 10 * uninterrupted * PER_CALL
-    assert spend["spent"]["calls"] == uninterrupted and spend["tokens"] == uninterrupted * PER_CALL
-    assert spend["stopped_at_limit"] == 2 and spend["usd"] is None  # no prices given
+    spend = result.report.usage.spend
+    assert spend is not None and spend.max_tokens == 10 * uninterrupted * PER_CALL
+    assert spend.spent.calls == uninterrupted and spend.tokens == uninterrupted * PER_CALL
+    assert spend.stopped_at_limit == 2 and spend.usd is None  # no prices given
     report_md = (run_dir / "report.md").read_text()
     assert "### Spending" in report_md and "stopped at its limit 2 times" in report_md
 
@@ -70,7 +70,7 @@ def test_a_usd_limit_is_priced_with_the_cached_input_price(tmp_path, tiny_pack_d
                      price_cached_in=0.5)
     result = _run(config, provider)
     spend = json.loads((config.run_dir / "report.json").read_text())["usage"]["spend"]
-    assert spend == result.report["usage"]["spend"]
+    assert spend == result.report.usage.spend.model_dump()
     calls = provider.calls
     assert spend["spent"]["calls"] == calls and spend["stopped_at_limit"] == 0
     assert spend["usd"] == pytest.approx(calls * (100 * 2.0 + 20 * 8.0) / 1e6)  # the fake reports no cached tokens

@@ -72,16 +72,16 @@ def test_the_noise_is_measured_on_calls_the_run_makes_anyway(tmp_path, pack_and_
     measured = [e for e in events if e["event"] == "racing_noise"]
     assert len(measured) == 1 and measured[0]["noise_sd"] >= 0 and measured[0]["pairs"] == len(noise)
     # calls made and cache hits add up to the judge answers the criterion used
-    row = result.report["table5"][0]
+    row = result.report.table5[0]
     judged = len([r for r in provider.requests if r.tag == "judge"])
-    assert row["judge_calls"] == judged == int((scores["cached"] == "False").sum())
-    assert row["judge_cache_hits"] == int((scores["cached"] == "True").sum()) > 0
+    assert row.judge_calls == judged == int((scores["cached"] == "False").sum())
+    assert row.judge_cache_hits == int((scores["cached"] == "True").sum()) > 0
     md = (result.run_dir / "report.md").read_text()
     assert "| judge calls | cache hits |" in md
     # the re-evaluation rows: the initial prompts' training calls with the finalists' seed are cache hits
-    initial = next(r for r in result.report["criteria"]["entailment"]["rows"] if r["kind"] == "initial")
-    assert 0 < initial["cached_calls"] < initial["calls"]
-    assert f"| {initial['calls'] - initial['cached_calls']} + {initial['cached_calls']} from cache |" in md
+    initial = next(r for r in result.report.criteria["entailment"].rows if r.kind == "initial")
+    assert 0 < initial.cached_calls < initial.calls
+    assert f"| {initial.calls - initial.cached_calls} + {initial.cached_calls} from cache |" in md
 
 
 def test_racing_without_a_margin_measures_nothing(tmp_path, pack_and_splits):
@@ -105,10 +105,10 @@ def test_an_accepted_budget_not_met_is_a_warning_in_the_report_and_on_the_cli(tm
     cands, _ = _tables(result.run_dir)
     accepted = int((cands.loc[cands["origin"] == "mutation", "status"] == "accepted").sum())
     assert accepted == 1
-    row = result.report["table5"][0]
-    assert row["accepted"] == 1 and row["accepted_asked"] == 3
+    row = result.report.table5[0]
+    assert row.accepted == 1 and row.accepted_asked == 3
     expected = "1 accepted mutant of the 3 asked - all 4 mutation attempts were spent (3 duplicate)"
-    assert any(expected in w for w in result.report["warnings"])
+    assert any(expected in w for w in result.report.warnings)
     stored = json.loads((result.run_dir / "report.json").read_text())
     assert any(expected in w for w in stored["warnings"])
     md = (result.run_dir / "report.md").read_text()
@@ -121,8 +121,8 @@ def test_an_accepted_budget_not_met_is_a_warning_in_the_report_and_on_the_cli(tm
 
 def test_a_met_budget_draws_no_shortfall_warning(tmp_path, pack_and_splits):
     result, _ = _run(_config(tmp_path, pack_and_splits, racing={"enabled": False}))
-    assert result.report["table5"][0]["accepted"] == 3
-    assert not [w for w in result.report["warnings"] if "asked" in w]
+    assert result.report.table5[0].accepted == 3
+    assert not [w for w in result.report.warnings if "asked" in w]
 
 
 def test_finalists_clearly_worse_on_the_first_share_are_judged_no_further(tmp_path, pack_and_splits):

@@ -116,10 +116,10 @@ def test_racing_prunes_a_clearly_worse_mutant_and_keeps_it_out_of_the_archive(tm
     assert (cands.loc[cands["origin"] == "mutation", "status"] == "accepted").sum() == 3
     events = [json.loads(line) for line in (result.run_dir / "journal.jsonl").read_text().splitlines()]
     assert {e["candidate_id"] for e in events if e["event"] == "candidate_pruned"} == set(pruned["candidate_id"])
-    e = result.report["table5"][0]
-    assert e["ceiling_val_pairs"] > 0 and e["evolved_val_pairs_ceiling_targets"] > 0  # the ceiling beside the judge
-    assert e["evolved_val_mae_ceiling_targets"] is not None and "one more rater" in (result.run_dir / "report.md").read_text()
-    assert e["pruned"] == len(pruned) and e["accepted"] == 3 and e["attempts"] == e["accepted"] + e["pruned"] + e["rejected"]
+    e = result.report.table5[0]
+    assert e.ceiling_val_pairs > 0 and e.evolved_val_pairs_ceiling_targets > 0  # the ceiling beside the judge
+    assert e.evolved_val_mae_ceiling_targets is not None and "one more rater" in (result.run_dir / "report.md").read_text()
+    assert e.pruned == len(pruned) and e.accepted == 3 and e.attempts == e.accepted + e.pruned + e.rejected
 
 
 @pytest.mark.parametrize("finalist_repeats", [1, 2])

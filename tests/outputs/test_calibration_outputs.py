@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -16,6 +17,8 @@ from evolve.outputs import (
     AuditResult,
     CalibrationReport,
     CalibrationRun,
+    ScoringReport,
+    ScoringRun,
     json_schema,
     read_run,
 )
@@ -93,3 +96,27 @@ def test_read_run_says_what_is_missing(tmp_path: Path) -> None:
         read_run(tmp_path / "nowhere")
     with pytest.raises(RunError, match="no run report in this folder"):
         read_run(tmp_path)
+
+
+def test_read_run_returns_a_typed_scoring_run(run: Path, tiny_frame, tmp_path: Path) -> None:  # noqa: F811
+    import evolve
+    from evolve.llm import Client, ResponseCache
+    from evolve.testing import FakeProvider
+    from tests.conftest import fake_endpoint
+
+    pack, _ = tiny_frame
+    client = Client(FakeProvider(fake_endpoint), cache=ResponseCache(tmp_path / "cache.sqlite"), backoff_initial=0.01)
+    try:
+        with warnings.catch_warnings():  # the fake judge's winner may draw the audit's 'review' warning: not tested here
+            warnings.simplefilter("ignore", UserWarning)
+            summary = evolve.load_judge(run).score(pack, client=client, run_dir=tmp_path / "scored")
+    finally:
+        client.close()
+    got = read_run(summary.run_dir)
+    assert isinstance(got, ScoringRun) and got.kind == "scoring" and isinstance(got.report, ScoringReport)
+    assert got.report == summary.report and got.judge.run_id == "typed"
+    c = got.report.criteria["entailment"]
+    assert c.counts.n_items == c.counts.n_scored + c.counts.n_failed + c.counts.n_not_evaluable + c.counts.n_excluded
+    assert c.rated is not None and c.rated.winner.n_pairs > 0  # the tiny pack is rated
+    schema = json.loads((SCHEMA_DIR / "summary.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads((summary.run_dir / "summary.json").read_text(encoding="utf-8")), schema)

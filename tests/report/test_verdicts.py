@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
+from evolve.outputs import Comparisons, PairedVerdict, SplitStatistics, Table5Row
 from evolve.report import (
     MIN_SHARED_PAIRS,
     apply_holm,
@@ -26,34 +27,35 @@ from evolve.report import (
 )
 from evolve.report._compare import HOW_TO_SHARE, NO_SHARED_TARGETS, _guarded
 from evolve.report._holm import mark_holm
-from evolve.report._report import _stats, render_agreement
+from evolve.report._report import _criterion_warnings, _stats, render_agreement
 from evolve.stats import MIN_CASES
 
 
 def test_a_report_on_three_validation_cases_says_too_few_cases_to_tell(calibration_runs):
     report = build_report(calibration_runs[0], n_boot=100)
-    verdicts = report["criteria"]["entailment"]["verdicts"]
-    assert set(verdicts) == {"best_initial", "no_guidance", "training_median"}
-    told = [v for v in verdicts.values() if v["verdict"] != "same candidate"]
-    assert told and all(v["n_cases"] == 3 < MIN_CASES for v in told)
+    verdicts = report.criteria["entailment"].verdicts
+    assert all(v is not None for v in (verdicts.best_initial, verdicts.no_guidance, verdicts.training_median))
+    told = [v for v in (verdicts.best_initial, verdicts.no_guidance, verdicts.training_median)
+            if v is not None and v.verdict != "same candidate"]
+    assert told and all(v.n_cases == 3 < MIN_CASES for v in told)
     # the guided judge agrees perfectly (estimate -1.0 against no guidance), yet 3 cases cannot carry a verdict
-    assert all(v["verdict"] == "too few cases to tell" and v["low"] is None for v in told)
-    assert all(v["p_value"] == pytest.approx(0.25) and v["method"] == "exact sign-flip test over 3 cases" for v in told)
+    assert all(v.verdict == "too few cases to tell" and v.low is None for v in told)
+    assert all(v.p_value == pytest.approx(0.25) and v.method == "exact sign-flip test over 3 cases" for v in told)
     assert "too few cases to tell (3 cases)" in render_markdown(report)
-    row = report["table5"][0]
-    assert row["vs_median_verdict"] == "too few cases to tell" and row["vs_median_p"] == pytest.approx(0.25)
+    row = report.table5[0]
+    assert row.vs_median_verdict == "too few cases to tell" and row.vs_median_p == pytest.approx(0.25)
 
 
 def test_the_training_median_is_a_paired_baseline_and_a_judge_worse_than_it_is_no_better_than_a_constant(
         calibration_runs):
     guided = build_report(calibration_runs[0], n_boot=100)
     lenient = build_report(calibration_runs[1], n_boot=100)  # answers 2 whatever it is told
-    g, w = guided["table5"][0], lenient["table5"][0]
-    assert g["evolved_val_mae"] < g["median_val_mae"] and g["no_better_than_constant"] is False
-    assert w["evolved_val_mae"] > w["median_val_mae"] and w["no_better_than_constant"] is True
+    g, w = guided.table5[0], lenient.table5[0]
+    assert g.evolved_val_mae < g.median_val_mae and g.no_better_than_constant is False
+    assert w.evolved_val_mae > w.median_val_mae and w.no_better_than_constant is True
     # the paired difference against the constant is the difference of the two MAEs on the winner's calls
-    v = lenient["criteria"]["entailment"]["verdicts"]["training_median"]
-    assert v["estimate"] == pytest.approx(w["evolved_val_mae"] - w["median_val_mae"])
+    v = lenient.criteria["entailment"].verdicts.training_median
+    assert v is not None and v.estimate == pytest.approx(w.evolved_val_mae - w.median_val_mae)
     md = render_markdown(lenient)
     assert "**no better than a constant**" in md and "vs training median" in md
     assert "No better than a constant: its validation MAE is not below the training median" in calibration_html(lenient, md)
@@ -71,44 +73,49 @@ def test_evolve_report_prints_every_verdict_and_the_warning(calibration_runs, tm
 
 
 def _report(*verdicts: tuple[str, float, str]) -> dict:
-    """A report skeleton: one criterion per (verdict, p-value, winner origin)."""
+    """A report skeleton while it is built: one criterion per (verdict, p-value, winner origin)."""
     criteria, table5 = {}, []
     for i, (verdict, p, origin) in enumerate(verdicts):
         v = {"estimate": -0.2, "low": -0.3, "high": -0.1, "n_pairs": 40, "n_cases": 10, "verdict": verdict, "p_value": p,
              "method": "exact sign-flip test over 10 cases", "holm_p": None, "holm_survives": None}
         criteria[f"c{i}"] = {"verdicts": {"best_initial": v, "no_guidance": None, "training_median": None}}
-        table5.append({"criterion": f"c{i}", "name": f"criterion {i}", "evolved_origin": origin,
-                       "vs_initial_verdict": verdict, "vs_initial_diff": -0.2, "vs_none_verdict": None,
-                       "evolved_val_mae": 0.4, "median_val_mae": 0.6, "no_better_than_constant": False})
+        table5.append(Table5Row(criterion=f"c{i}", name=f"criterion {i}", evolved=f"c{i}:m001", evolved_origin=origin,
+                                selection="robust", attempts=4, accepted=2, rejected=2, judge_calls=40,
+                                n_train_targets=20, n_val_targets=20, vs_initial_verdict=verdict, vs_initial_diff=-0.2,
+                                evolved_val_mae=0.4, median_val_mae=0.6, no_better_than_constant=False))
     return {"criteria": criteria, "table5": table5}
 
 
 def test_holm_marks_verdicts_that_do_not_survive_and_counts_the_comparisons():
     report = apply_holm(_report(("better", 0.03, "initial"), ("better", 0.04, "initial"), ("better", 0.001, "initial")))
     assert report["comparisons"] == {"n": 3, "correction": "Holm", "alpha": 0.05, "definitive": 3, "not_surviving": 2}
-    v = [report["criteria"][f"c{i}"]["verdicts"]["best_initial"] for i in range(3)]
+    v = [PairedVerdict.model_validate(report["criteria"][f"c{i}"]["verdicts"]["best_initial"]) for i in range(3)]
     # Holm: the smallest p times 3, then times 2, then times 1, each at least the previous
-    assert [x["holm_p"] for x in v] == pytest.approx([0.06, 0.06, 0.003])
-    assert [x["holm_survives"] for x in v] == [False, False, True]
+    assert [x.holm_p for x in v] == pytest.approx([0.06, 0.06, 0.003])
+    assert [x.holm_survives for x in v] == [False, False, True]
     assert verdict_text(v[0]).endswith("better (p = 0.030) - not after Holm's correction")
     assert "not after Holm" not in verdict_text(v[2])
-    assert comparisons_text(report).startswith("3 paired comparisons in this report")
-    assert "2 of 3 better/worse verdicts do not survive" in comparisons_text(report)
+    comparisons = Comparisons.model_validate(report["comparisons"])
+    assert comparisons_text(comparisons).startswith("3 paired comparisons in this report")
+    assert "2 of 3 better/worse verdicts do not survive" in comparisons_text(comparisons)
 
 
 def test_an_evolved_winner_not_distinguishable_from_the_best_initial_prompt_is_a_documented_warning():
     report = apply_holm(_report(("no distinguishable difference", 0.4, "mutation"), ("too few cases to tell", 0.25, "mutation"),
                                 ("no distinguishable difference", 0.4, "initial")))
-    warnings = verdict_warnings(report)
+    warnings = [w for row in report["table5"] for w in _criterion_warnings(row)]
     phrase = "not distinguishable from the best initial prompt although an evolved prompt was selected"
     assert [w.split(":", 1)[0] for w in warnings if phrase in w] == ["criterion criterion 0", "criterion criterion 1"]
 
 
-def test_qwk_against_constant_ratings_is_undefined_not_zero():
+def test_qwk_against_constant_ratings_is_undefined_not_zero(calibration_runs):
     pairs = pd.DataFrame({"case_id": list("abcdefgh"), "judge": [0, 1, 2, 1, 0, 2, 1, 1], "rater": [1] * 8})
     stats = _stats(pairs, [0, 1, 2], seed=0, n_boot=50)
     assert stats["qwk"]["estimate"] is None and stats["mae"]["estimate"] == pytest.approx(0.5)
-    report = {"bootstrap": {"n_boot": 50}, "criteria": {"c": {"name": "c", "agreement": {"winner": {"validation": stats}}}}}
+    real = build_report(calibration_runs[0], n_boot=20)
+    entry = real.criteria["entailment"].model_copy(update={
+        "name": "c", "agreement": {"winner": SplitStatistics.model_validate({"validation": stats})}})
+    report = real.model_copy(update={"criteria": {"c": entry}})
     row = next(line for line in render_agreement(report) if line.startswith("| c | evolved"))
     assert row.split(" | ")[4] == "undefined" and "0.000" not in row.split(" | ")[4]
 

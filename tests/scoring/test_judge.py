@@ -95,9 +95,9 @@ def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path,
     assert c.mean is not None and c.low <= c.mean <= c.high
     assert c.mae is not None and c.no_guidance_mae is not None and c.mae < c.no_guidance_mae
     assert c.physician_mean is not None and c.anchored_refused is None and c.anchored is not None
-    rated = summary.report["criteria"]["entailment"]["rated"]
-    assert rated["verdicts"]["no_guidance"]["verdict"] in ("better", "no distinguishable difference", "too few cases to tell")
-    assert rated["training_median"]["mae"]["estimate"] is not None
+    rated = summary.report.criteria["entailment"].rated
+    assert rated is not None and rated.training_median.mae is not None and rated.training_median.mae.estimate is not None
+    assert rated.verdicts.no_guidance.verdict in ("better", "no distinguishable difference", "too few cases to tell")
     md = (run / "report.md").read_text()
     for words in ("physician-anchored", "training median", "no guidance", "physicians' actual mean", "Items = scored"):
         assert words in md
