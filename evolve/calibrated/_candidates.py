@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from evolve.errors import RunError
+from evolve.records import Record
 from evolve.runs import CalibrationFolder
 
 __all__ = ["CandidateRecord", "read_candidates"]
 
 
-@dataclass(frozen=True)
-class CandidateRecord:
-    """One row of a finished run's ``candidates.csv``, as readers of the run need it.
+class CandidateRecord(Record):
+    """One row of a finished run's ``candidates.csv``, as readers of the run need it (the
+    published schema ``candidate``; the file holds more columns, which the engine reads).
 
     Attributes:
         candidate_id: E.g. ``data_use:m7``.

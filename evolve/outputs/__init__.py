@@ -1,8 +1,10 @@
 """Typed run outputs: what a finished run wrote, read back as versioned records.
 
 A run folder holds files other programs read: ``report.json`` (calibration), ``audit.json`` (its
-drift audit), ``bench_report.json`` (consilium benchmark), ``otb_report.json`` (OpenTumorBoard),
-``summary.json`` (a scoring run, ``evolve judge``), ``judge.json`` (the calibrated judge). Each is a versioned pydantic model here, built on :class:`evolve.records.Record` (frozen,
+drift audit), ``candidates.csv`` (one :class:`~evolve.calibrated.CandidateRecord` per row),
+``bench_report.json`` (consilium benchmark), ``otb_report.json`` (OpenTumorBoard),
+``summary.json`` (a scoring run, ``evolve judge``) and ``judge.json`` (the calibrated judge).
+Each is a versioned pydantic model here, built on :class:`evolve.records.Record` (frozen,
 unknown fields refused), and published as a JSON Schema (:func:`json_schema`, files under
 ``evolve/outputs/schemas/``). The writers validate what they write against these models, so a
 file on disk always matches its schema; the readers - Markdown, HTML pages, ``evolve compare``,

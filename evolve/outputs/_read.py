@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from evolve.calibrated import JudgeFile, load_judge_file
+from evolve.calibrated import CandidateRecord, JudgeFile, load_judge_file, read_candidates
 from evolve.errors import RunError
 from evolve.outputs._audit import AuditResult
 from evolve.outputs._bench import BenchReport
@@ -31,12 +31,14 @@ class CalibrationRun:
     Attributes:
         path: The run folder.
         report: Its ``report.json``.
+        candidates: Every candidate of ``candidates.csv``, in file order.
         judge: Its judge file (``judge.json``); None for a run reported before judge files existed.
         audit: Its drift audit (``audit.json``); None when the run was not audited.
     """
 
     path: Path
     report: CalibrationReport
+    candidates: list[CandidateRecord]
     judge: JudgeFile | None = None
     audit: AuditResult | None = None
 
@@ -159,7 +161,7 @@ def _calibration(path: Path) -> CalibrationRun | None:
     judge = load_judge_file(path) if (path / folder.JUDGE).is_file() else None
     audit = (read_model(path / folder.AUDIT_JSON, AuditResult, rebuild=f"evolve audit {path}")
              if (path / folder.AUDIT_JSON).is_file() else None)
-    return CalibrationRun(path=path, report=report, judge=judge, audit=audit)
+    return CalibrationRun(path=path, report=report, candidates=read_candidates(path), judge=judge, audit=audit)
 
 
 def _bench(path: Path) -> BenchRun | None:
@@ -192,12 +194,14 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "bench_report": BenchReport,
     "otb_report": OtbReport,
     "summary": ScoringReport,
+    "candidate": CandidateRecord,
 }
 """Published JSON Schemas: name -> record class (``evolve/outputs/schemas/<name>.schema.json``)."""
 
 
 def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of one run output (``report``, ``audit``, ``judge``, ``bench_report``, ``otb_report``, ``summary``).
+    """The JSON Schema of one run output (a key of :data:`SCHEMAS`: ``report``, ``audit``, ``judge``,
+    ``bench_report``, ``otb_report``, ``summary``, ``candidate``).
 
     Raises:
         KeyError: An unknown name (the message lists the known ones).

@@ -75,6 +75,8 @@ def test_read_run_returns_the_typed_calibration_run(run: Path) -> None:
     assert isinstance(got.report, CalibrationReport) and isinstance(got.judge, JudgeFile)
     assert got.judge.criteria["entailment"].winner.candidate_id == got.report.criteria["entailment"].winner.candidate_id
     assert got.audit is None or isinstance(got.audit, AuditResult)
+    winners = [c for c in got.candidates if c.selected]
+    assert [c.candidate_id for c in winners] == [got.report.criteria["entailment"].winner.candidate_id]
     judge = read_run(run / "judge.json")
     assert isinstance(judge, JudgeFile) and judge.run_id == "typed"
 
