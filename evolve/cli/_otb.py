@@ -40,21 +40,22 @@ from evolve.cli._options import (
 
 if TYPE_CHECKING:
     from evolve.otb import OtbJudgeResult
+    from evolve.outputs import OtbReport
     from evolve.workflows import OtbRunResult
     from evolve.workflows._options import OtbRunOptions
 
 otb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
 
-def _print_summary(run_dir: Path, report: dict | None) -> None:
-    for r in (report or {}).get("tables", {}).get("main", []):
-        mean = (": no scored item of" if r["mean"] is None
-                else f" {r['mean']:.2f} [{r['mean_low']:.2f}, {r['mean_high']:.2f}] over")
-        name = "conclusion alignment" if r["task"] == "board" else "clinical equivalence"
-        out.print(f"{r['task']} {r['model']}: {name}{mean} {count_noun(r['items'], 'item')} ({r['format_failures']} "
-                  f"malformed, {count_noun(r['judge_failures'], 'judge failure')})", highlight=False, soft_wrap=True)
-        if r["judge_failures"] and not r["scored"]:
-            err.print(f"warning: {r['task']} {r['model']}: every judge call failed; the reasons are in "
+def _print_summary(run_dir: Path, report: OtbReport | None) -> None:
+    for r in report.tables.main if report is not None else []:
+        mean = (": no scored item of" if r.mean is None
+                else f" {r.mean:.2f} [{r.mean_low:.2f}, {r.mean_high:.2f}] over")
+        name = "conclusion alignment" if r.task == "board" else "clinical equivalence"
+        out.print(f"{r.task} {r.model}: {name}{mean} {count_noun(r.items, 'item')} ({r.format_failures} "
+                  f"malformed, {count_noun(r.judge_failures, 'judge failure')})", highlight=False, soft_wrap=True)
+        if r.judge_failures and not r.scored:
+            err.print(f"warning: {r.task} {r.model}: every judge call failed; the reasons are in "
                       f"{run_dir / 'judge_scores.jsonl'} (outcome judge_failure, error)", highlight=False, soft_wrap=True)
     if report is not None:
         out.print(f"OpenTumorBoard report: {run_dir / 'otb_report.md'}", highlight=False, soft_wrap=True)

@@ -69,6 +69,7 @@ from evolve.data import (
     write_pack,
 )
 from evolve.errors import DataError, RunError, RunStoppedError
+from evolve.outputs import BenchReport
 from evolve.records import Record
 from evolve.rubric import run_prompts_root, write_prompts_snapshot
 from evolve.runs import (
@@ -410,7 +411,7 @@ class BenchResult:
     packs: dict[str, Path] = field(default_factory=dict)
     usage: dict[str, dict] = field(default_factory=dict)
     judge: Any = None
-    report: dict | None = None
+    report: BenchReport | None = None
     notes: list[str] = field(default_factory=list)
     context: ContextCheck | None = None
 

@@ -62,6 +62,8 @@ from pydantic import ValidationError
 from evolve.consilium import CaseRun, harmonise_role, load_run_cases, split_fallbacks
 from evolve.errors import DataError, RunError
 from evolve.markdown import md_code, md_inline
+from evolve.outputs import BENCH_REPORT_VERSION, BenchReport, Table3Row, Table4Row, Table6Row, Table7Row, Table8Row, Table9Row
+from evolve.records import Record
 from evolve.report._bench_anchored import ANCHORED_COLUMNS, DIFFERENCE_COLUMNS, anchored_means, render_anchored
 from evolve.report._bench_cohort import (
     COMPLEXITY_COLUMNS,
@@ -78,6 +80,7 @@ from evolve.report._bench_cohort import (
 )
 from evolve.report._pages import bench_html
 from evolve.report._report import format_interval
+from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import BenchFolder
 from evolve.stats import ClusterMeans, Interval
@@ -98,8 +101,6 @@ __all__ = [
     "render_bench_markdown",
     "write_bench_report",
 ]
-
-BENCH_REPORT_VERSION = 1
 
 CONFIDENCE = 0.95
 ALL = "all"
@@ -643,7 +644,7 @@ def _clean(x):
     return x
 
 
-def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> dict:
+def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> BenchReport:
     """Compute every benchmark table of a bench run folder (no model calls).
 
     Args:
@@ -654,7 +655,8 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
             intervals.
 
     Returns:
-        A JSON-able dict (``NaN`` as ``None``): ``version``, ``run_dir``, ``bootstrap`` (method,
+        The report (:class:`~evolve.outputs.BenchReport`, what ``bench_report.json`` holds;
+        ``NaN`` as ``None``): ``version``, ``run_dir``, ``bootstrap`` (method,
         replicates, seed, confidence, cluster), ``counts`` (artifacts, cases, models, conditions,
         topologies, judge rows), ``judged`` (whether ``judge_scores.csv`` exists), ``notes``
         (rows left out and why), ``tables`` (``table3`` ... ``table9``: lists of records with the
@@ -755,7 +757,7 @@ def build_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0) -> d
         "usage": usage_report(BenchFolder(run_dir).journal()),
         "prefix_cached_share": _prefix_share(BenchFolder(run_dir)),
     }
-    return _clean(report)
+    return BenchReport.model_validate(_clean(report))  # the file always matches its schema
 
 
 def _prefix_share(folder: BenchFolder) -> float | None:
@@ -778,163 +780,188 @@ def _pipeline_records(pipes: pd.DataFrame, quality: pd.DataFrame | None) -> list
 # -- markdown -------------------------------------------------------------------------------------
 
 
-def _num(x, digits: int = 3) -> str:
+def _num(x: float | None, digits: int = 3) -> str:
     return format_interval(x, None, None, digits=digits)
 
 
-def _ci(row: dict, name: str, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
-    return format_interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"),
-                           digits=digits, scale=scale, suffix=suffix)
+def _ci(estimate: float | None, low: float | None, high: float | None, digits: int = 3, scale: float = 1.0,
+        suffix: str = "") -> str:
+    """``estimate [low, high]`` of one interval field of a row (its three values)."""
+    return format_interval(estimate, low, high, digits=digits, scale=scale, suffix=suffix)
 
 
-def _pct(row: dict, name: str) -> str:
-    return _ci(row, name, digits=1, scale=100.0, suffix="%")
+def _pct(estimate: float | None, low: float | None, high: float | None) -> str:
+    return _ci(estimate, low, high, digits=1, scale=100.0, suffix="%")
 
 
-def _ktok(row: dict, name: str) -> str:
-    return _ci(row, name, digits=1, scale=1e-3, suffix="k")
+def _ktok(estimate: float | None, low: float | None, high: float | None) -> str:
+    return _ci(estimate, low, high, digits=1, scale=1e-3, suffix="k")
 
 
-def _group(row: dict) -> str:
-    return f"{md_inline(row['model'])} | {md_inline(row['condition'])} | {md_inline(row['topology'])}"
+def _group(row: Table3Row | Table4Row | Table6Row | Table7Row | Table8Row) -> str:
+    return f"{md_inline(row.model)} | {md_inline(row.condition)} | {md_inline(row.topology)}"
 
 
 def _not_judged(title: str) -> list[str]:
     return [title, "", "Not judged yet: this run has no `judge_scores.csv`.", ""]
 
 
-def render_bench_markdown(report: dict) -> str:
+def _notes(report: BenchReport) -> list[str]:
+    """The report's notes, and one on free-form opinions split without a 'FINAL OPINION:' line."""
+    split, notes = report.free_form_split, list(report.notes)
+    if split is not None and split.fallbacks:
+        judged = {True: "their reasoning and opinion were judged as overlapping components",
+                  False: "free-form role components were not judged (structured ones only, as in the paper)",
+                  None: "not judged yet"}[split.roles_judged]
+        notes.append(f"{split.fallbacks} of {split.opinions} free-form role opinions ({split.primary_fallbacks} of "
+                     f"{split.primary_opinions} primary-role ones) have no 'FINAL OPINION:' line: reasoning = the whole "
+                     f"text, opinion = its last paragraph; {judged}.")
+    return notes
+
+
+def render_bench_markdown(report: BenchReport) -> str:
     """Render :func:`build_bench_report` output as Markdown, one section per table."""
-    b, c, t = report["bootstrap"], report["counts"], report["tables"]
+    b, c, t = report.bootstrap, report.counts, report.tables
     out = [
         "# Benchmark report",
         "",
-        (f"Run {md_code(report['run_dir'])}: {c['case_artifacts']} pipelines over {c['cases']} cases; models "
-         f"{', '.join(map(md_inline, c['models']))}; conditions {', '.join(map(md_inline, c['conditions']))}; "
-         f"topologies {', '.join(map(md_inline, c['topologies']))}; "
-         f"{c['failed_pipelines']} failed pipelines; {c['judge_rows']} judge rows used."),
+        (f"Run {md_code(report.run_dir)}: {c.case_artifacts} pipelines over {c.cases} cases; models "
+         f"{', '.join(map(md_inline, c.models))}; conditions {', '.join(map(md_inline, c.conditions))}; "
+         f"topologies {', '.join(map(md_inline, c.topologies))}; "
+         f"{c.failed_pipelines} failed pipelines; {c.judge_rows} judge rows used."),
         "",
-        (f"Brackets: 95% percentile intervals from a case-clustered bootstrap ({b['n_boot']} replicates, seed {b['seed']}): "
+        (f"Brackets: 95% percentile intervals from a case-clustered bootstrap ({b.n_boot} replicates, seed {b.seed}): "
          "whole cases (DOIs) are drawn with replacement and keep all their observations. "
          "`all` rows pool the models. Every number is recomputable from `cases/*.json` and `judge_scores.csv`."),
         "",
     ]
-    split = report.get("free_form_split") or {}
-    notes = list(report["notes"])
-    if split.get("fallbacks"):
-        judged = {True: "their reasoning and opinion were judged as overlapping components",
-                  False: "free-form role components were not judged (structured ones only, as in the paper)",
-                  None: "not judged yet"}[split["roles_judged"]]
-        notes.append(f"{split['fallbacks']} of {split['opinions']} free-form role opinions ({split['primary_fallbacks']} of "
-                     f"{split['primary_opinions']} primary-role ones) have no 'FINAL OPINION:' line: reasoning = the whole "
-                     f"text, opinion = its last paragraph; {judged}.")
+    notes = _notes(report)
     out += [f"- Note: {md_inline(n)}" for n in notes] + ([""] if notes else [])
-    cohort = {"table2": (t.get("table2") or [{}])[0], "panels": t.get("panels", []), "judged": report["judged"],
-              "distribution": t.get("distribution", []), "complexity": t.get("complexity", []),
-              "format": t.get("format", [])}
-    out += render_cohort(cohort, {"num": _num, "pct": _pct, "ci": _ci})
-
-    out += ["## Table 3 — consilium outcomes", "",
-            ("Per model, condition and topology: shares and mean rounds over completed pipelines, failures over all; "
-             "stop reasons are counts."), "",
-            ("| model | condition | topology | pipelines | first-round consensus | eventual consensus | mean rounds | "
-            "max-round stops | failures | stop reasons |"), "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in t["table3"]:
-        stops = ", ".join(f"{k[5:]} {r[k]}" for k in r if k.startswith("stop_") and r[k])
-        out.append(f"| {_group(r)} | {r['n_pipelines']} | {_pct(r, 'first_round_consensus_share')} | "
-                   f"{_pct(r, 'consensus_share')} | {_ci(r, 'mean_rounds', 2)} | {_pct(r, 'max_rounds_share')} | "
-                   f"{_pct(r, 'failure_share')} | {stops} |")
-    out.append("")
-
-    out += ["## Table 4 — vote transitions between consecutive rounds", "",
-            ("Each role's vote in round r against its vote in round r+1 (consilia that went on to another round); "
-             "roles by harmonised category; shares of the row's transitions; "
-             "dissent resolved = no→yes among no votes, assent lost = yes→no among yes votes."), "",
-             "| model | condition | topology | role | rounds | n | yes→yes | yes→no | no→yes | no→no | dissent resolved | assent lost |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    if not t["table4"]:
-        out.append("| no consilium went past its first round | | | | | | | | | | | |")
-    for r in t["table4"]:
-        cells = " | ".join(f"{r[k]} ({_pct(r, k + '_share')})" for k in _KINDS)
-        out.append(f"| {_group(r)} | {md_inline(r['role'])} | {r['rounds']} | {r['n_transitions']} | {cells} | "
-                   f"{_pct(r, 'dissent_resolved_share')} | {_pct(r, 'assent_lost_share')} |")
-    out.append("")
-
-    title6 = "## Table 6 — judge scores per component"
-    if not report["judged"]:
-        out += _not_judged(title6)
-    else:
-        out += [title6, "",
-                ("Mean (0–3) of numeric judge scores over the component's criteria, repeats averaged first; "
-                 "not-evaluable and failed calls are counted, never scored as 0; coverage = numeric / calls; "
-                 "SD is the population SD."), "",
-                ("| model | condition | topology | component | criteria | outputs | calls | coverage | not evaluable | "
-                "failures | mean | SD |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in t["table6"]:
-            out.append(f"| {_group(r)} | {md_inline(r['component'])} | {md_inline(r['criteria'])} | {r['n_outputs']} | {r['n_calls']} | "
-                       f"{r['coverage'] * 100:.1f}% | {r['n_not_evaluable']} | {r['n_model_failure']} | "
-                       f"{_ci(r, 'mean')} | {_num(r['sd'])} |")
-        out.append("")
-
-    out += ["## Table 7 — quality and tokens", "",
-            ("Quality = mean over pipelines of the final report's mean numeric score on criteria 1–8; tokens = prompt + "
-             "completion tokens of one pipeline's generation calls (judge calls excluded), in thousands, averaged over "
-             "all pipelines of the row, failed ones included (their calls were spent)."), "",
-             "| model | condition | topology | pipelines | scored | quality | tokens / case | prompt / completion | tokens per quality point |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in t["table7"]:
-        quality = _ci(r, "quality") if report["judged"] else "not judged yet"
-        out.append(f"| {_group(r)} | {r['n_pipelines']} | {r['n_scored']} | {quality} | {_ktok(r, 'mean_tokens')} | "
-                   f"{r['mean_prompt_tokens'] / 1e3:.1f}k / {r['mean_completion_tokens'] / 1e3:.1f}k | "
-                   f"{_ktok(r, 'tokens_per_point')} |")
-    out.append("")
-
-    title8 = "## Table 8 — criterion profiles, final report vs primary role"
-    if not report["judged"]:
-        out += _not_judged(title8)
-    else:
-        out += [title8, "",
-                ("Per criterion: mean judge score of the final report and of the primary role's reasoning and opinion "
-                 "(— where the criterion does not apply), and final minus role on the same resampled cases."), "",
-                 "| model | condition | topology | # | criterion | final | reasoning | opinion | final − reasoning | final − opinion |",
-                 "|---|---|---|---|---|---|---|---|---|---|"]
-        for r in t["table8"]:
-            out.append(f"| {_group(r)} | {md_inline(r['number'])} | {md_inline(r['criterion'])} | {_ci(r, 'final_mean')} | "
-                       f"{_ci(r, 'reasoning_mean')} | {_ci(r, 'opinion_mean')} | {_ci(r, 'final_minus_reasoning')} | "
-                       f"{_ci(r, 'final_minus_opinion')} |")
-        out.append("")
-
-    title9 = "## Table 9 — final-report scores by rounds completed"
-    if not report["judged"]:
-        out += _not_judged(title9)
-    else:
-        out += [title9, "",
-                ("Output-level mean of the final report's numeric scores on criteria 1–8, grouped by review rounds "
-                 "completed; SD is the population SD; case complexity (criterion 10) is not part of the mean."), "",
-                 "| condition | rounds | outputs | mean | SD | mean < 2 | case complexity |", "|---|---|---|---|---|---|---|"]
-        for r in t["table9"]:
-            out.append(f"| {md_inline(r['condition'])} | {r['rounds']} | {r['n_outputs']} | {_ci(r, 'mean')} | {_num(r['sd'])} | "
-                       f"{_pct(r, 'below_2_share')} | {_ci(r, 'complexity_mean')} |")
-        out.append("")
-
-    out += render_anchored(report.get("anchored"), report["judged"])
-
-    roles = report["roles"]
-    out += ["## Role labels — exact vs harmonised", "",
-            (f"{roles['n_assignments']} role assignments in {roles['n_panels']} distinct panels use "
-             f"{roles['n_exact_labels']} exact labels, harmonised into {roles['n_categories']} categories "
-             f"({roles['n_collapsed']} labels collapsed; lowercase, titles dropped, -ologist → -ology, small synonym table)."), "",
-             "| category | exact labels | assignments | primary | labels |", "|---|---|---|---|---|"]
-    for r in roles["categories"]:
-        out.append(f"| {md_inline(r['category'])} | {r['n_exact_labels']} | {r['n_assignments']} | {r['n_primary']} | "
-                   f"{md_inline(r['exact_labels'])} |")
-    out.append("")
-    out += render_usage(report.get("usage"))
-    out += render_prefix_share(report.get("prefix_cached_share"), "judge_scores.csv")
+    out += render_cohort(t, report.judged)
+    out += _render_table3(t.table3) + _render_table4(t.table4)
+    out += _render_table6(t.table6) if report.judged else _not_judged(TITLE6)
+    out += _render_table7(t.table7, report.judged)
+    out += _render_table8(t.table8) if report.judged else _not_judged(TITLE8)
+    out += _render_table9(t.table9) if report.judged else _not_judged(TITLE9)
+    out += render_anchored(report.anchored, report.judged)
+    out += _render_roles(report)
+    out += render_usage(report.usage)
+    out += render_prefix_share(report.prefix_cached_share, "judge_scores.csv")
     return "\n".join(out)
 
 
-def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict:
+TITLE6 = "## Table 6 — judge scores per component"
+TITLE8 = "## Table 8 — criterion profiles, final report vs primary role"
+TITLE9 = "## Table 9 — final-report scores by rounds completed"
+
+
+def _render_table3(rows: list[Table3Row]) -> list[str]:
+    out = ["## Table 3 — consilium outcomes", "",
+           ("Per model, condition and topology: shares and mean rounds over completed pipelines, failures over all; "
+            "stop reasons are counts."), "",
+           ("| model | condition | topology | pipelines | first-round consensus | eventual consensus | mean rounds | "
+            "max-round stops | failures | stop reasons |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        stops = ", ".join(f"{reason} {n}" for reason, n in r.stops.items() if n)
+        out.append(f"| {_group(r)} | {r.n_pipelines} | "
+                   f"{_pct(r.first_round_consensus_share, r.first_round_consensus_share_low, r.first_round_consensus_share_high)} | "
+                   f"{_pct(r.consensus_share, r.consensus_share_low, r.consensus_share_high)} | "
+                   f"{_ci(r.mean_rounds, r.mean_rounds_low, r.mean_rounds_high, 2)} | "
+                   f"{_pct(r.max_rounds_share, r.max_rounds_share_low, r.max_rounds_share_high)} | "
+                   f"{_pct(r.failure_share, r.failure_share_low, r.failure_share_high)} | {stops} |")
+    return [*out, ""]
+
+
+def _render_table4(rows: list[Table4Row]) -> list[str]:
+    out = ["## Table 4 — vote transitions between consecutive rounds", "",
+           ("Each role's vote in round r against its vote in round r+1 (consilia that went on to another round); "
+            "roles by harmonised category; shares of the row's transitions; "
+            "dissent resolved = no→yes among no votes, assent lost = yes→no among yes votes."), "",
+           "| model | condition | topology | role | rounds | n | yes→yes | yes→no | no→yes | no→no | dissent resolved | assent lost |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    if not rows:
+        out.append("| no consilium went past its first round | | | | | | | | | | | |")
+    for r in rows:
+        cells = " | ".join(f"{n} ({_pct(*share)})" for _, n, share in r.transitions)
+        out.append(f"| {_group(r)} | {md_inline(r.role)} | {r.rounds} | {r.n_transitions} | {cells} | "
+                   f"{_pct(r.dissent_resolved_share, r.dissent_resolved_share_low, r.dissent_resolved_share_high)} | "
+                   f"{_pct(r.assent_lost_share, r.assent_lost_share_low, r.assent_lost_share_high)} |")
+    return [*out, ""]
+
+
+def _render_table6(rows: list[Table6Row]) -> list[str]:
+    out = [TITLE6, "",
+           ("Mean (0–3) of numeric judge scores over the component's criteria, repeats averaged first; "
+            "not-evaluable and failed calls are counted, never scored as 0; coverage = numeric / calls; "
+            "SD is the population SD."), "",
+           ("| model | condition | topology | component | criteria | outputs | calls | coverage | not evaluable | "
+            "failures | mean | SD |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {_group(r)} | {md_inline(r.component)} | {md_inline(r.criteria)} | {r.n_outputs} | {r.n_calls} | "
+                   f"{r.coverage * 100:.1f}% | {r.n_not_evaluable} | {r.n_model_failure} | "
+                   f"{_ci(r.mean, r.mean_low, r.mean_high)} | {_num(r.sd)} |")
+    return [*out, ""]
+
+
+def _render_table7(rows: list[Table7Row], judged: bool) -> list[str]:
+    out = ["## Table 7 — quality and tokens", "",
+           ("Quality = mean over pipelines of the final report's mean numeric score on criteria 1–8; tokens = prompt + "
+            "completion tokens of one pipeline's generation calls (judge calls excluded), in thousands, averaged over "
+            "all pipelines of the row, failed ones included (their calls were spent)."), "",
+           "| model | condition | topology | pipelines | scored | quality | tokens / case | prompt / completion | tokens per quality point |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        quality = _ci(r.quality, r.quality_low, r.quality_high) if judged else "not judged yet"
+        out.append(f"| {_group(r)} | {r.n_pipelines} | {r.n_scored} | {quality} | "
+                   f"{_ktok(r.mean_tokens, r.mean_tokens_low, r.mean_tokens_high)} | "
+                   f"{r.mean_prompt_tokens / 1e3:.1f}k / {r.mean_completion_tokens / 1e3:.1f}k | "
+                   f"{_ktok(r.tokens_per_point, r.tokens_per_point_low, r.tokens_per_point_high)} |")
+    return [*out, ""]
+
+
+def _render_table8(rows: list[Table8Row]) -> list[str]:
+    out = [TITLE8, "",
+           ("Per criterion: mean judge score of the final report and of the primary role's reasoning and opinion "
+            "(— where the criterion does not apply), and final minus role on the same resampled cases."), "",
+           "| model | condition | topology | # | criterion | final | reasoning | opinion | final − reasoning | final − opinion |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {_group(r)} | {md_inline(r.number)} | {md_inline(r.criterion)} | "
+                   f"{_ci(r.final_mean, r.final_mean_low, r.final_mean_high)} | "
+                   f"{_ci(r.reasoning_mean, r.reasoning_mean_low, r.reasoning_mean_high)} | "
+                   f"{_ci(r.opinion_mean, r.opinion_mean_low, r.opinion_mean_high)} | "
+                   f"{_ci(r.final_minus_reasoning, r.final_minus_reasoning_low, r.final_minus_reasoning_high)} | "
+                   f"{_ci(r.final_minus_opinion, r.final_minus_opinion_low, r.final_minus_opinion_high)} |")
+    return [*out, ""]
+
+
+def _render_table9(rows: list[Table9Row]) -> list[str]:
+    out = [TITLE9, "",
+           ("Output-level mean of the final report's numeric scores on criteria 1–8, grouped by review rounds "
+            "completed; SD is the population SD; case complexity (criterion 10) is not part of the mean."), "",
+           "| condition | rounds | outputs | mean | SD | mean < 2 | case complexity |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {md_inline(r.condition)} | {r.rounds} | {r.n_outputs} | {_ci(r.mean, r.mean_low, r.mean_high)} | "
+                   f"{_num(r.sd)} | {_pct(r.below_2_share, r.below_2_share_low, r.below_2_share_high)} | "
+                   f"{_ci(r.complexity_mean, r.complexity_mean_low, r.complexity_mean_high)} |")
+    return [*out, ""]
+
+
+def _render_roles(report: BenchReport) -> list[str]:
+    roles = report.roles
+    out = ["## Role labels — exact vs harmonised", "",
+           (f"{roles.n_assignments} role assignments in {roles.n_panels} distinct panels use "
+            f"{roles.n_exact_labels} exact labels, harmonised into {roles.n_categories} categories "
+            f"({roles.n_collapsed} labels collapsed; lowercase, titles dropped, -ologist → -ology, small synonym table)."), "",
+           "| category | exact labels | assignments | primary | labels |", "|---|---|---|---|---|"]
+    for r in roles.categories:
+        out.append(f"| {md_inline(r.category)} | {r.n_exact_labels} | {r.n_assignments} | {r.n_primary} | "
+                   f"{md_inline(r.exact_labels)} |")
+    return [*out, ""]
+
+
+def write_bench_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
+                       settings: ReportSettings | None = None) -> BenchReport:
     """Build the benchmark report and write it into ``run_dir``.
 
     Files: ``bench_report.json`` (everything :func:`build_bench_report` returns),
@@ -951,12 +978,14 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
 
     Args:
         run_dir: The bench run folder.
-        n_boot: Bootstrap replicates per interval.
+        n_boot: Bootstrap replicates per interval (None: those of ``settings``).
         seed: Bootstrap seed.
         html: Also write ``report.html``.
+        settings: Bootstrap replicates and figures (default:
+            :meth:`~evolve.report.ReportSettings.from_env`).
 
     Returns:
-        The report dict.
+        The report (what ``bench_report.json`` holds).
 
     Raises:
         RunError, DataError, ValueError: As :func:`build_bench_report`.
@@ -964,20 +993,28 @@ def write_bench_report(run_dir: Path, *, n_boot: int = 2000, seed: int = 0, html
     run_dir = Path(run_dir)
     folder = BenchFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
-        report = build_bench_report(run_dir, n_boot=n_boot, seed=seed)
-        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        settings = report_settings(settings, n_boot)
+        report = build_bench_report(run_dir, n_boot=settings.replicates, seed=seed)
+        folder.write(folder.REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         markdown = render_bench_markdown(report)
         folder.write(folder.REPORT_MD, markdown)
         if html:
-            folder.write(folder.REPORT_HTML, bench_html(report, markdown))
-        columns = {"table2": TABLE2_COLUMNS, "table3": TABLE3_COLUMNS, "table4": TABLE4_COLUMNS, "table6": TABLE6_COLUMNS,
-                   "table7": TABLE7_COLUMNS, "table8": TABLE8_COLUMNS, "table9": TABLE9_COLUMNS, "panels": PANELS_COLUMNS,
-                   "distribution": DISTRIBUTION_COLUMNS, "complexity": COMPLEXITY_COLUMNS, "format": FORMAT_COLUMNS}
-        for name, cols in columns.items():
-            folder.write(f"{name}.csv", pd.DataFrame(report["tables"][name], columns=cols).to_csv(index=False))
-        folder.write(folder.ROLES, pd.DataFrame(report["roles"]["categories"], columns=ROLES_COLUMNS).to_csv(index=False))
-        anchored = report.get("anchored") or {}
-        folder.write("anchored.csv", pd.DataFrame(anchored.get("systems", []), columns=ANCHORED_COLUMNS).to_csv(index=False))
-        folder.write("anchored_differences.csv",
-                     pd.DataFrame(anchored.get("differences", []), columns=DIFFERENCE_COLUMNS).to_csv(index=False))
+            folder.write(folder.REPORT_HTML, bench_html(report, markdown, figures=settings.figures))
+        t, anchored = report.tables, report.anchored
+        csvs: dict[str, tuple[Sequence[Record], list[str]]] = {
+            "table2.csv": (t.table2, TABLE2_COLUMNS), "table3.csv": (t.table3, TABLE3_COLUMNS),
+            "table4.csv": (t.table4, TABLE4_COLUMNS), "table6.csv": (t.table6, TABLE6_COLUMNS),
+            "table7.csv": (t.table7, TABLE7_COLUMNS), "table8.csv": (t.table8, TABLE8_COLUMNS),
+            "table9.csv": (t.table9, TABLE9_COLUMNS), "panels.csv": (t.panels, PANELS_COLUMNS),
+            "distribution.csv": (t.distribution, DISTRIBUTION_COLUMNS), "complexity.csv": (t.complexity, COMPLEXITY_COLUMNS),
+            "format.csv": (t.format, FORMAT_COLUMNS), folder.ROLES: (report.roles.categories, ROLES_COLUMNS),
+            "anchored.csv": (anchored.systems if anchored else [], ANCHORED_COLUMNS),
+            "anchored_differences.csv": (anchored.differences if anchored else [], DIFFERENCE_COLUMNS)}
+        for name, (rows, cols) in csvs.items():
+            folder.write(name, _csv(rows, cols))
     return report
+
+
+def _csv(rows: Sequence[Record], columns: list[str]) -> str:
+    """``rows`` as CSV text with ``columns`` (header only without rows)."""
+    return pd.DataFrame([r.model_dump() for r in rows], columns=columns).to_csv(index=False)

@@ -44,6 +44,7 @@ import pandas as pd
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.errors import RunError
 from evolve.markdown import md_code, md_inline
+from evolve.outputs import AnchoredSection
 from evolve.runs import BenchFolder
 from evolve.stats import MIN_RATED_CASES, ClusterMeans, PPIEstimate, ppi_mean, ppi_mean_difference
 
@@ -336,67 +337,69 @@ def _fmt(x: float | None, low: float | None = None, high: float | None = None) -
     return f"{x:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def _anchored_cell(row: dict, name: str) -> str:
-    if row.get("refused"):
-        return f"refused: {md_inline(row['refused'])}"
-    return _fmt(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"))
+def _anchored_cell(refused: str | None, estimate: float | None, low: float | None, high: float | None) -> str:
+    if refused:
+        return f"refused: {md_inline(refused)}"
+    return _fmt(estimate, low, high)
 
 
-def _eff(row: dict) -> str:
-    n = row.get("effective_n")
+def _eff(n: float | None) -> str:
     return "—" if n is None else f"{n:.1f}"
 
 
-def _system(row: dict, side: str = "") -> str:
-    return " · ".join(md_inline(row[f"{side}{key}"]) for key in ("model", "condition", "topology"))
+def _system(model: str, condition: str, topology: str) -> str:
+    return " · ".join(md_inline(part) for part in (model, condition, topology))
 
 
-def render_anchored(section: dict | None, judged: bool) -> list[str]:
+def render_anchored(section: AnchoredSection | None, judged: bool) -> list[str]:
     """The section as Markdown lines (nothing for an unjudged run)."""
     if not judged or section is None:
         return []
     title = "## Physician-anchored means"
-    if not section["available"]:
-        return [title, "", f"Raw judge means only: {md_inline(section['reason'])}", ""]
-    rec = section["judge_file"]
+    if not section.available or section.judge_file is None:
+        return [title, "", f"Raw judge means only: {md_inline(section.reason)}", ""]
+    rec = section.judge_file
     out = [title, "",
-           (f"Judge file {md_code(rec['path'])} (calibration {md_code(rec['run_id'])}, sha256 {rec['sha256'][:16]}…, copied into "
+           (f"Judge file {md_code(rec.path)} (calibration {md_code(rec.run_id)}, sha256 {rec.sha256[:16]}…, copied into "
             "this run as `calibrated_judge.json`). **Raw judge mean**: the judge's mean score over the system's judged "
             "items of the criterion (repeats averaged), with a 95% case-clustered bootstrap interval; it describes the "
             "judge, not physicians. **Physician-anchored mean**: a prediction-powered estimate of the physicians' mean "
             "(PPI++ with power tuning, case-clustered; Angelopoulos et al. 2023) from these judge scores and the judge "
             "file's rated validation targets (the anchor), with a valid 95% interval; *effective n* is how many "
             "physician ratings it is worth. Anchored figures are refused, in words, below "
-            f"{section['min_rated_cases']} rated cases."), "",
-           f"*Assumption:* {md_inline(section['assumption'])}", ""]
-    out += [f"- Note: {md_inline(n)}" for n in section["notes"]] + ([""] if section["notes"] else [])
+            f"{section.min_rated_cases} rated cases."), "",
+           f"*Assumption:* {md_inline(section.assumption)}", ""]
+    out += [f"- Note: {md_inline(n)}" for n in section.notes] + ([""] if section.notes else [])
     out += ["| # | criterion | guidance | rated targets (cases) | anchor: judge mean | anchor: physician mean | anchored figures |",
             "|---|---|---|---|---|---|---|"]
-    for c in section["criteria"]:
-        status = f"refused: {md_inline(c['refused'])}" if c["refused"] else "given below"
-        out.append(f"| {md_inline(c['number'])} | {md_inline(c['criterion'])} | {md_inline(c['guidance'])} | {c['n_rated']} ({c['n_rated_cases']}) | "
-                   f"{_fmt(c['rated_judge_mean'])} | {_fmt(c['rated_physician_mean'])} | {status} |")
+    for c in section.criteria:
+        status = f"refused: {md_inline(c.refused)}" if c.refused else "given below"
+        out.append(f"| {md_inline(c.number)} | {md_inline(c.criterion)} | {md_inline(c.guidance)} | {c.n_rated} ({c.n_rated_cases}) | "
+                   f"{_fmt(c.rated_judge_mean)} | {_fmt(c.rated_physician_mean)} | {status} |")
     out += ["", "Per system (model · condition · topology; `all` pools the models):", "",
             "| # | criterion | system | items (cases) | raw judge mean | physician-anchored mean | effective n | λ |",
             "|---|---|---|---|---|---|---|---|"]
-    for r in section["systems"]:
-        lam = "—" if r.get("lam") is None else f"{r['lam']:.2f}"
-        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {_system(r)} | {r['n_items']} ({r['n_cases']}) | "
-                   f"{_fmt(r['judge_mean'], r['judge_mean_low'], r['judge_mean_high'])} | "
-                   f"{_anchored_cell(r, 'anchored_mean')} | {_eff(r)} | {lam} |")
+    for r in section.systems:
+        lam = "—" if r.lam is None else f"{r.lam:.2f}"
+        out.append(f"| {md_inline(r.number)} | {md_inline(r.criterion)} | {_system(r.model, r.condition, r.topology)} | "
+                   f"{r.n_items} ({r.n_cases}) | {_fmt(r.judge_mean, r.judge_mean_low, r.judge_mean_high)} | "
+                   f"{_anchored_cell(r.refused, r.anchored_mean, r.anchored_mean_low, r.anchored_mean_high)} | "
+                   f"{_eff(r.effective_n)} | {lam} |")
     out.append("")
-    if section["differences"]:
-        assumption = section.get("difference_assumption") or section["assumption"]
+    if section.differences:
+        assumption = section.difference_assumption or section.assumption
         out += ["Differences between systems (A − B; positive = A scored higher); the raw difference's interval draws "
                 "both systems' cases together, the anchored one uses the one anchor for both systems, so the judge's "
                 "correction cancels and the estimate equals the raw difference, with a case-clustered normal interval. "
                 f"*Assumption:* {md_inline(assumption)}", "",
                 "| # | criterion | between | A | B | items A / B | raw judge difference | physician-anchored difference | effective n |",
                 "|---|---|---|---|---|---|---|---|---|"]
-        for r in section["differences"]:
-            out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {md_inline(r['between'])} | {_system(r, 'a_')} | {_system(r, 'b_')} | "
-                       f"{r['n_items_a']} / {r['n_items_b']} | "
-                       f"{_fmt(r['judge_difference'], r['judge_difference_low'], r['judge_difference_high'])} | "
-                       f"{_anchored_cell(r, 'anchored_difference')} | {_eff(r)} |")
+        for d in section.differences:
+            out.append(f"| {md_inline(d.number)} | {md_inline(d.criterion)} | {md_inline(d.between)} | "
+                       f"{_system(d.a_model, d.a_condition, d.a_topology)} | {_system(d.b_model, d.b_condition, d.b_topology)} | "
+                       f"{d.n_items_a} / {d.n_items_b} | "
+                       f"{_fmt(d.judge_difference, d.judge_difference_low, d.judge_difference_high)} | "
+                       f"{_anchored_cell(d.refused, d.anchored_difference, d.anchored_difference_low, d.anchored_difference_high)} | "
+                       f"{_eff(d.effective_n)} |")
         out.append("")
     return out

@@ -27,6 +27,8 @@ import pandas as pd
 from evolve.consilium import CaseRun
 from evolve.data import Case
 from evolve.markdown import md_inline
+from evolve.outputs import BenchTables
+from evolve.report._report import format_interval
 from evolve.stats import ClusterMeans
 
 __all__ = [
@@ -154,48 +156,58 @@ def format_table(units: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
     return out
 
 
-def render_cohort(tables: dict, fmt: dict) -> list[str]:
-    """Markdown sections of the tables above; ``fmt`` gives the report's ``num``/``pct``/``ci`` helpers."""
-    num, pct, ci = fmt["num"], fmt["pct"], fmt["ci"]
-    t2 = tables.get("table2") or {}
+def _num(x: float | None, digits: int = 3) -> str:
+    return format_interval(x, None, None, digits=digits)
+
+
+def _ci(estimate: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    return format_interval(estimate, low, high, digits=digits)
+
+
+def _pct(share: float | None) -> str:
+    return format_interval(share, None, None, digits=1, scale=100.0, suffix="%")
+
+
+def render_cohort(tables: BenchTables, judged: bool) -> list[str]:
+    """Markdown sections of the tables above (``judged``: whether the run has judge scores)."""
+    t2 = tables.table2[0] if tables.table2 else None
     out = ["## Table 2 — cohort", "",
            "Words per case text (the case as given to the models); case complexity = the judge's criterion 10, "
            "averaged over each case's panels.", "",
            "| cases | words: median (IQR) | range | complexity: cases judged | mean (0–3) |", "|---|---|---|---|---|"]
-    if t2.get("n_cases"):
-        out.append(f"| {t2['n_cases']} | {num(t2['words_median'], 0)} ({num(t2['words_q1'], 0)}–{num(t2['words_q3'], 0)}) | "
-                   f"{num(t2['words_min'], 0)}–{num(t2['words_max'], 0)} | {t2['n_complexity']} | "
-                   f"{ci(t2, 'complexity_mean', 2)} |")
+    if t2 is not None and t2.n_cases:
+        out.append(f"| {t2.n_cases} | {_num(t2.words_median, 0)} ({_num(t2.words_q1, 0)}–{_num(t2.words_q3, 0)}) | "
+                   f"{_num(t2.words_min, 0)}–{_num(t2.words_max, 0)} | {t2.n_complexity} | "
+                   f"{_ci(t2.complexity_mean, t2.complexity_mean_low, t2.complexity_mean_high, 2)} |")
     out += ["", "## Panel sizes", "", "Roles per distinct panel (1–5; a panel serves every condition of its case).", "",
             "| model | topology | panels | 1 | 2 | 3 | 4 | 5 | median |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in tables.get("panels", []):
-        cells = " | ".join(f"{r[f'roles_{k}']} ({r[f'roles_{k}'] / r['n_panels']:.0%})" for k in range(1, 6))
-        out.append(f"| {md_inline(r['model'])} | {md_inline(r['topology'])} | {r['n_panels']} | {cells} | {num(r['median_roles'], 1)} |")
+    for p in tables.panels:
+        cells = " | ".join(f"{n} ({n / p.n_panels:.0%})" for n in p.by_size)
+        out.append(f"| {md_inline(p.model)} | {md_inline(p.topology)} | {p.n_panels} | {cells} | {_num(p.median_roles, 1)} |")
     out.append("")
-    if not tables.get("judged"):
+    if not judged:
         return out + ["## Score distributions, quality by complexity, structured − free-form", "",
                       "Not judged yet: run `evolve bench judge RUN`.", ""]
     out += ["## Score distributions of the final report", "",
             ("Per criterion: share of outputs at 3 and at 0 or 1 (repeats averaged, then rounded); case-level median "
              "(IQR) of each case's mean over its outputs, so each case counts once."), "",
             "| # | criterion | outputs | at 3 | at 0 or 1 | cases | case median (IQR) |", "|---|---|---|---|---|---|---|"]
-    for r in tables.get("distribution", []):
-        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {r['n_outputs']} | {pct(r, 'at_max_share')} | "
-                   f"{pct(r, 'zero_or_one_share')} | {r['n_cases']} | {num(r['case_median'], 2)} "
-                   f"({num(r['case_q1'], 2)}–{num(r['case_q3'], 2)}) |")
+    for d in tables.distribution:
+        out.append(f"| {md_inline(d.number)} | {md_inline(d.criterion)} | {d.n_outputs} | {_pct(d.at_max_share)} | "
+                   f"{_pct(d.zero_or_one_share)} | {d.n_cases} | {_num(d.case_median, 2)} "
+                   f"({_num(d.case_q1, 2)}–{_num(d.case_q3, 2)}) |")
     out += ["", "## Final-report quality by case complexity", "",
             "Output-level mean over criteria 1–8 of the final report, by the judged complexity of its case (rounded).", "",
             "| complexity | outputs | cases | quality | below 2 |", "|---|---|---|---|---|"]
-    for r in tables.get("complexity", []):
-        out.append(f"| {r['complexity']} | {r['n_outputs']} | {r['n_cases']} | {ci(r, 'quality_mean', 3)} | "
-                   f"{pct(r, 'below_2_share')} |")
+    for c in tables.complexity:
+        out.append(f"| {c.complexity} | {c.n_outputs} | {c.n_cases} | "
+                   f"{_ci(c.quality_mean, c.quality_mean_low, c.quality_mean_high, 3)} | {_pct(c.below_2_share)} |")
     out += ["", "## Structured − free-form (final report)", "",
             "Per criterion, paired by case, model and topology; positive = the structured report scored higher.", "",
             "| # | criterion | pairs | structured | free-form | difference |", "|---|---|---|---|---|---|"]
-    rows = tables.get("format", [])
-    if not rows:
+    if not tables.format:
         out.append("| both conditions were not judged on the same outputs | | | | | |")
-    for r in rows:
-        out.append(f"| {md_inline(r['number'])} | {md_inline(r['criterion'])} | {r['n_pairs']} | {num(r['structured_mean'])} | "
-                   f"{num(r['free_form_mean'])} | {ci(r, 'difference', 3)} |")
+    for f in tables.format:
+        out.append(f"| {md_inline(f.number)} | {md_inline(f.criterion)} | {f.n_pairs} | {_num(f.structured_mean)} | "
+                   f"{_num(f.free_form_mean)} | {_ci(f.difference, f.difference_low, f.difference_high, 3)} |")
     return [*out, ""]

@@ -29,9 +29,11 @@ from evolve.calibrated import load_judge_file
 from evolve.errors import RunError
 from evolve.markdown import md_code, md_inline
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
+from evolve.outputs import OTB_REPORT_VERSION, OtbAnchored, OtbDecisionRow, OtbMainRow, OtbQuestionTypeRow, OtbReport
 from evolve.report._bench import _clean
 from evolve.report._pages import otb_html
 from evolve.report._report import format_interval
+from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import OtbFolder
 from evolve.stats import ClusterMeans
@@ -79,11 +81,12 @@ def _row(task: str, model: str, items: list[JudgedItem], metrics: pd.DataFrame, 
     return row
 
 
-def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> OtbReport:
     """Every OpenTumorBoard table of a judged run (no model calls).
 
     Returns:
-        A JSON-able dict: ``run_dir``, ``judge_rubric_version``, ``bootstrap``, ``tables``
+        The report (:class:`~evolve.outputs.OtbReport`, what ``otb_report.json`` holds):
+        ``version``, ``run_dir``, ``judge_rubric_version``, ``bootstrap``, ``tables``
         (``main``: rows of :data:`OTB_TABLE_COLUMNS`; ``decisions``; ``question_types``),
         ``anchored`` (None unless judged with a judge file: ``judge_file`` - path, sha256,
         run_id, judge_model, copy_name -, ``available`` (always False here), ``criteria`` (the
@@ -110,6 +113,7 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
             for t, v in (s.get("by_question_type") or {}).items():
                 types.append({"model": model, "qa_type": t, **v})
     report = {
+        "version": OTB_REPORT_VERSION,
         "run_dir": str(folder.path), "judge_rubric_version": "evolve-otb-judge-1",
         "bootstrap": {"method": "case-clustered percentile bootstrap", "n_boot": n_boot, "seed": seed,
                       "confidence": CONFIDENCE, "cluster": "case_id"},
@@ -118,7 +122,7 @@ def build_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) 
         "usage": usage_report(folder.journal()),
         "prefix_cached_share": _prefix_share(folder),
     }
-    return _clean(report)
+    return OtbReport.model_validate(_clean(report))  # the file always matches its schema
 
 
 def _prefix_share(folder: OtbFolder) -> float | None:
@@ -163,102 +167,130 @@ def _share(x: float | None) -> str:
     return "—" if x is None else f"{x:.0%}"
 
 
-def _decision_cell(cell: dict) -> str:
+def _decision_cell(cell: OtbDecisionRow) -> str:
     """``mean (n=in scope, k out of scope)``, or ``no case in scope`` when none was."""
-    mean = _num(cell["mean"]) if cell["cases"] else "no case in scope"
-    return f"{mean} (n={cell['cases']}, {cell['out_of_scope']} out of scope)"
+    mean = _num(cell.mean) if cell.cases else "no case in scope"
+    return f"{mean} (n={cell.cases}, {cell.out_of_scope} out of scope)"
 
 
-def _ci(row: dict, name: str, digits: int = 2, pct: bool = False) -> str:
-    """``estimate [low, high]`` of the row's ``name`` (a percentage with one decimal when ``pct``)."""
-    return format_interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"),
-                           digits=1 if pct else digits, scale=100.0 if pct else 1.0, suffix="%" if pct else "")
+def _ci(estimate: float | None, low: float | None, high: float | None, digits: int = 2, pct: bool = False) -> str:
+    """``estimate [low, high]`` (a percentage with one decimal when ``pct``)."""
+    return format_interval(estimate, low, high, digits=1 if pct else digits, scale=100.0 if pct else 1.0,
+                           suffix="%" if pct else "")
 
 
-def render_otb_markdown(report: dict) -> str:
+def _main_cells(r: OtbMainRow) -> str:
+    """Model, counts and the mean: the first six cells of both task tables."""
+    return (f"| {md_inline(r.model)} | {r.items} | {r.scored} | {_ci(r.mean, r.mean_low, r.mean_high)} | "
+            f"{r.format_failures} | {r.judge_failures} | ")
+
+
+def _text_cells(r: OtbMainRow) -> str:
+    """ROUGE-L, BERTScore and output tokens: the last three cells of both task tables."""
+    return f"{_num(r.rouge_l, 3)} | {_num(r.bertscore, 3)} | {_num(r.output_tokens, 0)} |"
+
+
+def render_otb_markdown(report: OtbReport) -> str:
     """The report as Markdown: one table per task, then decisions and question types."""
-    t = report["tables"]
+    t = report.tables
     out = ["# OpenTumorBoard report", "",
-           (f"Run {md_code(report['run_dir'])}; judge rubric {md_code(report['judge_rubric_version'])}. Brackets: 95% intervals from a "
-            f"case-clustered bootstrap ({report['bootstrap']['n_boot']} replicates). Malformed answers count 1 in the "
+           (f"Run {md_code(report.run_dir)}; judge rubric {md_code(report.judge_rubric_version)}. Brackets: 95% intervals from a "
+            f"case-clustered bootstrap ({report.bootstrap.n_boot} replicates). Malformed answers count 1 in the "
             "mean (released rule); judge failures (an endpoint failure, a cut reply or a reply outside its schema) are "
             "left out and counted; items = scored + malformed + judge failures; flag rates are over scored items."), ""]
-    missing = sorted({r["bertscore_missing"] for r in t["main"] if r.get("bertscore_missing")})
-    encoders = sorted({r["bertscore_model"] for r in t["main"] if r.get("bertscore_model")})
-    board = [r for r in t["main"] if r["task"] == "board"]
+    missing = sorted({r.bertscore_missing for r in t.main if r.bertscore_missing})
+    encoders = sorted({r.bertscore_model for r in t.main if r.bertscore_model})
+    board = [r for r in t.main if r.task == "board"]
     if board:
         out += ["## Board Simulation (Table A3 layout)", "",
                 "| model | items | scored | conclusion alignment (1–5) | malformed | judge failures | ROUGE-L | BERTScore* | output tokens |",
                 "|---|---|---|---|---|---|---|---|---|"]
-        out += [f"| {md_inline(r['model'])} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
-                f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in board]
+        out += [_main_cells(r) + _text_cells(r) for r in board]
         out.append("")
-    turn = [r for r in t["main"] if r["task"] == "turn"]
+    turn = [r for r in t.main if r.task == "turn"]
     if turn:
         out += ["## Specialist Turn (Table A2 layout)", "",
                 "| model | items | scored | clinical equivalence (1–5) | malformed | judge failures | critical error | "
                 "unsupported claim | ROUGE-L | BERTScore* | output tokens |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-        out += [f"| {md_inline(r['model'])} | {r['items']} | {r['scored']} | {_ci(r, 'mean')} | {r['format_failures']} | {r['judge_failures']} | "
-                f"{_ci(r, 'critical_error_rate', pct=True)} | {_ci(r, 'unsupported_claim_rate', pct=True)} | "
-                f"{_num(r['rouge_l'], 3)} | {_num(r['bertscore'], 3)} | {_num(r['output_tokens'], 0)} |" for r in turn]
+        out += [_main_cells(r)
+                + f"{_ci(r.critical_error_rate, r.critical_error_rate_low, r.critical_error_rate_high, pct=True)} | "
+                + f"{_ci(r.unsupported_claim_rate, r.unsupported_claim_rate_low, r.unsupported_claim_rate_high, pct=True)} | "
+                + _text_cells(r) for r in turn]
         out.append("")
     if encoders:
         out += [f"- \\*BERTScore: the paper's model (microsoft/deberta-xlarge-mnli, layer 40) is not available offline; "
                 f"these values are computed with {md_inline(e)}, so they are not comparable with the paper's." for e in encoders]
     out += [f"- \\*BERTScore missing for some rows: {md_inline(m)}." for m in missing] + ([""] if encoders or missing else [])
-    if t["decisions"]:
-        out += ["## Four decisions (Board Simulation)", "",
-                ("Mean over the cases whose reference took the decision (n); out of scope (-1: the reference never "
-                 "took it) is left out and counted; judge failures (the four-decision call gave nothing usable) and "
-                 "malformed answers are never scored, and counted. Items = n + out of scope + judge failures + "
-                 "malformed, per decision."), "",
-                "| model | items | " + " | ".join(DECISIONS) + " | judge failures | malformed |",
-                "|---|---|" + "---|" * len(DECISIONS) + "---|---|"]
-        for model in dict.fromkeys(r["model"] for r in t["decisions"]):
-            cells = {r["decision"]: r for r in t["decisions"] if r["model"] == model}
-            first = cells[DECISIONS[0]]
-            out.append(f"| {md_inline(model)} | {first['items']} | " + " | ".join(_decision_cell(cells[d]) for d in DECISIONS)
-                       + f" | {first['judge_failures']} | {first['format_failures']} |")
-        out.append("")
-    if t["question_types"]:
-        out += ["## Specialist Turn by question type", "",
-                "Mean and rates over scored items only (no floor), as released; items = scored + malformed + judge failures.", "",
-                "| model | question type | items | scored | malformed | judge failures | mean | critical error | unsupported claim |",
-                "|---|---|---|---|---|---|---|---|---|"]
-        for r in t["question_types"]:
-            mean = _num(r["mean"]) if r["scored"] else "no scored item"
-            out.append(f"| {md_inline(r['model'])} | {md_inline(r['qa_type'])} | {r['items']} | {r['scored']} | {r['format_failures']} | "
-                       f"{r['judge_failures']} | {mean} | {_share(r['critical_error_rate'])} | "
-                       f"{_share(r['unsupported_claim_rate'])} |")
-        out.append("")
-    anchored = report.get("anchored")
-    if anchored:
-        rec = anchored["judge_file"]
-        rated = "; ".join(f"{md_inline(c['criterion'])} {c['n_rated']} targets in {c['n_rated_cases']} cases" for c in anchored["criteria"])
-        out += ["## Physician-anchored means", "",
-                (f"Judged with judge file {md_code(rec.get('path'))} (calibration {md_code(rec.get('run_id'))}, sha256 "
-                 f"{str(rec.get('sha256'))[:16]}…){'; anchors: ' + rated if rated else ''}. Raw judge means only: "
-                 f"{md_inline(anchored['reason'])}"), ""]
-    out += render_usage(report.get("usage"))
-    out += render_prefix_share(report.get("prefix_cached_share"), "judge_scores.jsonl")
+    out += _render_decisions(t.decisions) + _render_question_types(t.question_types) + _render_anchored(report.anchored)
+    out += render_usage(report.usage)
+    out += render_prefix_share(report.prefix_cached_share, "judge_scores.jsonl")
     return "\n".join(out)
 
 
-def write_otb_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, html: bool = True) -> dict:
+def _render_decisions(rows: list[OtbDecisionRow]) -> list[str]:
+    if not rows:
+        return []
+    out = ["## Four decisions (Board Simulation)", "",
+           ("Mean over the cases whose reference took the decision (n); out of scope (-1: the reference never "
+            "took it) is left out and counted; judge failures (the four-decision call gave nothing usable) and "
+            "malformed answers are never scored, and counted. Items = n + out of scope + judge failures + "
+            "malformed, per decision."), "",
+           "| model | items | " + " | ".join(DECISIONS) + " | judge failures | malformed |",
+           "|---|---|" + "---|" * len(DECISIONS) + "---|---|"]
+    for model in dict.fromkeys(r.model for r in rows):
+        cells = {r.decision: r for r in rows if r.model == model}
+        first = cells[DECISIONS[0]]
+        out.append(f"| {md_inline(model)} | {first.items} | " + " | ".join(_decision_cell(cells[d]) for d in DECISIONS)
+                   + f" | {first.judge_failures} | {first.format_failures} |")
+    return [*out, ""]
+
+
+def _render_question_types(rows: list[OtbQuestionTypeRow]) -> list[str]:
+    if not rows:
+        return []
+    out = ["## Specialist Turn by question type", "",
+           "Mean and rates over scored items only (no floor), as released; items = scored + malformed + judge failures.", "",
+           "| model | question type | items | scored | malformed | judge failures | mean | critical error | unsupported claim |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mean = _num(r.mean) if r.scored else "no scored item"
+        out.append(f"| {md_inline(r.model)} | {md_inline(r.qa_type)} | {r.items} | {r.scored} | {r.format_failures} | "
+                   f"{r.judge_failures} | {mean} | {_share(r.critical_error_rate)} | {_share(r.unsupported_claim_rate)} |")
+    return [*out, ""]
+
+
+def _render_anchored(anchored: OtbAnchored | None) -> list[str]:
+    if anchored is None:
+        return []
+    rec = anchored.judge_file
+    rated = "; ".join(f"{md_inline(c.criterion)} {c.n_rated} targets in {c.n_rated_cases} cases" for c in anchored.criteria)
+    return ["## Physician-anchored means", "",
+            (f"Judged with judge file {md_code(rec.path)} (calibration {md_code(rec.run_id)}, sha256 "
+             f"{rec.sha256[:16]}…){'; anchors: ' + rated if rated else ''}. Raw judge means only: "
+             f"{md_inline(anchored.reason)}"), ""]
+
+
+def write_otb_report(run_dir: Path | str, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
+                     settings: ReportSettings | None = None) -> OtbReport:
     """Build the report and write ``otb_report.md``, ``otb_report.json``, ``otb_table.csv``
     (:data:`OTB_TABLE_COLUMNS`) and, unless ``html`` is False, ``report.html`` (figures, then
     the same tables: :func:`~evolve.report.otb_html`).
+
+    ``settings``: bootstrap replicates and figures (default:
+    :meth:`~evolve.report.ReportSettings.from_env`); ``n_boot``, when given, replaces its replicates.
 
     Raises:
         RunError: As :func:`build_otb_report`.
     """
     folder = OtbFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
-        report = build_otb_report(run_dir, n_boot=n_boot, seed=seed)
-        folder.write(folder.REPORT_JSON, json.dumps(report, indent=2) + "\n")
+        settings = report_settings(settings, n_boot)
+        report = build_otb_report(run_dir, n_boot=settings.replicates, seed=seed)
+        folder.write(folder.REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         markdown = render_otb_markdown(report)
         folder.write(folder.REPORT_MD, markdown)
         if html:
-            folder.write(folder.REPORT_HTML, otb_html(report, markdown))
-        folder.write(folder.TABLE, pd.DataFrame(report["tables"]["main"], columns=OTB_TABLE_COLUMNS).to_csv(index=False))
+            folder.write(folder.REPORT_HTML, otb_html(report, markdown, figures=settings.figures))
+        main = [r.model_dump() for r in report.tables.main]
+        folder.write(folder.TABLE, pd.DataFrame(main, columns=OTB_TABLE_COLUMNS).to_csv(index=False))
     return report

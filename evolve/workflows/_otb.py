@@ -15,6 +15,7 @@ from evolve.otb import (
     judge_otb,
     load_otb_inputs,
 )
+from evolve.outputs import OtbReport
 from evolve.report import write_otb_report
 from evolve.runs import OtbFolder, ProgressHook, owned_client, with_cache_path
 
@@ -28,7 +29,7 @@ class OtbRunResult:
     run_dir: Path
     generated: dict[tuple[str, str], GenerationCounts] = field(default_factory=dict)
     judge: OtbJudgeResult | None = None
-    report: dict | None = None
+    report: OtbReport | None = None
 
 
 def run_otb(config: OtbConfig, *, judge: bool = True, report: bool = True, client: Client | None = None,

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from evolve.cli import app
 from evolve.data import load_pack, write_pack
+from evolve.outputs import BenchReport
 from evolve.runs import Journal
 from evolve.splits import make_splits, write_splits
 from evolve.testing import LoopbackChatServer, chat_completion
@@ -189,8 +190,9 @@ def test_bench_run_stops_at_max_tokens_and_resumes_to_an_uninterrupted_runs_requ
                                       str(10 * tokens)])
         assert resumed.exit_code == 0, resumed.output
         assert len(server.bodies) - uninterrupted == uninterrupted  # the stop and the resume: nothing paid twice
-    report = json.loads((tmp_path / "archives" / "b" / "bench_report.json").read_text())
-    assert report["usage"]["spend"]["stopped_at_limit"] == 1 and report["usage"]["spend"]["max_tokens"] == 10 * tokens
+    report = BenchReport.model_validate_json((tmp_path / "archives" / "b" / "bench_report.json").read_text())
+    assert report.usage is not None and report.usage.spend is not None
+    assert report.usage.spend.stopped_at_limit == 1 and report.usage.spend.max_tokens == 10 * tokens
 
 
 def test_otb_run_and_judge_take_the_limits(tmp_path):

@@ -64,11 +64,11 @@ def test_a_calibration_judge_file_guides_the_bench_and_anchors_its_report(tmp_pa
     assert (config.run_dir / "calibrated_judge.json").read_bytes() == judge_json.read_bytes()
 
     report = build_bench_report(config.run_dir, n_boot=50)
-    section = report["anchored"]
-    assert section["available"] and [c["criterion"] for c in section["criteria"]] == ["data_use"]
-    refusal = section["criteria"][0]["refused"] or section["systems"][0]["refused"]
+    section = report.anchored
+    assert section.available and [c.criterion for c in section.criteria] == ["data_use"]
+    refusal = section.criteria[0].refused or section.systems[0].refused
     assert f"{len(anchor_cases)} rated cases" in refusal and str(MIN_RATED_CASES) in refusal
-    assert all(r["judge_mean"] is not None and r["anchored_mean"] is None for r in section["systems"])
+    assert all(r.judge_mean is not None and r.anchored_mean is None for r in section.systems)
     assert f"refused: {refusal}" in render_bench_markdown(report)
 
 
@@ -87,12 +87,12 @@ def test_a_bench_judged_with_a_calibration_of_enough_validation_cases_reports_an
     finally:
         client.close()
     report = build_bench_report(config.run_dir, n_boot=50)
-    systems = [r for r in report["anchored"]["systems"] if r["criterion"] == "data_use"]
-    assert systems and all(r["refused"] is None for r in systems)
+    systems = [r for r in report.anchored.systems if r.criterion == "data_use"]
+    assert systems and all(r.refused is None for r in systems)
     for row in systems:
-        assert row["judge_mean"] is not None and row["anchored_mean_low"] <= row["anchored_mean"] <= row["anchored_mean_high"]
-        assert row["n_rated_cases"] == len({a["case_id"] for a in anchor})
+        assert row.judge_mean is not None and row.anchored_mean_low <= row.anchored_mean <= row.anchored_mean_high
+        assert row.n_rated_cases == len({a["case_id"] for a in anchor})
     text = render_bench_markdown(report)
     r = systems[0]
     assert "## Physician-anchored means" in text
-    assert f"{r['anchored_mean']:.2f} [{r['anchored_mean_low']:.2f}, {r['anchored_mean_high']:.2f}]" in text
+    assert f"{r.anchored_mean:.2f} [{r.anchored_mean_low:.2f}, {r.anchored_mean_high:.2f}]" in text

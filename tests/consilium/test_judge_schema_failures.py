@@ -45,13 +45,13 @@ def test_a_judge_reply_outside_the_schema_is_a_counted_model_failure_asked_again
         assert sum(first.outcomes.values()) == first.rows == len(frame)
 
         report = write_bench_report(config.run_dir, n_boot=20, html=False)
-        table6 = report["tables"]["table6"]
-        mine = {r["component"]: r for r in table6 if (r["model"], r["condition"], r["topology"]) == ("model-a", "structured", "single")}
+        table6 = report.tables.table6
+        mine = {r.component: r for r in table6 if (r.model, r.condition, r.topology) == ("model-a", "structured", "single")}
         assert set(mine) == {"reasoning", "opinion", "final"}
         for component, row in mine.items():  # each failure of the csv counted in its component's row
-            assert row["n_model_failure"] == int((failed["component"] == component).sum()) > 0
+            assert row.n_model_failure == int((failed["component"] == component).sum()) > 0
         for r in table6:  # every call counted once: numeric + not evaluable + failures
-            assert r["n_calls"] == r["n_numeric"] + r["n_not_evaluable"] + r["n_model_failure"]
+            assert r.n_calls == r.n_numeric + r.n_not_evaluable + r.n_model_failure
         markdown = (config.run_dir / "bench_report.md").read_text()
         assert "## Table 6" in markdown
 

@@ -262,4 +262,4 @@ def test_the_n_plus_one_panel_is_its_own_and_judged_as_such(tmp_path):
     assert sorted(zip(panel["topology"], panel["number"])) == [("", 9), ("", 10), ("n+1", 9), ("n+1", 10)]
     assert set(panel["condition"]) == {""}
     report = write_bench_report(config.run_dir)
-    assert report["counts"]["topologies"] == ["n+1", "single"] and report["tables"]["table9"]
+    assert report.counts.topologies == ["n+1", "single"] and report.tables.table9

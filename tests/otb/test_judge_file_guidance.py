@@ -65,9 +65,9 @@ def test_a_judge_file_guides_the_otb_judge_and_the_report_says_why_no_anchored_m
     assert (folder / folder.CALIBRATED_JUDGE).read_bytes() == judge_json.read_bytes()
 
     report = write_otb_report(config.run_dir, n_boot=50)
-    anchored = report["anchored"]
-    assert anchored["available"] is False and anchored["reason"] == NOT_ANCHORED
-    assert anchored["criteria"] == [{"criterion": "clinical_equivalence", "n_rated": 12, "n_rated_cases": 12}]
+    anchored = report.anchored
+    assert anchored.available is False and anchored.reason == NOT_ANCHORED
+    assert [c.model_dump() for c in anchored.criteria] == [{"criterion": "clinical_equivalence", "n_rated": 12, "n_rated_cases": 12}]
     markdown = (folder / folder.REPORT_MD).read_text()
     assert "## Physician-anchored means" in markdown and NOT_ANCHORED in markdown and "otb-calib" in markdown
 
@@ -83,4 +83,4 @@ def test_another_judge_model_is_warned_about_and_judging_without_guidance_drops_
         plain = judge_otb(config.run_dir, client=client)
     assert plain.judge_file is None and not (folder / folder.CALIBRATED_JUDGE).exists()
     assert not (folder / folder.JUDGE_FILE_RECORD).exists()
-    assert write_otb_report(config.run_dir, n_boot=20)["anchored"] is None
+    assert write_otb_report(config.run_dir, n_boot=20).anchored is None

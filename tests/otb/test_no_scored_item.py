@@ -122,4 +122,4 @@ def test_the_python_report_writer_needs_no_scored_item(tmp_path, endpoint):
     (run / "report.html").unlink()
     report = write_otb_report(run, n_boot=20)
     assert (run / "report.html").is_file()
-    assert all(r["scored"] == 0 and r["mean"] is None for r in report["tables"]["main"])
+    assert all(r.scored == 0 and r.mean is None for r in report.tables.main)

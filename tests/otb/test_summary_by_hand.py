@@ -246,11 +246,11 @@ def test_every_figure_of_the_summary_equals_the_aggregate_recomputed_by_hand(jud
 def test_the_report_shows_the_counts_and_the_calls_table_counts_failed_calls(judged):
     config, result, _, server = judged
     report = write_otb_report(config.run_dir, n_boot=20, html=False)
-    judge_usage = report["usage"]["by_tag"]["otb_judge"]
+    judge_usage = report.usage.by_tag["otb_judge"]
     sent = sum(1 for b in server.bodies if (b.get("response_format") or {}).get("json_schema", {}).get("name") in HEALTHY)
     assert sent == result.calls == 29
     # two calls failed at the endpoint (HTTP 400): made, not answered
-    assert (judge_usage["calls_made"], judge_usage["calls"], judge_usage["failures"]) == (29, 27, 2)
+    assert (judge_usage.calls_made, judge_usage.calls, judge_usage.failures) == (29, 27, 2)
     md = (OtbFolder(config.run_dir) / "otb_report.md").read_text()
     assert "| otb_judge | 29 | 27 | 2 |" in md
     assert "| model-a | turn" not in md and "| model-a | evidence_discussion | 2 | 0 | 0 | 2 | no scored item |" in md

@@ -106,34 +106,34 @@ def test_a_bench_judged_with_a_judge_file_reports_raw_and_anchored_means_and_a_d
     assert (bench_run / "calibrated_judge.json").read_bytes() == judge_json.read_bytes()  # the copy is the file
 
     report = write_bench_report(bench_run, n_boot=200)
-    section = report["anchored"]
-    assert section["available"] and section["reason"] is None and section["assumption"] == ASSUMPTION
-    assert [c["criterion"] for c in section["criteria"]] == ["data_use"] and section["criteria"][0]["refused"] is None
-    systems = {(r["model"], r["condition"], r["topology"]): r for r in section["systems"]}
+    section = report.anchored
+    assert section.available and section.reason is None and section.assumption == ASSUMPTION
+    assert [c.criterion for c in section.criteria] == ["data_use"] and section.criteria[0].refused is None
+    systems = {(r.model, r.condition, r.topology): r for r in section.systems}
     assert set(systems) == {("model-a", "structured", "single"), ("model-a", "free-form", "single")}
     scores = pd.read_csv(bench_run / "judge_scores.csv")
     for (_, condition, _), row in systems.items():
-        assert set(row) == set(ANCHORED_COLUMNS)
+        assert set(row.model_dump()) == set(ANCHORED_COLUMNS)
         mine = scores[(scores["criterion"] == "data_use") & (scores["condition"] == condition)]
         items = mine.groupby(["case_id", "component", "role"], dropna=False)["score"].mean()
-        assert row["n_items"] == len(items) and row["judge_mean"] == pytest.approx(items.mean())
-        assert row["judge_mean_low"] <= row["judge_mean"] <= row["judge_mean_high"]
-        assert row["refused"] is None and row["anchored_mean_low"] < row["anchored_mean"] < row["anchored_mean_high"]
-        assert row["anchored_mean"] < row["judge_mean"]  # the anchor says physicians score lower than the judge
-        assert row["n_rated"] == 24 and row["n_rated_cases"] == 12 and row["effective_n"] > 0
-    diffs = section["differences"]
-    assert len(diffs) == 1 and set(diffs[0]) == set(DIFFERENCE_COLUMNS)
+        assert row.n_items == len(items) and row.judge_mean == pytest.approx(items.mean())
+        assert row.judge_mean_low <= row.judge_mean <= row.judge_mean_high
+        assert row.refused is None and row.anchored_mean_low < row.anchored_mean < row.anchored_mean_high
+        assert row.anchored_mean < row.judge_mean  # the anchor says physicians score lower than the judge
+        assert row.n_rated == 24 and row.n_rated_cases == 12 and row.effective_n > 0
+    diffs = section.differences
+    assert len(diffs) == 1 and set(diffs[0].model_dump()) == set(DIFFERENCE_COLUMNS)
     d = diffs[0]
-    assert (d["between"], d["a_condition"], d["b_condition"]) == ("conditions", "structured", "free-form")
-    raw = systems[("model-a", "structured", "single")]["judge_mean"] - systems[("model-a", "free-form", "single")]["judge_mean"]
-    assert d["judge_difference"] == pytest.approx(raw) and d["refused"] is None
-    assert d["anchored_difference_low"] <= d["anchored_difference"] <= d["anchored_difference_high"]
+    assert (d.between, d.a_condition, d.b_condition) == ("conditions", "structured", "free-form")
+    raw = systems[("model-a", "structured", "single")].judge_mean - systems[("model-a", "free-form", "single")].judge_mean
+    assert d.judge_difference == pytest.approx(raw) and d.refused is None
+    assert d.anchored_difference_low <= d.anchored_difference <= d.anchored_difference_high
 
     markdown = (bench_run / "bench_report.md").read_text()
     assert "## Physician-anchored means" in markdown and ASSUMPTION in markdown
     assert "calib-test" in markdown and "structured · " in markdown
-    assert section["difference_assumption"] and section["difference_assumption"] in markdown  # with the differences
-    assert d["anchored_difference"] == pytest.approx(d["judge_difference"])  # one anchor for both: the correction cancels
+    assert section.difference_assumption and section.difference_assumption in markdown  # with the differences
+    assert d.anchored_difference == pytest.approx(d.judge_difference)  # one anchor for both: the correction cancels
     anchored_csv = pd.read_csv(bench_run / "anchored.csv")
     assert list(anchored_csv.columns) == ANCHORED_COLUMNS and len(anchored_csv) == 2
     assert list(pd.read_csv(bench_run / "anchored_differences.csv").columns) == DIFFERENCE_COLUMNS
@@ -157,12 +157,13 @@ def test_too_few_rated_cases_are_refused_in_words(tmp_path, bench_run):
     small = MIN_RATED_CASES - 4
     _judge(tmp_path, bench_run, _judge_file(tmp_path / "calib", n_cases=small))
     report = build_bench_report(bench_run, n_boot=100)
-    rows = report["anchored"]["systems"] + report["anchored"]["differences"]
-    assert rows and all(r["refused"] and str(small) in r["refused"] for r in rows)
-    assert all(r.get("anchored_mean", r.get("anchored_difference")) is None for r in rows)
-    assert all(r.get("judge_mean", r.get("judge_difference")) is not None for r in rows)  # raw means stay
+    systems, differences = report.anchored.systems, report.anchored.differences
+    assert systems and differences
+    assert all(r.refused and str(small) in r.refused for r in [*systems, *differences])
+    assert all(r.anchored_mean is None and r.judge_mean is not None for r in systems)  # raw means stay
+    assert all(d.anchored_difference is None and d.judge_difference is not None for d in differences)
     markdown = render_bench_markdown(report)
-    assert f"refused: {rows[0]['refused']}" in markdown
+    assert f"refused: {systems[0].refused}" in markdown
 
 
 def test_another_judge_model_is_warned_about_and_refused(tmp_path, bench_run):
@@ -174,30 +175,30 @@ def test_another_judge_model_is_warned_about_and_refused(tmp_path, bench_run):
         client.close()
     assert len(result.warnings) == 1 and "another-judge" in result.warnings[0]
     report = build_bench_report(bench_run, n_boot=100)
-    refusal = report["anchored"]["criteria"][0]["refused"]
-    assert "another-judge" in refusal and all(r["refused"] == refusal for r in report["anchored"]["systems"])
+    refusal = report.anchored.criteria[0].refused
+    assert "another-judge" in refusal and all(r.refused == refusal for r in report.anchored.systems)
 
 
 def test_a_bench_judged_with_other_prompts_is_refused(tmp_path, bench_run):
     _judge(tmp_path, bench_run, _judge_file(tmp_path / "calib"))
     protocol = bench_run / "judge_prompts" / "consilium" / "protocol.md"
     protocol.write_text(protocol.read_text() + "\nAn edit after judging.\n")
-    section = build_bench_report(bench_run, n_boot=50)["anchored"]
-    refusal = section["criteria"][0]["refused"]
+    section = build_bench_report(bench_run, n_boot=50).anchored
+    refusal = section.criteria[0].refused
     assert "protocol.md" in refusal and "not the validated ones" in refusal
-    assert all(r["refused"] == refusal and r["anchored_mean"] is None for r in section["systems"])
+    assert all(r.refused == refusal and r.anchored_mean is None for r in section.systems)
 
 
 def test_an_edited_copy_and_a_bench_without_judge_file_say_why_not(tmp_path, bench_run):
     _judge(tmp_path, bench_run, None)
-    section = build_bench_report(bench_run, n_boot=50)["anchored"]
-    assert not section["available"] and "without a judge file" in section["reason"]
+    section = build_bench_report(bench_run, n_boot=50).anchored
+    assert not section.available and "without a judge file" in section.reason
     assert "Raw judge means only" in render_bench_markdown(build_bench_report(bench_run, n_boot=50))
     _judge(tmp_path, bench_run, _judge_file(tmp_path / "calib"))
     copy = bench_run / "calibrated_judge.json"
     copy.write_text(copy.read_text().replace("calib-test", "calib-edit"))
-    section = build_bench_report(bench_run, n_boot=50)["anchored"]
-    assert not section["available"] and "sha256 differs" in section["reason"]
+    section = build_bench_report(bench_run, n_boot=50).anchored
+    assert not section.available and "sha256 differs" in section.reason
 
 
 def test_bench_judge_cli_takes_a_judge_json_and_the_report_prints_both_means(tmp_path, monkeypatch):

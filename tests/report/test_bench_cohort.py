@@ -45,31 +45,31 @@ def built(tmp_path_factory):
 
 def test_table2_counts_words_and_averages_complexity_per_case(built):
     runs, units, report, folder = built
-    (t2,) = report["tables"]["table2"]
+    (t2,) = report.tables.table2
     words = [len(t.split()) for t in TEXTS.values()]
-    assert t2["n_cases"] == 4 and t2["words_median"] == statistics.median(words)
-    assert (t2["words_min"], t2["words_max"]) == (min(words), max(words))
-    assert t2["words_q1"] == float(np.percentile(words, 25)) and t2["words_q3"] == float(np.percentile(words, 75))
+    assert t2.n_cases == 4 and t2.words_median == statistics.median(words)
+    assert (t2.words_min, t2.words_max) == (min(words), max(words))
+    assert t2.words_q1 == float(np.percentile(words, 25)) and t2.words_q3 == float(np.percentile(words, 75))
     per_case = defaultdict(list)  # criterion 10: each panel's score, then the mean per case
     for (case, _m, _cond, comp, _r, n), s in units.items():
         if comp == "case" and n == 10 and s is not None:
             per_case[case].append(s)
-    assert t2["n_complexity"] == len(per_case)
-    assert t2["complexity_mean"] == pytest.approx(mean([mean(v) for v in per_case.values()]))
-    assert t2["complexity_mean_low"] <= t2["complexity_mean"] <= t2["complexity_mean_high"]
+    assert t2.n_complexity == len(per_case)
+    assert t2.complexity_mean == pytest.approx(mean([mean(v) for v in per_case.values()]))
+    assert t2.complexity_mean_low <= t2.complexity_mean <= t2.complexity_mean_high
     assert list(pd.read_csv(folder / "table2.csv").columns)[:2] == ["n_cases", "words_median"]
     assert "## Table 2 — cohort" in (folder / "bench_report.md").read_text()
 
 
 def test_panel_sizes_count_each_panel_once(built):
     _runs, _units, report, _folder = built
-    rows = {(r["model"], r["topology"]): r for r in report["tables"]["panels"]}
+    rows = {(r.model, r.topology): r for r in report.tables.panels}
     for model in ("model-a", "model-b"):
         sizes = [len(p) for (c, m), p in PANELS.items() if m == model]
         row = rows[(model, "single")]
-        assert row["n_panels"] == len(sizes) and row["median_roles"] == statistics.median(sizes)
-        assert [row[f"roles_{k}"] for k in range(1, 6)] == [sizes.count(k) for k in range(1, 6)]
-    assert rows[("all", "single")]["n_panels"] == len(PANELS)
+        assert row.n_panels == len(sizes) and row.median_roles == statistics.median(sizes)
+        assert row.by_size == [sizes.count(k) for k in range(1, 6)]
+    assert rows[("all", "single")].n_panels == len(PANELS)
 
 
 def test_score_distributions_of_the_final_report(built):
@@ -78,17 +78,17 @@ def test_score_distributions_of_the_final_report(built):
     for (case, _m, _cond, comp, _r, n), s in units.items():
         if comp == "final" and s is not None:
             by_number[n].append((case, s))
-    for row in report["tables"]["distribution"]:
-        obs = by_number[row["number"]]
-        assert row["n_outputs"] == len(obs)
-        assert row["at_max_share"] == pytest.approx(sum(round(s) == 3 for _, s in obs) / len(obs))
-        assert row["zero_or_one_share"] == pytest.approx(sum(round(s) <= 1 for _, s in obs) / len(obs))
+    for row in report.tables.distribution:
+        obs = by_number[row.number]
+        assert row.n_outputs == len(obs)
+        assert row.at_max_share == pytest.approx(sum(round(s) == 3 for _, s in obs) / len(obs))
+        assert row.zero_or_one_share == pytest.approx(sum(round(s) <= 1 for _, s in obs) / len(obs))
         cases = defaultdict(list)
         for c, s in obs:
             cases[c].append(s)
         case_means = [mean(v) for v in cases.values()]
-        assert row["n_cases"] == len(case_means) and row["case_median"] == pytest.approx(statistics.median(case_means))
-    assert sorted(r["number"] for r in report["tables"]["distribution"]) == list(range(1, 9))
+        assert row.n_cases == len(case_means) and row.case_median == pytest.approx(statistics.median(case_means))
+    assert sorted(r.number for r in report.tables.distribution) == list(range(1, 9))
 
 
 def test_quality_by_complexity_groups_outputs_by_their_cases_complexity(built):
@@ -98,11 +98,11 @@ def test_quality_by_complexity_groups_outputs_by_their_cases_complexity(built):
     for key, q in quality.items():
         if key in cplx:
             groups[round(cplx[key])].append(q)
-    rows = {r["complexity"]: r for r in report["tables"]["complexity"]}
+    rows = {r.complexity: r for r in report.tables.complexity}
     assert set(rows) == set(groups)
     for level, qs in groups.items():
-        assert rows[level]["n_outputs"] == len(qs) and rows[level]["quality_mean"] == pytest.approx(mean(qs))
-        assert rows[level]["below_2_share"] == pytest.approx(sum(q < 2 for q in qs) / len(qs))
+        assert rows[level].n_outputs == len(qs) and rows[level].quality_mean == pytest.approx(mean(qs))
+        assert rows[level].below_2_share == pytest.approx(sum(q < 2 for q in qs) / len(qs))
 
 
 def test_structured_minus_free_form_is_paired_by_output(built):
@@ -113,10 +113,10 @@ def test_structured_minus_free_form_is_paired_by_output(built):
             other = units.get((case, model, "free-form", comp, _r, n))
             if other is not None:
                 pairs[n].append(s - other)
-    rows = {r["number"]: r for r in report["tables"]["format"]}
+    rows = {r.number: r for r in report.tables.format}
     assert set(rows) == set(pairs)
     for n, diffs in pairs.items():
-        assert rows[n]["n_pairs"] == len(diffs) and rows[n]["difference"] == pytest.approx(mean(diffs))
-        assert rows[n]["difference_low"] <= rows[n]["difference"] <= rows[n]["difference_high"]
+        assert rows[n].n_pairs == len(diffs) and rows[n].difference == pytest.approx(mean(diffs))
+        assert rows[n].difference_low <= rows[n].difference <= rows[n].difference_high
     md = (folder / "bench_report.md").read_text()
     assert "## Structured − free-form (final report)" in md and "## Final-report quality by case complexity" in md

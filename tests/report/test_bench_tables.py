@@ -185,7 +185,8 @@ def run_dir(tmp_path_factory, runs) -> Path:
 
 @pytest.fixture(scope="module")
 def report(run_dir) -> dict:
-    return build_bench_report(run_dir, n_boot=N_BOOT, seed=3)
+    """The report as ``bench_report.json`` holds it (the tables' rows keyed by their CSV columns)."""
+    return build_bench_report(run_dir, n_boot=N_BOOT, seed=3).model_dump()
 
 
 # -- plain-Python recomputation helpers -----------------------------------------------------------
@@ -336,9 +337,9 @@ def test_intervals_resample_whole_cases(report, runs):
 
 
 def test_same_seed_same_intervals_other_seed_differs(run_dir, report):
-    again = build_bench_report(run_dir, n_boot=N_BOOT, seed=3)
+    again = build_bench_report(run_dir, n_boot=N_BOOT, seed=3).model_dump()
     assert again["tables"] == report["tables"]
-    other = build_bench_report(run_dir, n_boot=N_BOOT, seed=4)
+    other = build_bench_report(run_dir, n_boot=N_BOOT, seed=4).model_dump()
     assert other["tables"]["table3"] != report["tables"]["table3"]
 
 
@@ -377,7 +378,7 @@ def test_table4_matches_recomputation(report, runs):
 
 def test_table4_counts_consecutive_round_pairs_only(tmp_path):
     run = make_run("case-2", "model-a", "free-form", ["NN", "NY", "YY"], "consensus", 0)
-    report = build_bench_report(write_folder(tmp_path / "one", [run], None), n_boot=50)
+    report = build_bench_report(write_folder(tmp_path / "one", [run], None), n_boot=50).model_dump()
     t4 = rows_by(report["tables"]["table4"], "role", "rounds")
     assert set(t4) == {("all", "all"), ("all", "1-2"), ("all", "2-3"), ("cardiology", "all"), ("infectious disease", "all")}
     assert t4[("all", "all")]["n_transitions"] == 4  # 2 roles x 2 consecutive pairs, never round 1 -> 3
@@ -481,7 +482,7 @@ def test_table6_matches_recomputation(report, runs, run_dir):
 def test_case_rows_judged_per_pipeline(tmp_path, runs):
     """judge_scores.csv may also carry criteria 9/10 per pipeline (with its condition): used as given."""
     folder = write_folder(tmp_path / "per-pipeline", runs, judge_rows(runs, case_per_pipeline=True))
-    report = build_bench_report(folder, n_boot=50)
+    report = build_bench_report(folder, n_boot=50).model_dump()
     units = unit_scores(read_scores(folder, runs))
     quality, cplx = output_quality(units), complexity(units, runs)
     t6 = {(r["model"], r["condition"], r["criteria"]): r for r in report["tables"]["table6"] if r["component"] == "case"}
@@ -570,7 +571,7 @@ def test_table9_groups_rounds_1_2_and_3_plus(report, runs, run_dir):
 
 def test_write_bench_report_files(tmp_path, runs):
     folder = write_folder(tmp_path / "run", runs, judge_rows(runs))
-    report = write_bench_report(folder, n_boot=100, seed=1)
+    report = write_bench_report(folder, n_boot=100, seed=1).model_dump()
     for name, cols in [("table3", TABLE3_COLUMNS), ("table4", TABLE4_COLUMNS), ("table6", TABLE6_COLUMNS),
                        ("table7", TABLE7_COLUMNS), ("table8", TABLE8_COLUMNS), ("table9", TABLE9_COLUMNS),
                        ("roles", ROLES_COLUMNS)]:
@@ -590,7 +591,7 @@ def test_write_bench_report_files(tmp_path, runs):
 
 def test_report_without_judge_scores(tmp_path, runs):
     folder = write_folder(tmp_path / "unjudged", runs, None)
-    report = write_bench_report(folder, n_boot=50)
+    report = write_bench_report(folder, n_boot=50).model_dump()
     assert report["judged"] is False
     assert report["tables"]["table6"] == report["tables"]["table8"] == report["tables"]["table9"] == []
     assert report["tables"]["table3"] and report["tables"]["table4"]

@@ -9,7 +9,6 @@ and searched for tags, images and links, then for the quoted text, shown as writ
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from html.parser import HTMLParser
@@ -23,6 +22,7 @@ from evolve.audit import audit_run
 from evolve.config import resolve_config
 from evolve.llm import ChatRequest, Client, ResponseCache
 from evolve.markdown import md_code, md_code_block, md_inline
+from evolve.outputs import BenchReport
 from evolve.report import build_bench_report, render_bench_markdown, write_comparison
 from evolve.report._html import markdown_html
 from evolve.testing import FakeProvider, LoopbackChatServer
@@ -164,15 +164,15 @@ def test_a_comparison_quotes_its_runs_inertly(hostile_run: Path, calibration_run
 
 
 def test_bench_tables_quote_model_written_role_names_and_models_inertly(bench_run: Path) -> None:
-    report = copy.deepcopy(build_bench_report(bench_run, n_boot=20))
-    for r in report["roles"]["categories"]:
+    data = build_bench_report(bench_run, n_boot=20).model_dump()  # the report a hostile file would hold
+    for r in data["roles"]["categories"]:
         r["category"], r["exact_labels"] = HOSTILE, HOSTILE
-    for r in report["tables"]["table4"]:
+    for r in data["tables"]["table4"]:
         r["role"] = HOSTILE
-    for r in report["tables"]["table3"]:
+    for r in data["tables"]["table3"]:
         r["model"] = HOSTILE
-    report["notes"] = [HOSTILE]
-    assert_inert(render_bench_markdown(report))
+    data["notes"] = [HOSTILE]
+    assert_inert(render_bench_markdown(BenchReport.model_validate(data)))
 
 
 def test_an_otb_run_with_a_hostile_model_name_writes_an_inert_report(tmp_path: Path) -> None:
