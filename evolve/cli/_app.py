@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from evolve.cli._options import in_range
 from evolve.errors import EvolveError, RunStoppedError, SpendLimitReachedError
@@ -27,10 +28,28 @@ def count_noun(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, help="Calibrate LLM judges of clinical text against physician ratings.")
-ratings_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Rating packs: import your own table or a public data set, check packs.")
-splits_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Case-disjoint split manifests.")
-bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmark runner: generate consilium second opinions, judge them, tables.")
+class _Group(TyperGroup):
+    """A command group whose ``--help`` flag reads False, not None, when it is not given: typer
+    then skips its value conversion (which would import pydantic to check a flag), so a
+    subcommand's help screen starts faster."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.default = False
+        return option
+
+
+def sub_app(help: str) -> typer.Typer:
+    """A group of subcommands (``evolve ratings`` ...): no arguments print its help."""
+    return typer.Typer(cls=_Group, no_args_is_help=True, rich_markup_mode=None, help=help)
+
+
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Calibrate LLM judges of clinical text against physician ratings.")
+ratings_app = sub_app("Rating packs: import your own table or a public data set, check packs.")
+splits_app = sub_app("Case-disjoint split manifests.")
+bench_app = sub_app("Benchmark runner: generate consilium second opinions, judge them, tables.")
 app.add_typer(ratings_app, name="ratings")
 app.add_typer(splits_app, name="splits")
 app.add_typer(bench_app, name="bench")
@@ -344,8 +363,63 @@ def _fit(low: float, high: float, limit: float, show: Callable[[float], str]) ->
 
 
 def main() -> None:
-    """Console entry point."""
-    app()
+    """Console entry point: the command line's own command is built, not every command (typer
+    builds the options of every command it is given; a subcommand's help then costs one's)."""
+    import sys
+
+    _only(app, sys.argv[1:])()
+
+
+def _only(typer_app: typer.Typer, args: list[str]) -> typer.Typer:
+    """``typer_app`` holding only the command or group that ``args[0]`` names (for a group, pruned
+    the same way by the next argument). When ``args[0]`` names none of them (``--help``, a typo)
+    no command runs: every command is kept, without its options (:func:`_without_options`), so
+    the help lists them all and a typo gets its suggestion. A top-level command keeps the
+    smallest group beside it, so the app stays a group of commands."""
+    import copy
+
+    from typer.main import get_command_name
+
+    name = args[0] if args else None
+    commands = [c for c in typer_app.registered_commands
+                if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name]
+    groups = [g for g in typer_app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return _without_options(typer_app)
+    pruned = copy.copy(typer_app)
+    pruned.registered_commands = commands
+    if commands:
+        pruned.registered_groups = sorted(typer_app.registered_groups, key=lambda g: len(g.typer_instance.registered_commands)
+                                          if g.typer_instance else 0)[:1]
+    else:
+        group = copy.copy(groups[0])
+        group.typer_instance = _only(groups[0].typer_instance, args[1:]) if groups[0].typer_instance else None
+        pruned.registered_groups = [group]
+    return pruned
+
+
+
+def _without_options(typer_app: typer.Typer) -> typer.Typer:
+    """``typer_app`` whose commands (its groups' included) keep their names and help but take no
+    options: what a group's help screen or a "no such command" error reads, built without the
+    options of every command."""
+    import copy
+
+    def bare(callback: Any) -> Any:
+        def command() -> None:  # never runs: the caller only shows help or an error
+            raise AssertionError("a command without its options was run")
+
+        command.__name__, command.__doc__ = callback.__name__, callback.__doc__
+        return command
+
+    pruned = copy.copy(typer_app)
+    pruned.registered_commands = [copy.copy(c) for c in typer_app.registered_commands]
+    for c in pruned.registered_commands:
+        c.callback = bare(c.callback)
+    pruned.registered_groups = [copy.copy(g) for g in typer_app.registered_groups]
+    for g in pruned.registered_groups:
+        g.typer_instance = _without_options(g.typer_instance) if g.typer_instance else None
+    return pruned
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,10 +8,10 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import _fail, out
+from evolve.cli._app import _fail, out, sub_app
 from evolve.errors import EvolveError
 
-batch_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Batch files: answers of an offline batch runner (vLLM run-batch) "
+batch_app = sub_app("Batch files: answers of an offline batch runner (vLLM run-batch) "
                         "into the response cache. Write the requests with --export-batch on calibrate or judge.")
 
 VLLM_COMMAND = "python -m vllm.entrypoints.openai.run_batch -i {requests} -o results.jsonl --model MODEL"

@@ -7,10 +7,10 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import _fail
+from evolve.cli._app import _fail, sub_app
 from evolve.errors import EvolveError
 
-config_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Configuration: the keys a config file (--config) may hold.")
+config_app = sub_app("Configuration: the keys a config file (--config) may hold.")
 
 
 @config_app.command("keys")

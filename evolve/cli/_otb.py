@@ -21,6 +21,7 @@ from evolve.cli._app import (
     count_noun,
     err,
     out,
+    sub_app,
 )
 from evolve.cli._options import (
     GENERATION_ENDPOINT,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from evolve.workflows import OtbRunResult
     from evolve.workflows._options import OtbRunOptions
 
-otb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
+otb_app = sub_app("OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
 
 def _print_summary(run_dir: Path, report: OtbReport | None) -> None:

@@ -7,11 +7,11 @@ from typing import Optional
 
 import typer
 
-from evolve.cli._app import _fail, _or_fail, err, out
+from evolve.cli._app import _fail, _or_fail, err, out, sub_app
 from evolve.cli._options import RubricPromptsRootOption
 from evolve.errors import EvolveError
 
-rubric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Your own rubric: scaffold a rubric folder, check one.")
+rubric_app = sub_app("Your own rubric: scaffold a rubric folder, check one.")
 
 
 @rubric_app.command("new")

@@ -148,3 +148,22 @@ def test_a_group_can_drop_replace_and_add_members() -> None:
     group = EXTRA.but(drop=("size",), colour=other, shade=other)
     assert list(group.options) == ["colour", "shade"] and group.options["colour"] is other
     assert list(EXTRA.options) == ["colour", "size"]  # the original is unchanged
+
+
+def test_main_builds_only_the_named_command_and_every_screen_reads_the_same() -> None:
+    """``evolve.cli.main`` builds the command the command line names (and, when it names none,
+    every command without its options): the help screens and errors are those of the full app."""
+    import typer.main
+
+    from evolve.cli import app
+    from evolve.cli._app import _only
+
+    runner = CliRunner()
+    for args in (["--help"], ["calibrate", "--help"], ["bench", "--help"], ["bench", "run", "--help"], ["calibrat"],
+                 ["ratings"], ["judge", "--no-such-option"], ["otb", "nosuch"]):
+        full, pruned = runner.invoke(app, args, terminal_width=100), runner.invoke(_only(app, args), args, terminal_width=100)
+        assert (pruned.exit_code, pruned.output) == (full.exit_code, full.output), args
+    built = typer.main.get_command(_only(app, ["bench", "run", "--help"]))
+    assert list(built.commands) == ["bench"] and list(built.commands["bench"].commands) == ["run"]  # type: ignore[attr-defined]
+    built = typer.main.get_command(_only(app, ["--help"]))
+    assert "calibrate" in built.commands and not built.commands["calibrate"].params  # type: ignore[attr-defined]
