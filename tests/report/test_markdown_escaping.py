@@ -199,6 +199,7 @@ def test_a_scoring_report_quotes_the_judge_model_and_the_targets_inertly(hostile
         run_dir = evolve.load_judge(hostile_run).score(pack, client=client, run_dir=tmp_path / "scored").run_dir
     assert_inert((run_dir / "report.md").read_text("utf-8"), shown=["entailment"])
     report = build_scoring_report(run_dir, n_boot=20)
-    report["judge"]["model"], report["targets"] = HOSTILE, HOSTILE
-    next(iter(report["criteria"].values()))["name"] = HOSTILE
+    cid, entry = next(iter(report.criteria.items()))
+    report = report.model_copy(update={"judge": report.judge.model_copy(update={"model": HOSTILE}), "targets": HOSTILE,
+                                       "criteria": {cid: entry.model_copy(update={"name": HOSTILE})}})
     assert_inert(scoring_markdown(report))

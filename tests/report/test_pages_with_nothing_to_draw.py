@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from evolve.outputs import BenchReport, OtbReport
+from evolve.outputs import BenchReport, Confusion, CriterionAudit, OtbReport, PairedVerdict, SplitStatistics, Verdicts
+from evolve.report import build_report
 from evolve.report._html import grid_html
 from evolve.report._pages import bench_html, calibration_html, otb_html
 
@@ -62,14 +63,20 @@ def test_malformed_answers_alone_still_give_a_mean_at_the_floor_and_a_figure():
     assert otb_html(_otb([row]), "").count("<img") == 1
 
 
-@pytest.mark.parametrize("report", [
-    {},
-    {"criteria": {"c": {}}},
-    {"criteria": {"c": {"candidates": [], "agreement": {"winner": {"validation": {"mae": None}}},
-                        "verdicts": {"best_initial": {"verdict": "better", "estimate": None}},
-                        "confusion": {"matrix": [[0]], "labels": [0]}, "audit": {"initials": []}}}},
-])
-def test_a_calibration_page_with_nothing_to_draw_is_written(report):
+@pytest.mark.parametrize("case", ["no criterion", "nothing scored", "undefined everywhere"])
+def test_a_calibration_page_with_nothing_to_draw_is_written(calibration_runs, case):
+    real = build_report(calibration_runs[0], n_boot=20)
+    entry = real.criteria["entailment"]
+    if case == "no criterion":
+        report = real.model_copy(update={"criteria": {}})
+    else:
+        bare = entry.model_copy(update={"candidates": [], "agreement": {}, "confusion": Confusion(labels=[0], matrix=[[0]], n_pairs=0)})
+        if case == "undefined everywhere":
+            undefined = PairedVerdict(estimate=None, low=None, high=None, n_pairs=0, n_cases=0, verdict="better")
+            audit = CriterionAudit(criterion="entailment", name="e", key_terms=(), winner=None, initials=(), flag="no_winner")
+            bare = bare.model_copy(update={"verdicts": Verdicts(best_initial=undefined), "audit": audit,
+                                           "agreement": {"winner": SplitStatistics()}})
+        report = real.model_copy(update={"criteria": {"entailment": bare}})
     page = calibration_html(report, "")
     assert page.startswith("<!DOCTYPE html>") and "Drift audit" in page
 
