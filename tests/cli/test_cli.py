@@ -81,6 +81,7 @@ def test_report_rebuilds_from_artifacts(tmp_path, tiny_pack_dir, tiny_splits_dir
     before = (run / "report.json").read_text()
     (run / "report.json").unlink()
     (run / "report.md").unlink()
-    result = runner.invoke(app, ["report", str(run)])
+    replicates = json.loads(before)["bootstrap"]["n_boot"]  # what the run's own report used (light in tests)
+    result = runner.invoke(app, ["report", str(run), "--n-boot", str(replicates)])
     assert result.exit_code == 0, result.output
     assert (run / "report.json").read_text() == before and (run / "report.md").is_file()
