@@ -24,9 +24,9 @@ one, answered within a 24 h window at batch prices, each answer checked and cach
 come interactively; its usage counts under the tag ``"<tag> (batch)"``.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve.lazy import lazy_members
 from evolve.llm._budget import CHARS_PER_TOKEN, Spend, SpendLimit, one_call, request_chars, spend_of_usage
 from evolve.llm._cache import ResponseCache
 from evolve.llm._schema import limits_sent, validate_reply
@@ -77,14 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and re
     from evolve.llm._routing import PREFIX_CHARS, RoutingProvider, rendezvous_ranking, routing_key
 
 
-def __getattr__(name: str) -> Any:
-    """Import a lazily loaded member (see ``_LAZY``) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _LAZY, globals())
 
 
 __all__ = [

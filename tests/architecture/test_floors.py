@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "evolve"
 
 #: Floor of each subpackage or top-level module; an import may only reach the same floor or below.
 FLOORS = {
-    "errors": 0, "records": 0, "layering": 0,
+    "errors": 0, "records": 0, "layering": 0, "lazy": 0,
     "llm": 1, "local": 1, "markdown": 1, "stats": 1,
     "runs": 2, "rubric": 2, "testing": 2,
     "archive": 3, "data": 3,
