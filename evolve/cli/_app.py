@@ -154,6 +154,13 @@ def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str], *
         raise typer.Exit(code=130) from None
 
 
+def _run_guarded(command: str, run_dir: Callable[[], Path | None]) -> contextlib.AbstractContextManager[None]:
+    """:func:`_guarded` around a run that resumes: an error names ``<command> --resume RUN``
+    once the run folder is known (``run_dir()``), an interrupt says how to continue."""
+    return _guarded(lambda: f"{command} --resume {folder}" if (folder := run_dir()) is not None else None,
+                    lambda: f"interrupted; continue with: {command} --resume {run_dir() or '<run folder>'}")
+
+
 def _say(text: str) -> None:
     """One line on stdout, as written (no highlighting, not wrapped)."""
     out.print(text, highlight=False, soft_wrap=True)

@@ -14,6 +14,7 @@ from evolve.cli._app import (
     _price,
     _progress_bar,
     _RichProgress,
+    _run_guarded,
     _run_spend,
     _say,
     _show_plan,
@@ -130,9 +131,7 @@ def _run_bench(options: BenchRunOptions) -> BenchResult | None:
 
     config = None
     resume = options.resume is not None
-    with _guarded(lambda: f"evolve bench run --resume {config.run_dir}" if config is not None else None,
-                  lambda: f"interrupted; continue with: evolve bench run --resume "
-                          f"{config.run_dir if config is not None else '<run folder>'}"):
+    with _run_guarded("evolve bench run", lambda: config.run_dir if config is not None else None):
         config = options.config()
         price = _price(options.price_in, options.price_out, config.endpoint)
         if options.plan:

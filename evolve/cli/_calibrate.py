@@ -16,6 +16,7 @@ from evolve.cli._app import (
     _price,
     _progress_bar,
     _RichProgress,
+    _run_guarded,
     _say,
     _show_plan,
     _warn,
@@ -152,8 +153,7 @@ def _run_calibration(options: CalibrateOptions) -> CalibrationResult | None:
 
     config = None
     resume = options.resume is not None
-    with _guarded(lambda: f"evolve calibrate --resume {config.run_dir}" if config is not None else None,
-                  lambda: f"interrupted; continue with: evolve calibrate --resume {config.run_dir if config else '<run folder>'}"), \
+    with _run_guarded("evolve calibrate", lambda: config.run_dir if config is not None else None), \
             contextlib.ExitStack() as scratch:
         # --plan imports --workbooks into a scratch folder, removed with it: a plan writes nothing
         into = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="evolve-plan-"))) \

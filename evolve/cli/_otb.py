@@ -14,6 +14,7 @@ from evolve.cli._app import (
     _price,
     _progress_bar,
     _RichProgress,
+    _run_guarded,
     _run_spend,
     _say,
     _show_plan,
@@ -140,9 +141,7 @@ def _run_otb(options: OtbRunOptions) -> OtbRunResult | None:
 
     config = None
     resume = options.resume is not None
-    with _guarded(lambda: f"evolve otb run --resume {config.run_dir}" if config is not None else None,
-                  lambda: f"interrupted; continue with: evolve otb run --resume "
-                          f"{config.run_dir if config is not None else '<run folder>'}"):
+    with _run_guarded("evolve otb run", lambda: config.run_dir if config is not None else None):
         config = options.config()
         price = _price(options.price_in, options.price_out, config.endpoint)
         if options.plan:
