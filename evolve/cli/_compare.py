@@ -23,7 +23,7 @@ def compare(
     name: Optional[str] = typer.Option(None, "--name", help="Folder under --reports-dir (default: RUN_A-vs-RUN_B...)."),
     reports_dir: Path = typer.Option(Path("reports"), "--reports-dir", help="Where cross-run reports go."),
     html: CompareHtmlOption = True,
-    n_boot: NBootOption = 2000,
+    n_boot: NBootOption = None,
     seed: BootSeedOption = 0,
     prompts_root: RunPromptsRootOption = None,
 ) -> None:

@@ -61,7 +61,7 @@ def judge(
     resume: bool = typer.Option(False, "--resume", help="Continue the run --run-id (finished calls are free from the cache)."),
     endpoint: Given = JUDGE_ENDPOINT,
     spend: Given = SPEND,
-    n_boot: NBootOption = 2000,
+    n_boot: NBootOption = None,
     html: HtmlOption = True,
     plan: Given = PLAN,
 ) -> None:

@@ -234,9 +234,10 @@ RubricPromptsRootOption = Annotated[Optional[Path], typer.Option(
 # --- report: the bootstrap of the report commands ---
 HtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write report.html: the figures, then the same tables, in one self-contained page.")]
 CompareHtmlOption = Annotated[bool, typer.Option("--html/--no-html", help="Also write report.html (figures, then the tables).")]
-NBootOption = Annotated[int, typer.Option(callback=in_range(1, MAX_N_BOOT), help="Bootstrap replicates per interval (cases resampled).")]
+NBootOption = Annotated[Optional[int], typer.Option(callback=in_range(1, MAX_N_BOOT), help=(
+    "Bootstrap replicates per interval (cases resampled; default: $EVOLVE_REPORT_REPLICATES, else 2000)."))]
 BootSeedOption = Annotated[int, typer.Option(callback=in_range(0, 2**32 - 1), help="Bootstrap seed.")]
 
 REPORT: Any = OptionGroup({"n_boot": NBootOption, "seed": BootSeedOption, "html": HtmlOption},
-                          {"n_boot": 2000, "seed": 0, "html": True})
+                          {"n_boot": None, "seed": 0, "html": True})
 """The bootstrap and page of the report commands (``report``, ``bench report``, ``otb report``)."""

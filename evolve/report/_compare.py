@@ -33,6 +33,7 @@ from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
 from evolve.report._report import build_report, format_interval
+from evolve.report._settings import report_settings
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
 from evolve.stats import MIN_CASES, paired_mae_difference, shift_interval, sign_flip_test
@@ -376,15 +377,20 @@ def comparison_html(comparison: dict, markdown_text: str) -> str:
     return page("Runs compared: " + " vs ".join(r["label"] for r in comparison["runs"]), parts)
 
 
-def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_boot: int = 2000, seed: int = 0,
+def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_boot: int | None = None, seed: int = 0,
                      html: bool = True, prompts_root: Path | str | None = None) -> dict:
     """Compare runs and write ``report.md``, ``report.json``, ``differences.csv`` and
     ``report.html`` into ``out_dir`` (``reports/<name>/``).
 
+    ``n_boot``: bootstrap replicates per interval (default: :class:`~evolve.report.ReportSettings`
+    from the environment, ``$EVOLVE_REPORT_REPLICATES``, else 2000).
+
     Raises:
         RunError: As :func:`build_comparison`; nothing is written then.
+        ConfigError: ``n_boot`` or ``$EVOLVE_REPORT_REPLICATES`` out of range.
     """
-    comparison = build_comparison(run_dirs, n_boot=n_boot, seed=seed, prompts_root=prompts_root)
+    replicates = report_settings(None, n_boot).replicates
+    comparison = build_comparison(run_dirs, n_boot=replicates, seed=seed, prompts_root=prompts_root)
     folder = ComparisonFolder(out_dir)
     markdown = render_comparison_markdown(comparison)
     folder.write(folder.REPORT_JSON, json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")

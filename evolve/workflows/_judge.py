@@ -46,7 +46,7 @@ class JudgeRunOptions(BaseModel):
         endpoint: Where calls go (default: the embedded model).
         model: Model id to send instead of the judge file's (then not the validated judge: warned).
         cache_path: The response cache (default: ``$EVOLVE_CACHE_DIR/responses.sqlite``).
-        n_boot: Bootstrap replicates per interval.
+        n_boot: Bootstrap replicates per interval (default: ``$EVOLVE_REPORT_REPLICATES``, else 2000).
         html: Also write ``report.html``.
     """
 
@@ -68,7 +68,7 @@ class JudgeRunOptions(BaseModel):
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings)
     model: str | None = None
     cache_path: Path | None = None
-    n_boot: int = Field(default=2000, ge=1)
+    n_boot: int | None = Field(default=None, ge=1)
     html: bool = True
 
     @field_validator("targets", mode="before")
@@ -360,7 +360,7 @@ class CalibratedJudge:
         archives_dir: Path | str = "archives",
         run_id: str | None = None,
         progress: ProgressHook | None = None,
-        n_boot: int = 2000,
+        n_boot: int | None = None,
         html: bool = True,
     ) -> ScoringSummary:
         """Score ``targets`` (a DataFrame in the table importer's columns - at least ``case_text``
@@ -380,7 +380,7 @@ class CalibratedJudge:
             resume: Continue ``run_dir`` (finished calls free from the cache).
             archives_dir, run_id: Where the run folder goes when ``run_dir`` is None.
             progress: Progress hook.
-            n_boot: Bootstrap replicates.
+            n_boot: Bootstrap replicates (default: ``$EVOLVE_REPORT_REPLICATES``, else 2000).
             html: Also write ``report.html``.
         """
         if isinstance(endpoint, str):

@@ -56,3 +56,24 @@ def test_a_light_bench_report_states_its_replicates_and_draws_no_figure(tmp_path
     assert "Figures were turned off for this report" in page and "<img" not in page and "<table>" in page
     write_bench_report(run, settings=ReportSettings(replicates=7))
     assert "<img" in (run / "report.html").read_text() and "Figures were turned off" not in (run / "report.html").read_text()
+
+
+def test_the_report_commands_follow_the_environment_unless_n_boot_is_given(calibration_runs, tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from evolve.cli import app
+
+    run = Path(shutil.copytree(calibration_runs[0], tmp_path / "run"))
+    monkeypatch.setenv("EVOLVE_REPORT_REPLICATES", "7")
+    for argv, replicates in ((["report", str(run), "--no-html"], 7), (["report", str(run), "--no-html", "--n-boot", "9"], 9)):
+        done = CliRunner().invoke(app, argv)
+        assert done.exit_code == 0, done.output
+        assert json.loads((run / "report.json").read_text("utf-8"))["bootstrap"]["n_boot"] == replicates
+    done = CliRunner().invoke(app, ["compare", str(run), str(calibration_runs[1]), "--reports-dir", str(tmp_path / "r"),
+                                    "--no-html"])
+    assert done.exit_code == 0, done.output
+    (folder,) = (tmp_path / "r").iterdir()
+    assert json.loads((folder / "report.json").read_text("utf-8"))["bootstrap"]["n_boot"] == 7
