@@ -40,13 +40,14 @@ def compare(
         comparison = write_comparison(run_dirs, out_dir, n_boot=n_boot, seed=seed, html=html, prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
-    for note in comparison.get("notes", []):
+    for note in comparison.notes:
         out.print(f"note: {note}", highlight=False, soft_wrap=True)
-    for d in comparison["differences"]:
-        iv = "—" if d["estimate"] is None else f"{d['estimate']:+.3f}" + (
-            "" if d["low"] is None or d["high"] is None else f" [{d['low']:+.3f}, {d['high']:+.3f}]")
-        out.print(f"{d['criterion']}: {d['what']} {d['run']} − {d['versus']}: {iv} ({difference_verdict(d)})",
+    for d in comparison.differences:
+        iv = "—" if d.estimate is None else f"{d.estimate:+.3f}" + (
+            "" if d.low is None or d.high is None else f" [{d.low:+.3f}, {d.high:+.3f}]")
+        out.print(f"{d.criterion}: {d.what} {d.run} − {d.versus}: {iv} ({difference_verdict(d)})",
                   highlight=False, soft_wrap=True)
     if (text := comparison_count_text(comparison)) is not None:
         out.print(text, highlight=False, soft_wrap=True)
-    out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}", highlight=False)
+    out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}",
+              highlight=False, soft_wrap=True)

@@ -3,7 +3,8 @@
 A run folder holds files other programs read: ``report.json`` (calibration), ``audit.json`` (its
 drift audit), ``candidates.csv`` (one :class:`~evolve.calibrated.CandidateRecord` per row),
 ``bench_report.json`` (consilium benchmark), ``otb_report.json`` (OpenTumorBoard),
-``summary.json`` (a scoring run, ``evolve judge``) and ``judge.json`` (the calibrated judge).
+``summary.json`` (a scoring run, ``evolve judge``), ``judge.json`` (the calibrated judge) and
+``reports/<name>/report.json`` (``evolve compare``).
 Each is a versioned pydantic model here, built on :class:`evolve.records.Record` (frozen,
 unknown fields refused), and published as a JSON Schema (:func:`json_schema`, files under
 ``evolve/outputs/schemas/``). The writers validate what they write against these models, so a
@@ -95,6 +96,15 @@ from evolve.outputs._common import (
     StatInterval,
     Usage,
 )
+from evolve.outputs._comparison import (
+    COMPARISON_VERSION,
+    ArmSummary,
+    ComparedCriterion,
+    ComparedRun,
+    ComparisonReport,
+    Difference,
+    RunSide,
+)
 from evolve.outputs._otb import (
     OTB_REPORT_VERSION,
     OtbAnchored,
@@ -133,6 +143,7 @@ from evolve.outputs._scoring import (
 __all__ = [
     "AUDIT_VERSION",
     "BENCH_REPORT_VERSION",
+    "COMPARISON_VERSION",
     "DRIFT_RATIONALE_MAX_CHARS",
     "OTB_REPORT_VERSION",
     "REPORT_VERSION",
@@ -144,6 +155,7 @@ __all__ = [
     "AnchoredSection",
     "AnchoredSystem",
     "ArchiveShape",
+    "ArmSummary",
     "AuditResult",
     "BaselineRow",
     "BenchCounts",
@@ -159,11 +171,15 @@ __all__ = [
     "Ceiling",
     "CeilingSplit",
     "ClusterBootstrap",
+    "ComparedCriterion",
+    "ComparedRun",
+    "ComparisonReport",
     "Comparisons",
     "ComplexityRow",
     "Confusion",
     "CriterionAudit",
     "CriterionReport",
+    "Difference",
     "DistributionRow",
     "DriftCheck",
     "DriftThresholds",
@@ -202,6 +218,7 @@ __all__ = [
     "Roles",
     "RowKind",
     "RubricUsed",
+    "RunSide",
     "ScoringCounts",
     "ScoringCriterion",
     "ScoringJudge",

@@ -14,6 +14,7 @@ from evolve.errors import RunError
 from evolve.outputs._audit import AuditResult
 from evolve.outputs._bench import BenchReport
 from evolve.outputs._calibration import CalibrationReport
+from evolve.outputs._comparison import ComparisonReport
 from evolve.outputs._otb import OtbReport
 from evolve.outputs._scoring import ScoringReport
 from evolve.runs import BenchFolder, CalibrationFolder, OtbFolder, ScoringFolder
@@ -195,13 +196,14 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "otb_report": OtbReport,
     "summary": ScoringReport,
     "candidate": CandidateRecord,
+    "comparison": ComparisonReport,
 }
 """Published JSON Schemas: name -> record class (``evolve/outputs/schemas/<name>.schema.json``)."""
 
 
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of one run output (a key of :data:`SCHEMAS`: ``report``, ``audit``, ``judge``,
-    ``bench_report``, ``otb_report``, ``summary``, ``candidate``).
+    ``bench_report``, ``otb_report``, ``summary``, ``candidate``, ``comparison``).
 
     Raises:
         KeyError: An unknown name (the message lists the known ones).

@@ -18,7 +18,6 @@ when it does not survive Holm's correction over all of them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ import pandas as pd
 
 from evolve.errors import RunError
 from evolve.markdown import md_code, md_inline
-from evolve.outputs import CriterionReport
+from evolve.outputs import ComparisonReport, CriterionReport, Difference, RunSide
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
@@ -80,7 +79,7 @@ def _kind(run_dir: Path) -> str:
 
 
 def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed: int = 0,
-                     prompts_root: Path | str | None = None) -> dict:
+                     prompts_root: Path | str | None = None) -> ComparisonReport:
     """Compare two or more runs of the same kind (no model calls).
 
     Args:
@@ -92,9 +91,9 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
             their rubric is looked up before the shipped rubrics (runs with a copy read it).
 
     Returns:
-        A JSON-able dict: ``kind``, ``runs`` (label, path, models), ``differences`` (records of
-        :data:`DIFFERENCE_COLUMNS`) and the side-by-side rows (``criteria`` for calibration
-        runs, ``arms`` for bench runs).
+        The typed comparison (:class:`~evolve.outputs.ComparisonReport`): ``kind``, ``runs``,
+        ``differences`` (:data:`DIFFERENCE_COLUMNS`) and the side-by-side rows (``criteria`` for
+        calibration runs, ``arms`` for bench runs).
 
     Raises:
         RunError: Fewer than two runs, a folder that is no run, runs of different kinds, or
@@ -112,8 +111,8 @@ def build_comparison(run_dirs: Sequence[Path | str], *, n_boot: int = 2000, seed
         raise RunError(f"cannot compare runs of different kinds: {listed}. Compare calibration runs with calibration runs "
                        "and bench runs with bench runs.")
     if kinds[dirs[0]] == "calibration":
-        return _compare_calibrations(dirs, n_boot, seed, prompts_root)
-    return _compare_benches(dirs, n_boot, seed)
+        return ComparisonReport.model_validate(_compare_calibrations(dirs, n_boot, seed, prompts_root))
+    return ComparisonReport.model_validate(_compare_benches(dirs, n_boot, seed))
 
 
 # -- calibration runs -----------------------------------------------------------------------------
@@ -196,8 +195,9 @@ def _side(label: str, entry: CriterionReport) -> dict:
     for key, _ in (*_ROWS, ("ceiling", "ceiling")):
         by_split = entry.agreement.get(key)
         mae = by_split.validation.get("mae") if by_split is not None else None
-        row.update({f"{key}_mae": mae.estimate if mae else None, f"{key}_low": mae.low if mae else None,
-                    f"{key}_high": mae.high if mae else None})
+        name = key.replace("-", "_")
+        row.update({f"{name}_mae": mae.estimate if mae else None, f"{name}_low": mae.low if mae else None,
+                    f"{name}_high": mae.high if mae else None})
     return row
 
 
@@ -294,91 +294,100 @@ def _ci(est, low, high) -> str:
     return format_interval(est, low, high, digits=3)
 
 
-def render_comparison_markdown(comparison: dict) -> str:
-    """The comparison as Markdown: the runs, the side-by-side table and the paired differences."""
-    lines = ["# Runs compared", ""]
-    runs = comparison["runs"]
-    lines += [f"Reference: **{md_inline(runs[0]['label'])}**; every difference is the other run minus the reference, paired on the "
-              "targets both scored, tested by a sign-flip permutation test over case clusters (p) with the 95% interval "
-              "that inverts it.", ""]
-    lines += [f"- {md_inline(r['label'])}: {md_code(r['path'])}" for r in runs] + [""]
-    if comparison["kind"] == "calibration":
-        lines += [f"Pack {md_code(comparison['pack'])}, split {md_code(comparison['splits'])}. Validation MAE against every physician "
-                  "rating (lower is better); negative differences: the other run agrees better.", ""]
-        for criterion, entry in comparison["criteria"].items():
-            lines += [f"## {md_inline(entry.get('name') or criterion)} ({md_inline(criterion)})", "",
+def _side_line(s: RunSide) -> str:
+    cells = [_ci(s.winner_mae, s.winner_low, s.winner_high), _ci(s.no_guidance_mae, s.no_guidance_low, s.no_guidance_high),
+             _ci(s.best_initial_mae, s.best_initial_low, s.best_initial_high), _ci(s.ceiling_mae, s.ceiling_low, s.ceiling_high)]
+    return f"| {md_inline(s.run)} | {md_inline(s.winner)} ({s.origin}) | " + " | ".join(cells) + " |"
+
+
+def _side_by_side(comparison: ComparisonReport) -> list[str]:
+    """The calibration runs' criteria, or the bench arms, one table row each."""
+    if comparison.kind == "calibration":
+        lines = [f"Pack {md_code(comparison.pack)}, split {md_code(comparison.splits)}. Validation MAE against every physician "
+                 "rating (lower is better); negative differences: the other run agrees better.", ""]
+        for criterion, entry in comparison.criteria.items():
+            lines += [f"## {md_inline(entry.name or criterion)} ({md_inline(criterion)})", "",
                       "| run | winner | winner MAE | no guidance MAE | best initial MAE | physician ceiling |",
-                      "|---|---|---|---|---|---|"]
-            for s in entry["runs"]:
-                lines.append(f"| {md_inline(s['run'])} | {md_inline(s['winner'])} ({s['origin']}) | " + " | ".join(
-                    _ci(s[f"{k}_mae"], s[f"{k}_low"], s[f"{k}_high"]) for k in ("winner", "no-guidance", "best-initial", "ceiling")) + " |")
-            lines.append("")
-    else:
-        lines += ["| arm | pipelines | consensus | mean rounds | mean tokens | final-report quality |", "|---|---|---|---|---|---|"]
-        for a in comparison["arms"]:
-            lines.append(f"| {md_inline(a['arm'])} | {a['pipelines']} | {format_interval(a['consensus_share'], None, None, digits=2)} | "
-                         f"{a['mean_rounds']:.2f} | {a['mean_tokens']:.0f} | {format_interval(a['quality'], None, None)} |")
-        lines.append("")
+                      "|---|---|---|---|---|---|", *[_side_line(s) for s in entry.runs], ""]
+        return lines
+    lines = ["| arm | pipelines | consensus | mean rounds | mean tokens | final-report quality |", "|---|---|---|---|---|---|"]
+    for a in comparison.arms:
+        rounds = "—" if a.mean_rounds is None else f"{a.mean_rounds:.2f}"
+        tokens = "—" if a.mean_tokens is None else f"{a.mean_tokens:.0f}"
+        lines.append(f"| {md_inline(a.arm)} | {a.pipelines} | {format_interval(a.consensus_share, None, None, digits=2)} | "
+                     f"{rounds} | {tokens} | {format_interval(a.quality, None, None)} |")
+    return [*lines, ""]
+
+
+def render_comparison_markdown(comparison: ComparisonReport) -> str:
+    """The comparison as Markdown: the runs, the side-by-side table and the paired differences."""
+    runs = comparison.runs
+    lines = ["# Runs compared", "",
+             f"Reference: **{md_inline(runs[0].label)}**; every difference is the other run minus the reference, paired on the "
+             "targets both scored, tested by a sign-flip permutation test over case clusters (p) with the 95% interval "
+             "that inverts it.", ""]
+    lines += [f"- {md_inline(r.label)}: {md_code(r.path)}" for r in runs] + [""]
+    lines += _side_by_side(comparison)
     lines += ["## Paired differences", "",
               "| criterion | what | run − reference | difference [95% CI] | p | pairs | targets | cases | verdict |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for d in comparison["differences"]:
-        p = "—" if d.get("p_value") is None else f"{d['p_value']:.3f}"
-        lines.append(f"| {md_inline(d['criterion'])} | {md_inline(d['what'])} | {md_inline(d['run'])} − {md_inline(d['versus'])} | "
-                     f"{_ci(d['estimate'], d['low'], d['high'])} | "
-                     f"{p} | {d['n_pairs']} | {d['n_targets']} | {d['n_cases']} | {difference_verdict(d)} |")
+    for d in comparison.differences:
+        p = "—" if d.p_value is None else f"{d.p_value:.3f}"
+        lines.append(f"| {md_inline(d.criterion)} | {md_inline(d.what)} | {md_inline(d.run)} − {md_inline(d.versus)} | "
+                     f"{_ci(d.estimate, d.low, d.high)} | "
+                     f"{p} | {d.n_pairs} | {d.n_targets} | {d.n_cases} | {difference_verdict(d)} |")
     lines += ["", "A difference whose interval covers 0 is noise at this sample size: the runs cannot be told apart. "
               f"No verdict is given on fewer than {MIN_CASES} cases (too few cases to tell) or fewer than {MIN_SHARED_PAIRS} "
               "shared pairs (too few shared pairs to tell).", ""]
     if (text := comparison_count_text(comparison)) is not None:
         lines += [text, ""]
-    if any(d["verdict"] == NO_SHARED_TARGETS for d in comparison["differences"]):
+    if any(d.verdict == NO_SHARED_TARGETS for d in comparison.differences):
         lines += [f"**{NO_SHARED_TARGETS[0].upper()}{NO_SHARED_TARGETS[1:]}** for some differences above, so they have "
                   f"no verdict. {HOW_TO_SHARE}", ""]
     return "\n".join(lines)
 
 
-def difference_verdict(d: dict) -> str:
+def difference_verdict(d: Difference) -> str:
     """A difference's verdict, marked when a better/worse verdict does not survive Holm's correction."""
-    return d["verdict"] + (" - not after Holm's correction" if d.get("holm_survives") is False else "")
+    return d.verdict + (" - not after Holm's correction" if d.holm_survives is False else "")
 
 
-def comparison_count_text(comparison: dict) -> str | None:
+def comparison_count_text(comparison: ComparisonReport) -> str | None:
     """How many paired comparisons were made and how many definitive verdicts do not survive
     Holm's correction over all of them (None with fewer than two)."""
-    c = comparison.get("comparisons") or {}
-    if c.get("n", 0) < 2:
+    c = comparison.comparisons
+    if c.n < 2:
         return None
-    text = f"{c['n']} paired comparisons, each at level {c.get('alpha', ALPHA):g}; with Holm's correction over all {c['n']}, "
-    if not c.get("definitive"):
+    text = f"{c.n} paired comparisons, each at level {c.alpha:g}; with Holm's correction over all {c.n}, "
+    if not c.definitive:
         return text + "nothing changes: no difference is shown."
-    if not c.get("not_surviving"):
-        return text + f"all {c['definitive']} definitive verdicts survive."
-    return text + (f"{c['not_surviving']} of {c['definitive']} definitive verdicts do not survive (marked \"not after "
+    if not c.not_surviving:
+        return text + f"all {c.definitive} definitive verdicts survive."
+    return text + (f"{c.not_surviving} of {c.definitive} definitive verdicts do not survive (marked \"not after "
                    "Holm's correction\"): read them as possibly due to chance among many comparisons.")
 
 
-def _difference_rows(comparison: dict) -> list[dict]:
-    return [forest_row(f"{d['criterion']}: {d['what']} ({d['run']})", d) for d in comparison["differences"]]
+def _difference_rows(comparison: ComparisonReport) -> list[dict]:
+    return [forest_row(f"{d.criterion}: {d.what} ({d.run})", d.model_dump()) for d in comparison.differences]
 
 
-def comparison_html(comparison: dict, markdown_text: str) -> str:
+def comparison_html(comparison: ComparisonReport, markdown_text: str) -> str:
     """The comparison as one self-contained page: the paired differences as a forest plot,
     then the Markdown tables."""
     from evolve.report import _figures as fig
 
     rows = _difference_rows(comparison)
-    xlabel = "paired MAE difference (negative: better than the reference)" if comparison["kind"] == "calibration" \
+    xlabel = "paired MAE difference (negative: better than the reference)" if comparison.kind == "calibration" \
         else "paired quality difference (positive: better than the reference)"
     forest = figure_html(lambda ax: fig.interval_plot(rows, xlabel=xlabel, title="each run minus the reference",
                                                       reference=0.0, ax=ax),
                          "paired differences with case-clustered 95% intervals", size=(9.0, 1.0 + 0.4 * max(len(rows), 1)))
     parts = [section("Paired differences", [forest]), tables(markdown_text)]
-    return page("Runs compared: " + " vs ".join(r["label"] for r in comparison["runs"]), parts)
+    return page("Runs compared: " + " vs ".join(r.label for r in comparison.runs), parts)
 
 
 def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_boot: int | None = None, seed: int = 0,
-                     html: bool = True, prompts_root: Path | str | None = None) -> dict:
+                     html: bool = True, prompts_root: Path | str | None = None) -> ComparisonReport:
     """Compare runs and write ``report.md``, ``report.json``, ``differences.csv`` and
     ``report.html`` into ``out_dir`` (``reports/<name>/``).
 
@@ -393,8 +402,9 @@ def write_comparison(run_dirs: Sequence[Path | str], out_dir: Path | str, *, n_b
     comparison = build_comparison(run_dirs, n_boot=replicates, seed=seed, prompts_root=prompts_root)
     folder = ComparisonFolder(out_dir)
     markdown = render_comparison_markdown(comparison)
-    folder.write(folder.REPORT_JSON, json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
-    folder.write(folder.DIFFERENCES, pd.DataFrame(comparison["differences"], columns=DIFFERENCE_COLUMNS).to_csv(index=False))
+    folder.write(folder.REPORT_JSON, comparison.model_dump_json(indent=2) + "\n")
+    folder.write(folder.DIFFERENCES, pd.DataFrame([d.model_dump() for d in comparison.differences],
+                                                  columns=DIFFERENCE_COLUMNS).to_csv(index=False))
     folder.write(folder.REPORT_MD, markdown)
     if html:
         folder.write(folder.REPORT_HTML, comparison_html(comparison, markdown))

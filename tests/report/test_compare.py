@@ -37,27 +37,27 @@ def test_two_judge_models_are_compared_pairwise_on_shared_targets(calibration_ru
     guided, lenient = calibration_runs
     out = tmp_path / "reports" / "models"
     comparison = write_comparison([guided, lenient], out, n_boot=200)
-    labels = [r["label"] for r in comparison["runs"]]
+    labels = [r.label for r in comparison.runs]
     assert labels == ["guided (judge-guided)", f"lenient ({LENIENT_MODEL})"]
     ratings = pd.read_csv(Path(json.loads((guided / "config.json").read_text())["pack"]) / "ratings.csv",
                           dtype={"target_id": str})
     ratings = ratings[ratings["criterion"] == "entailment"]
-    winner = next(d for d in comparison["differences"] if d["what"] == "winner")
+    winner = next(d for d in comparison.differences if d.what == "winner")
     ids = [json.loads((r / "report.json").read_text())["criteria"]["entailment"]["winner"]["candidate_id"] for r in (guided, lenient)]
     a, b = _validation_calls(lenient, ids[1]), _validation_calls(guided, ids[0])
     # every target has the same number of calls and ratings on both sides, so the paired mean is the difference of MAEs
-    assert winner["estimate"] == pytest.approx(_mean_abs_error(a, ratings) - _mean_abs_error(b, ratings))
-    assert winner["estimate"] > 0
-    assert winner["n_targets"] == a["target_id"].nunique() and winner["n_pairs"] > 0
+    assert winner.estimate == pytest.approx(_mean_abs_error(a, ratings) - _mean_abs_error(b, ratings))
+    assert winner.estimate > 0
+    assert winner.n_targets == a["target_id"].nunique() and winner.n_pairs > 0
     # the tiny pack's validation split has 3 cases: no sign-flip test over 3 cases can reject at 5% (the smallest
     # p is 2/8), so there is no interval and no verdict, only the words
-    assert winner["n_cases"] == a["case_id"].nunique() == 3
-    assert winner["low"] is None and winner["high"] is None and winner["p_value"] == pytest.approx(0.25)
-    assert winner["verdict"] == "too few cases to tell"
+    assert winner.n_cases == a["case_id"].nunique() == 3
+    assert winner.low is None and winner.high is None and winner.p_value == pytest.approx(0.25)
+    assert winner.verdict == "too few cases to tell"
     # the same lenient answer without guidance: no guidance is identical for both judges only if the guided
     # judge is lenient too without guidance, which the fake is (always 2)
-    none = next(d for d in comparison["differences"] if d["what"] == "no guidance")
-    assert none["estimate"] == 0.0
+    none = next(d for d in comparison.differences if d.what == "no guidance")
+    assert none.estimate == 0.0
     assert list(pd.read_csv(out / "differences.csv").columns) == DIFFERENCE_COLUMNS
     md = (out / "report.md").read_text()
     assert "guided (judge-guided)" in md and "Paired differences" in md
@@ -127,12 +127,12 @@ def test_bench_runs_pair_final_report_quality_by_case(tmp_path):
     a = bench_folder(tmp_path / "a")
     b = bench_folder(tmp_path / "b")
     comparison = build_comparison([a, b], n_boot=100)
-    assert comparison["kind"] == "bench"
-    same = [d for d in comparison["differences"] if d["run"].split(": ", 1)[1] == comparison["arms"][0]["arm"].split(": ", 1)[1]
-            and d["run"].startswith("b:")]
+    assert comparison.kind == "bench"
+    same = [d for d in comparison.differences if d.run.split(": ", 1)[1] == comparison.arms[0].arm.split(": ", 1)[1]
+            and d.run.startswith("b:")]
     # the synthetic bench run has fewer than MIN_CASES cases: no verdict, whatever the numbers
-    assert same and same[0]["estimate"] == 0.0 and same[0]["n_cases"] < MIN_CASES
-    assert same[0]["verdict"] == "too few cases to tell" and same[0]["p_value"] == 1.0
+    assert same and same[0].estimate == 0.0 and same[0].n_cases < MIN_CASES
+    assert same[0].verdict == "too few cases to tell" and same[0].p_value == 1.0
     c = bench_folder(tmp_path / "c", cases_text="other cases\n")
     with pytest.raises(RunError, match="do not share a case file"):
         build_comparison([a, c])

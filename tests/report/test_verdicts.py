@@ -138,9 +138,9 @@ def test_compare_of_runs_that_share_no_targets_says_so_gives_no_verdict_and_says
     _split_validation(a, keep=half, drop=None)
     _split_validation(b, keep=None, drop=half)
     comparison = build_comparison([a, b], n_boot=50)
-    assert comparison["differences"] and all(d["verdict"] == NO_SHARED_TARGETS and d["estimate"] is None
-                                             and d["n_pairs"] == 0 for d in comparison["differences"])
-    assert HOW_TO_SHARE in comparison["notes"] and "--seed" in HOW_TO_SHARE and "--max-validation-targets" in HOW_TO_SHARE
+    assert comparison.differences and all(d.verdict == NO_SHARED_TARGETS and d.estimate is None
+                                          and d.n_pairs == 0 for d in comparison.differences)
+    assert HOW_TO_SHARE in comparison.notes and "--seed" in HOW_TO_SHARE and "--max-validation-targets" in HOW_TO_SHARE
     res = CliRunner().invoke(app, ["compare", str(a), str(b), "--reports-dir", str(tmp_path / "reports"), "--n-boot", "50",
                                    "--no-html"])
     assert res.exit_code == 0, res.output
