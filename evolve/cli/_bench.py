@@ -43,7 +43,7 @@ from evolve.cli._options import (
 if TYPE_CHECKING:
     from evolve.consilium import BenchResult, JudgeBenchResult
     from evolve.runs import Price
-    from evolve.workflows._options import BenchRunOptions
+    from evolve.workflows._options import BenchJudgeOptions, BenchRunOptions
 
 GuidanceOption = Annotated[Optional[Path], typer.Option(
     "--guidance", help="Judge file whose validated winners guide the judge: a calibration run folder (archives/<run_id>) "
@@ -208,7 +208,10 @@ def bench_judge(
     plan: Given = PLAN,
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
-    result = _judge_bench(run_dir, flat(locals()))
+    values = flat(locals())  # the options as given (before any other local name is bound)
+    from evolve.workflows._options import BenchJudgeOptions
+
+    result = _judge_bench(BenchJudgeOptions(**values))
     if result is None:
         return
     for warning in result.warnings:
@@ -222,31 +225,32 @@ def bench_judge(
              f"{run_dir / 'calibrated_judge.json'}); raw and physician-anchored means: evolve bench report {run_dir}")
 
 
-def _judge_bench(run_dir: Path, options: dict[str, Any]) -> JudgeBenchResult | None:
+def _judge_bench(options: BenchJudgeOptions) -> JudgeBenchResult | None:
     """``evolve bench judge``: the plan or the judging (None: nothing was judged)."""
     from evolve.consilium import judge_bench, load_bench_config, plan_bench_judge
     from evolve.runs import BenchFolder
     from evolve.workflows._options import with_spend
 
+    run_dir = options.run_dir
     with _guarded(lambda: f"evolve bench judge {run_dir}",
                   lambda: "interrupted; judge_scores.csv was not written (finished calls are cached: run it again)",
                   soft_wrap=False):
-        price, limited = _run_spend(options, load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
-        guidance, prompts_root = options["guidance"], options["prompts_root"]
-        if options["plan"]:
+        price, limited = _run_spend(options.spend(), load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
+        guidance, prompts_root = options.guidance, options.prompts_root
+        if options.plan:
             from evolve.workflows._plan import token_counter
 
             counter = token_counter(load_bench_config(run_dir).endpoint)
-            _show_plan(plan_bench_judge(run_dir, calibration_run=guidance, repeats=options["repeats"],
-                                        free_form_roles=options["free_form_roles"], prompts_root=prompts_root,
+            _show_plan(plan_bench_judge(run_dir, calibration_run=guidance, repeats=options.repeats,
+                                        free_form_roles=options.free_form_roles, prompts_root=prompts_root,
                                         counter=counter),
-                       price, options["calls_per_hour"], BenchFolder(run_dir).journal_path,
-                       limits=with_spend(load_bench_config(run_dir).endpoint, **options))
+                       price, options.calls_per_hour, BenchFolder(run_dir).journal_path,
+                       limits=with_spend(load_bench_config(run_dir).endpoint, **options.spend()))
             return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar, limited as client:
-            return judge_bench(run_dir, calibration_run=guidance, repeats=options["repeats"],
-                               progress=_RichProgress(bar, price), free_form_roles=options["free_form_roles"],
+            return judge_bench(run_dir, calibration_run=guidance, repeats=options.repeats,
+                               progress=_RichProgress(bar, price), free_form_roles=options.free_form_roles,
                                prompts_root=prompts_root, client=client)
     return None  # not reached: _guarded exits on an error
 

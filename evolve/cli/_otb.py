@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from evolve.otb import OtbJudgeResult
     from evolve.outputs import OtbReport
     from evolve.workflows import OtbRunResult
-    from evolve.workflows._options import OtbRunOptions
+    from evolve.workflows._options import OtbRunOptions, RejudgeOptions
 
 otb_app = sub_app("OpenTumorBoard: Specialist Turn and Board Simulation, judged and reported.")
 
@@ -195,7 +195,10 @@ def otb_judge(
     plan: Given = PLAN,
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
-    judged = _judge_otb(run_dir, flat(locals()))
+    values = flat(locals())  # the options as given (before any other local name is bound)
+    from evolve.workflows._options import RejudgeOptions
+
+    judged = _judge_otb(RejudgeOptions(**values))
     if judged is None:
         return
     result, report = judged
@@ -207,25 +210,26 @@ def otb_judge(
     _print_summary(run_dir, report)
 
 
-def _judge_otb(run_dir: Path, options: dict[str, Any]) -> tuple[OtbJudgeResult, Any] | None:
+def _judge_otb(options: RejudgeOptions) -> tuple[OtbJudgeResult, Any] | None:
     """``evolve otb judge``: the plan, or the judging and the rewritten report (None: nothing was judged)."""
     from evolve.otb import judge_otb, load_otb_config, plan_otb_judge
     from evolve.report import write_otb_report
     from evolve.runs import OtbFolder
     from evolve.workflows._options import with_spend
 
+    run_dir = options.run_dir
     with _guarded(lambda: f"evolve otb judge {run_dir}",
                   lambda: "interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)",
                   soft_wrap=False):
-        price, limited = _run_spend(options, load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
-        guidance, prompts_root = options["guidance"], options["prompts_root"]
-        if options["plan"]:
+        price, limited = _run_spend(options.spend(), load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
+        guidance, prompts_root = options.guidance, options.prompts_root
+        if options.plan:
             from evolve.workflows._plan import token_counter
 
             counter = token_counter(load_otb_config(run_dir).endpoint)
             _show_plan(plan_otb_judge(run_dir, calibration_run=guidance, prompts_root=prompts_root, counter=counter),
-                       price, options["calls_per_hour"], OtbFolder(run_dir).journal_path,
-                       limits=with_spend(load_otb_config(run_dir).endpoint, **options))
+                       price, options.calls_per_hour, OtbFolder(run_dir).journal_path,
+                       limits=with_spend(load_otb_config(run_dir).endpoint, **options.spend()))
             return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar, limited as client:

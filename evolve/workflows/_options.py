@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from evolve.otb import OtbConfig
     from evolve.runs import EndpointSettings
 
-__all__ = ["SPEND_OPTIONS", "BenchRunOptions", "CalibrateOptions", "OtbRunOptions", "RunOptions", "base_url_list",
-           "endpoint_overrides", "on_off", "refuse_on_resume", "with_batch", "with_spend"]
+__all__ = ["SPEND_OPTIONS", "BenchJudgeOptions", "BenchRunOptions", "CalibrateOptions", "OtbRunOptions", "RejudgeOptions",
+           "RunOptions", "base_url_list", "endpoint_overrides", "on_off", "refuse_on_resume", "with_batch", "with_spend"]
 
 SPEND_OPTIONS = ("max_usd", "max_tokens", "price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out")
 """Options that change what a run may spend and how it is priced, never what it computes:
@@ -417,3 +417,47 @@ class OtbRunOptions(RunOptions):
                 "reasoning_models": tuple(self.reasoning_models) if self.reasoning_models else None,
                 "endpoint": self.endpoint(), "judge": {"model": self.judge_model}, "prompts_root": self.prompts_root})
         return config.model_copy(update={"endpoint": with_spend(config.endpoint, **self.given())})  # also on resume
+
+
+class RejudgeOptions(Record):
+    """What a command that judges a finished run again was given (``evolve bench judge``,
+    ``evolve otb judge``; see their ``--help``): the run, the judge file, prices, limits and the plan.
+
+    Attributes:
+        run_dir: The run folder.
+        guidance: A calibrated judge file (or its run folder) whose guidance the judge appends.
+        prompts_root: Where the run's rubric is looked up, for a run without its own copy.
+        plan: Print what judging would send and cost, call nothing.
+        calls_per_hour: The endpoint's throughput, for the plan's hours.
+        max_usd, max_tokens: Spending limits (a resumable stop).
+        price_in, price_out, price_cached_in, price_batch_in, price_batch_out: USD per million tokens.
+        batch_api: Send the judge calls through the endpoint's Batch API.
+    """
+
+    run_dir: Path
+    guidance: Optional[Path] = None
+    prompts_root: Optional[Path] = None
+    plan: bool = False
+    calls_per_hour: Optional[float] = None
+    max_usd: Optional[float] = None
+    max_tokens: Optional[int] = None
+    price_in: Optional[float] = None
+    price_out: Optional[float] = None
+    price_cached_in: Optional[float] = None
+    price_batch_in: Optional[float] = None
+    price_batch_out: Optional[float] = None
+    batch_api: Optional[bool] = None
+
+    def spend(self) -> dict[str, Any]:
+        """The spending options (:data:`SPEND_OPTIONS` and ``batch_api``) as keywords."""
+        return self.model_dump(include={*SPEND_OPTIONS, "batch_api"})
+
+
+class BenchJudgeOptions(RejudgeOptions):
+    """What ``evolve bench judge`` was given: :class:`RejudgeOptions`, judge calls per target and
+    criterion (``repeats``; None: the run's) and whether free-form pipelines' role components are
+    judged too."""
+
+    repeats: Optional[int] = None
+    free_form_roles: bool = False
+
