@@ -272,7 +272,10 @@ def load_judge_file(path: Path | str) -> JudgeFile:
         return JudgeFile.model_validate_json(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValidationError) as exc:
         detail = _first_error(exc)
-        raise RunError(f"{file}: not a judge file this evolve reads ({detail}). {_FIX[0].upper()}{_FIX[1:]} again; "
+        run = file.parent
+        fix = (f"`evolve report {run}` writes it again from the run's own files" if (run / "config.json").is_file()
+               else f"{_FIX[0].upper()}{_FIX[1:]} again")
+        raise RunError(f"{file}: not a judge file this evolve reads ({detail}). {fix}; "
                        "a file written by a newer evolve needs that evolve.") from exc
 
 

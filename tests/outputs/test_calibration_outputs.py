@@ -122,3 +122,14 @@ def test_read_run_returns_a_typed_scoring_run(run: Path, tiny_frame, tmp_path: P
     assert c.rated is not None and c.rated.winner.n_pairs > 0  # the tiny pack is rated
     schema = json.loads((SCHEMA_DIR / "summary.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(json.loads((summary.run_dir / "summary.json").read_text(encoding="utf-8")), schema)
+
+
+def test_a_damaged_judge_file_in_a_run_folder_names_the_command_for_that_run(run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = Path(shutil.copytree(run, tmp_path / "damaged"))
+    data = json.loads((copy / "judge.json").read_text(encoding="utf-8"))
+    (copy / "judge.json").write_text(json.dumps({**data, "version": "two"}), encoding="utf-8")
+    with pytest.raises(RunError, match=rf"judge\.json: not a judge file this evolve reads \(field 'version'.*"
+                                       rf"`evolve report {copy}` writes it again"):
+        read_run(copy / "judge.json")
