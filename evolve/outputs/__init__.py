@@ -13,7 +13,8 @@ the CLI - read attributes, never string keys.
 
 :func:`read_run` is the one entry point for readers, as ``read_eval_log`` is in inspect_ai: give
 it a run folder (or a judge file) and it returns the typed run - :class:`CalibrationRun`,
-:class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun` - or a :class:`~evolve.calibrated.JudgeFile`.
+:class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun`, :class:`ComparisonRun` - or a
+:class:`~evolve.calibrated.JudgeFile`.
 It loads no engine, no model client and no HTTP stack, so a reader of finished runs starts fast.
 
 This package sits on floor 5, beside :mod:`evolve.calibrated`: below every engine, above the
@@ -119,6 +120,7 @@ from evolve.outputs._read import (
     SCHEMAS,
     BenchRun,
     CalibrationRun,
+    ComparisonRun,
     OtbRun,
     ScoringRun,
     json_schema,
@@ -174,6 +176,7 @@ __all__ = [
     "ComparedCriterion",
     "ComparedRun",
     "ComparisonReport",
+    "ComparisonRun",
     "Comparisons",
     "ComplexityRow",
     "Confusion",

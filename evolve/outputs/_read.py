@@ -17,10 +17,10 @@ from evolve.outputs._calibration import CalibrationReport
 from evolve.outputs._comparison import ComparisonReport
 from evolve.outputs._otb import OtbReport
 from evolve.outputs._scoring import ScoringReport
-from evolve.runs import BenchFolder, CalibrationFolder, OtbFolder, ScoringFolder
+from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, ScoringFolder
 
-__all__ = ["SCHEMAS", "BenchRun", "CalibrationRun", "OtbRun", "ScoringRun", "json_schema", "read_model", "read_run",
-           "write_schemas"]
+__all__ = ["SCHEMAS", "BenchRun", "CalibrationRun", "ComparisonRun", "OtbRun", "ScoringRun", "json_schema", "read_model",
+           "read_run", "write_schemas"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -93,6 +93,21 @@ class ScoringRun:
     kind = "scoring"
 
 
+@dataclass(frozen=True)
+class ComparisonRun:
+    """A cross-run report of ``evolve compare`` (``reports/<name>/``).
+
+    Attributes:
+        path: The report folder.
+        report: Its ``report.json``.
+    """
+
+    path: Path
+    report: ComparisonReport
+
+    kind = "comparison"
+
+
 def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
     """Read one JSON run output as ``model``.
 
@@ -124,17 +139,18 @@ def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
                        "is paid again).") from exc
 
 
-def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRun | JudgeFile:
+def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRun | ComparisonRun | JudgeFile:
     """A finished run, typed: what a reader of runs needs, with no engine and no model client.
 
     Args:
         path: A calibration run folder (``report.json``), a benchmark run folder
             (``bench_report.json``), an OpenTumorBoard run folder (``otb_report.json``), a
-            scoring run folder (``summary.json``, ``evolve judge``), or a judge file (``judge.json``).
+            scoring run folder (``summary.json``, ``evolve judge``), a comparison folder
+            (``reports/<name>/``, ``evolve compare``), or a judge file (``judge.json``).
 
     Returns:
-        :class:`CalibrationRun`, :class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun`, or
-        :class:`~evolve.calibrated.JudgeFile` for a judge file.
+        :class:`CalibrationRun`, :class:`BenchRun`, :class:`OtbRun`, :class:`ScoringRun`,
+        :class:`ComparisonRun`, or :class:`~evolve.calibrated.JudgeFile` for a judge file.
 
     Raises:
         RunError: No such folder or file, a run without a report yet (the message gives the
@@ -185,7 +201,14 @@ def _scoring(path: Path) -> ScoringRun | None:
     return ScoringRun(path=path, report=report, judge=load_judge_file(path / ScoringFolder.JUDGE))
 
 
-_READERS: list[Any] = [_calibration, _bench, _otb, _scoring]
+def _comparison(path: Path) -> ComparisonRun | None:
+    if not (path / ComparisonFolder.REPORT_JSON).is_file() or not (path / ComparisonFolder.DIFFERENCES).is_file():
+        return None
+    return ComparisonRun(path=path, report=read_model(path / ComparisonFolder.REPORT_JSON, ComparisonReport,
+                                                      rebuild="evolve compare RUN_A RUN_B ... (the runs it compared)"))
+
+
+_READERS: list[Any] = [_calibration, _bench, _otb, _scoring, _comparison]
 """One reader per run kind; each returns None for a folder that is not of its kind."""
 
 SCHEMAS: dict[str, type[BaseModel]] = {

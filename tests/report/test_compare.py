@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from evolve.cli import app
 from evolve.data import load_pack
 from evolve.errors import RunError
+from evolve.outputs import ComparisonRun, read_run
 from evolve.report import DIFFERENCE_COLUMNS, build_comparison, write_comparison
 from evolve.splits import load_splits, make_splits, write_splits
 from evolve.stats import MIN_CASES
@@ -59,6 +60,8 @@ def test_two_judge_models_are_compared_pairwise_on_shared_targets(calibration_ru
     none = next(d for d in comparison.differences if d.what == "no guidance")
     assert none.estimate == 0.0
     assert list(pd.read_csv(out / "differences.csv").columns) == DIFFERENCE_COLUMNS
+    stored = read_run(out)  # the written report, typed, as `evolve compare` printed it
+    assert isinstance(stored, ComparisonRun) and stored.report == comparison
     md = (out / "report.md").read_text()
     assert "guided (judge-guided)" in md and "Paired differences" in md
     assert len(decoded_images(parse(out / "report.html"))) == 1
