@@ -31,6 +31,7 @@ CASE = {
 }
 
 
+@pytest.mark.full_report  # checks the figures of report.html
 def test_bench_on_the_real_local_model(installed_local_model, tmp_path):
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps(CASE) + "\n", encoding="utf-8")
