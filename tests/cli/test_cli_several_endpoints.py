@@ -172,4 +172,5 @@ def test_bench_run_keeps_each_case_of_the_pipeline_on_one_replica(tmp_path, monk
                 where[next(c for c in range(4) if f"patient {c} with" in text)].add(i)
     assert len(where) >= 3 and all(len(s) == 1 for s in where.values()), where  # a case's calls: one replica
     report = (tmp_path / "archives" / "b" / "bench_report.md").read_text()
-    assert "### Calls per endpoint" in report and servers[0].base_url in report
+    used = set().union(*where.values())  # the ports are random, so 4 cases land on one replica 1 time in 8
+    assert "### Calls per endpoint" in report and all(servers[i].base_url in report for i in used)
