@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import re
@@ -29,20 +31,26 @@ LIGHT_REPORT = {"EVOLVE_REPORT_REPLICATES": "50", "EVOLVE_REPORT_FIGURES": "0"}
 
 
 @pytest.fixture(autouse=True, scope="module")
-def light_reports(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Reports written by end-to-end tests are light: 50 bootstrap replicates, no PNG figures
+def light_reports() -> Iterator[None]:
+    """Reports written by tests are light: 50 bootstrap replicates, no PNG figures
     (``EVOLVE_REPORT_*``, read by every report writer and inherited by ``evolve`` subprocesses).
 
-    Module-scoped, so a module's shared run fixtures are light too. The modules of
-    ``tests/report`` get the full settings, and so do tests marked ``full_report`` (they check
-    figures, interval widths or the default replicate count; see :func:`full_report_when_marked`).
+    Module-scoped, so a module's shared run fixtures are light too. Tests marked
+    ``full_report`` (they check figures, interval widths or the default replicate count) get
+    the full settings (see :func:`full_report_when_marked`).
     """
-    if request.node.path.relative_to(REPO / "tests").parts[0] == "report":
-        yield
-        return
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LIGHT_REPORT.items():
             patch.setenv(name, value)
+        yield
+
+
+@contextlib.contextmanager
+def full_reports() -> Iterator[None]:
+    """The full report settings inside the block (for shared fixtures whose reports tests read)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in LIGHT_REPORT:
+            patch.delenv(name, raising=False)
         yield
 
 
@@ -199,6 +207,13 @@ def make_consilium_pack(n_cases: int = 12) -> RatingPack:
     return RatingPack(path=None, manifest=manifest, cases=tuple(cases), targets=tuple(targets), ratings=tuple(ratings))
 
 
+@functools.cache
+def _consilium_numbers() -> dict[str, int]:
+    """Criterion name -> number of the shipped consilium rubric (read once: the fake endpoint
+    answers thousands of calls per test)."""
+    return {c.name: c.number for c in load_rubric("consilium").criteria}
+
+
 def fake_consilium_endpoint(request: ChatRequest) -> str:
     """Scripted endpoint for the consilium pack: guided by 'calibrated' guidance the judge
     returns the true score of the criterion it is asked about, otherwise always 2. Mutations
@@ -206,9 +221,7 @@ def fake_consilium_endpoint(request: ChatRequest) -> str:
     user = request.messages[-1].content
     if request.tag != "judge":
         return fake_endpoint(request)
-    rubric = load_rubric("consilium")
-    name = re.search(r"^CRITERION: (.+)$", user, re.M).group(1)
-    number = next(c.number for c in rubric.criteria if c.name == name)
+    number = _consilium_numbers()[re.search(r"^CRITERION: (.+)$", user, re.M).group(1)]
     truth = int(re.search(rf"\b{number}:(\d)", user.split("truths", 1)[1]).group(1))
     guidance = user.split("GUIDANCE FOR THIS CRITERION:", 1)[1] if "GUIDANCE FOR THIS CRITERION:" in user else ""
     return json.dumps({"rationale": "synthetic", "score": str(truth if "calibrated" in guidance else 2)})

@@ -28,6 +28,9 @@ class ResponseCache:
         self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
+            # a commit survives the process being killed at any point; only a power cut or an OS
+            # crash can lose the last few answers (paid again), never the file: WAL's NORMAL level
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, created REAL)"
             )
@@ -42,7 +45,7 @@ class ResponseCache:
         return ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True, "latency_s": 0.0})
 
     def put(self, key: str, response: ChatResponse) -> None:
-        """Store a response (committed immediately, so a crash right after loses nothing)."""
+        """Store a response (committed immediately, so a process killed right after loses nothing)."""
         with self._lock:
             self._conn.execute(
                 # the time is written here: SQLite before 3.42 has no unixepoch('subsec') default

@@ -68,24 +68,25 @@ def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> tuple[dict[str, list]
         ``(columns, dtypes)``: the values of ``criterion, target_id, repeat, judge, [case_id],
         rater_id, rater`` as lists by name, and the dtype each would have in the merged frame.
     """
-    r = numeric_ratings(ratings)
+    numeric = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=np.float64)
     rated: dict[tuple[object, object], list[tuple[object, float]]] = {}
-    for crit, tid, rater, value in zip(r["criterion"].tolist(), r["target_id"].tolist(), r["rater_id"].tolist(),
-                                       r["score"].tolist(), strict=True):
-        rated.setdefault((crit, tid), []).append((rater, value))
-    scored = scores[scores["outcome"] == "score"]
+    for crit, tid, rater, value in zip(ratings["criterion"].tolist(), ratings["target_id"].tolist(),
+                                       ratings["rater_id"].tolist(), numeric.tolist(), strict=True):
+        if not math.isnan(value):
+            rated.setdefault((crit, tid), []).append((rater, value))
     names = ["criterion", "target_id", "repeat"] + (["case_id"] if "case_id" in scores.columns else [])
-    keys = {name: scored[name].tolist() for name in names}
-    judge = scored["score"].astype(float).tolist()
+    keys = {name: scores[name].tolist() for name in names}  # whole columns: filtering first costs a copy each
     out: dict[str, list] = {name: [] for name in [*names, "judge", "rater_id", "rater"]}
-    for i, value in enumerate(judge):
+    for i, (outcome, score) in enumerate(zip(scores["outcome"].tolist(), scores["score"].tolist(), strict=True)):
+        if outcome != "score":
+            continue
         for rater, rating in rated.get((keys["criterion"][i], keys["target_id"][i]), ()):
             for name in names:
                 out[name].append(keys[name][i])
-            out["judge"].append(value)
+            out["judge"].append(float(score))
             out["rater_id"].append(rater)
             out["rater"].append(rating)
-    dtypes = {**{name: scored[name].dtype for name in names}, "rater_id": r["rater_id"].dtype, "judge": np.float64,
+    dtypes = {**{name: scores[name].dtype for name in names}, "rater_id": ratings["rater_id"].dtype, "judge": np.float64,
               "rater": np.float64}
     return out, dtypes
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from evolve.stats._agreement import judge_pairs
+from evolve.stats._agreement import _pairs
 
 __all__ = ["MIN_CASES", "PairedDifference", "Verdict", "holm", "paired_difference", "paired_mae_difference", "shift_interval",
            "sign_flip_test"]
@@ -258,12 +258,19 @@ def paired_mae_difference(
         ValueError: ``confidence`` is not strictly between 0 and 1.
     """
     del n_boot
-    key = ["criterion", "target_id", "repeat", "rater_id"]
-    pa, pb = judge_pairs(a, ratings), judge_pairs(b, ratings)
-    joined = pa.merge(pb[key + ["error"]], on=key, suffixes=("_a", "_b"))
-    diff = (joined["error_a"].abs() - joined["error_b"].abs()).to_numpy(dtype=np.float64)
-    cases = joined["case_id"].astype(str).to_numpy() if len(joined) else np.array([], dtype=object)
-    return paired_difference(diff, cases, seed=seed, confidence=confidence, min_cases=min_cases)
+    (pa, _), (pb, _) = _pairs(a, ratings), _pairs(b, ratings)
+    key = ("criterion", "target_id", "repeat", "rater_id")
+    errors_b: dict[tuple[object, ...], list[float]] = {}  # a dict join: the engine races with it after every batch
+    for k, judge, rater in zip(zip(*(pb[name] for name in key)), pb["judge"], pb["rater"], strict=True):
+        errors_b.setdefault(k, []).append(abs(judge - rater))
+    diff: list[float] = []
+    cases: list[str] = []
+    for k, judge, rater, case in zip(zip(*(pa[name] for name in key)), pa["judge"], pa["rater"], pa["case_id"], strict=True):
+        for error_b in errors_b.get(k, ()):
+            diff.append(abs(judge - rater) - error_b)
+            cases.append(str(case))
+    return paired_difference(np.asarray(diff, dtype=np.float64), np.asarray(cases, dtype=object), seed=seed,
+                             confidence=confidence, min_cases=min_cases)
 
 
 def paired_difference(

@@ -76,6 +76,7 @@ def test_calibration_report_opens_offline_with_every_figure(browser, calibration
     assert (tmp_path / "calibration.png").stat().st_size > 10_000
 
 
+@pytest.mark.full_report  # checks the PNG figures
 def test_bench_report_opens_offline_with_every_figure(browser, bench_run, tmp_path):
     from evolve.report import write_bench_report
 

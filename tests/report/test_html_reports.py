@@ -195,6 +195,7 @@ def test_a_calibration_run_leaves_a_self_contained_report_html_with_every_figure
     assert html.count("<h1") == 1 and "<h2" in html  # the report's own headings sit under the page title
 
 
+@pytest.mark.full_report  # checks the PNG figures
 def test_report_html_can_be_skipped_and_rebuilt(calibration_runs, tmp_path):
     import shutil
 
@@ -209,6 +210,7 @@ def test_report_html_can_be_skipped_and_rebuilt(calibration_runs, tmp_path):
 # -- bench and OpenTumorBoard ---------------------------------------------------------------------
 
 
+@pytest.mark.full_report  # checks the PNG figures
 def test_a_bench_report_html_has_rounds_transitions_and_quality_figures(bench_run):
     report = write_bench_report(bench_run, n_boot=50)
     page = parse(bench_run / "report.html")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,23 +17,40 @@ from typer.testing import CliRunner
 from evolve.calibrated import JUDGE_FILE, JudgeFile, load_judge_file, write_judge_file
 from evolve.cli import app
 from evolve.config import load_run_config, resolve_config
-from evolve.data import load_pack
+from evolve.data import load_pack, write_pack
 from evolve.errors import RunError
 from evolve.judge import Judge, derive_seed, prompt_hash
+from evolve.llm import Client, ResponseCache
 from evolve.runs import CalibrationFolder
+from evolve.splits import make_splits, write_splits
+from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration
+from tests.conftest import fake_endpoint, make_tiny_pack
 
 runner = CliRunner()
 
 
-@pytest.fixture
-def run(tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, fake_client) -> Path:
+@pytest.fixture(scope="module")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One calibration of the tiny pack for the module; :func:`run` gives each test a copy."""
+    root = tmp_path_factory.mktemp("judge-file")
+    pack, splits = root / "packs" / "tiny", root / "splits" / "tiny"
+    write_pack(make_tiny_pack(), pack)
+    write_splits(make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.4, seed=3), splits)
     config = resolve_config(preset="quick", environ={}, overrides={
-        "run_id": "judged", "pack": tiny_pack_dir, "splits": tiny_splits_dir, "archives_dir": tmp_path / "archives",
-        "cache_path": tmp_path / "cache.sqlite", "endpoint": {"provider": "fake"},
+        "run_id": "judged", "pack": pack, "splits": splits, "archives_dir": root / "archives",
+        "cache_path": root / "cache.sqlite", "endpoint": {"provider": "fake"},
         "budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2, "train_repeats": 1, "reeval_repeats": 2},
     })
-    return run_calibration(config, client=fake_client).run_dir
+    with Client(FakeProvider(fake_endpoint), cache=ResponseCache(root / "cache.sqlite"), max_concurrency=2,
+                backoff_initial=0.01) as client:
+        return run_calibration(config, client=client).run_dir
+
+
+@pytest.fixture
+def run(tmp_path: Path, shared_run: Path) -> Path:
+    """This test's copy of the shared run folder (tests delete and rewrite its files)."""
+    return Path(shutil.copytree(shared_run, tmp_path / "archives" / shared_run.name))
 
 
 def test_a_calibration_writes_a_judge_file_that_reads_back(run: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -27,15 +29,19 @@ runner = CliRunner()
 N_CASES = 30  # 12 validation cases: enough for a physician-anchored mean (at least 10 rated cases)
 
 
-@pytest.fixture
-def pack_dirs(tmp_path: Path) -> tuple[Path, Path]:
+def _write_pack_dirs(root: Path) -> tuple[Path, Path]:
     from evolve.data import load_pack
 
-    pack = tmp_path / "packs" / "tiny"
+    pack = root / "packs" / "tiny"
     write_pack(make_tiny_pack(N_CASES), pack)
-    splits = tmp_path / "splits" / "tiny"
+    splits = root / "splits" / "tiny"
     write_splits(make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.5, seed=3), splits)
     return pack, splits
+
+
+@pytest.fixture
+def pack_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    return _write_pack_dirs(tmp_path)
 
 
 def _config(tmp_path: Path, pack: Path, splits: Path, **extra):
@@ -59,12 +65,28 @@ def client(tmp_path: Path, provider: FakeProvider):
     c.close()
 
 
-@pytest.fixture
-def calibrated(tmp_path: Path, pack_dirs, client) -> Path:
-    pack, splits = pack_dirs
-    result = run_calibration(_config(tmp_path, pack, splits), client=client)
+@pytest.fixture(scope="module")
+def shared_calibration(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One calibration of the tiny pack (its folder holds ``archives/cal`` and ``cache.sqlite``),
+    made once for the module; :func:`calibrated` gives each test its own copy."""
+    root = tmp_path_factory.mktemp("judge-calibration")
+    pack, splits = _write_pack_dirs(root)
+    with Client(FakeProvider(fake_endpoint), cache=ResponseCache(root / "cache.sqlite"), max_concurrency=2,
+                backoff_initial=0.01) as c:
+        result = run_calibration(_config(root, pack, splits), client=c)
     assert (result.run_dir / "judge.json").is_file()
-    return result.run_dir
+    return root
+
+
+@pytest.fixture
+def calibrated(tmp_path: Path, pack_dirs, client, shared_calibration: Path) -> Path:
+    """This test's copy of the shared calibration: its run folder, and its answers in the test's
+    cache, as if the test had calibrated with ``client`` itself."""
+    run = shutil.copytree(shared_calibration / "archives" / "cal", tmp_path / "archives" / "cal")
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        db.execute("ATTACH DATABASE ? AS shared", (str(shared_calibration / "cache.sqlite"),))
+        db.execute("INSERT OR REPLACE INTO responses SELECT * FROM shared.responses")
+    return run
 
 
 @pytest.mark.full_report  # checks the figures of report.html
