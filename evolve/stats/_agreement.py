@@ -241,8 +241,8 @@ def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
         acc[3] += 1
     rows = []
     for tid, (failures, declined, n) in calls.items():
-        acc = sums.get(tid)
-        means = (acc[0] / acc[3], acc[1] / acc[3], acc[2] / acc[3]) if acc else (math.nan, math.nan, math.inf)
+        total = sums.get(tid)
+        means = (total[0] / total[3], total[1] / total[3], total[2] / total[3]) if total else (math.nan, math.nan, math.inf)
         rows.append((tid, failures, declined, n, *means))
     rows.sort(key=lambda row: (-row[6], row[0]))
     return pd.DataFrame(rows, columns=["target_id", "failures", "declined", "calls", "judge_mean", "rater_mean", "abs_error"])
