@@ -61,7 +61,7 @@ from pydantic import ValidationError
 
 from evolve.consilium import CaseRun, harmonise_role, load_run_cases, split_fallbacks
 from evolve.errors import DataError, RunError
-from evolve.markdown import md_code, md_inline
+from evolve.markdown import format_interval, md_code, md_inline
 from evolve.outputs import BENCH_REPORT_VERSION, BenchReport, Table3Row, Table4Row, Table6Row, Table7Row, Table8Row, Table9Row
 from evolve.records import Record
 from evolve.report._bench_anchored import ANCHORED_COLUMNS, DIFFERENCE_COLUMNS, anchored_means, render_anchored
@@ -79,7 +79,6 @@ from evolve.report._bench_cohort import (
     table2,
 )
 from evolve.report._pages import bench_html
-from evolve.report._report import format_interval
 from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import BenchFolder

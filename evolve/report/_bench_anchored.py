@@ -43,7 +43,7 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
 from evolve.errors import RunError
-from evolve.markdown import md_code, md_inline
+from evolve.markdown import format_interval, md_code, md_inline
 from evolve.outputs import AnchoredSection
 from evolve.runs import BenchFolder
 from evolve.stats import MIN_RATED_CASES, ClusterMeans, PPIEstimate, ppi_mean, ppi_mean_difference
@@ -330,11 +330,7 @@ def anchored_means(run_dir: Path | str, units: pd.DataFrame, scores: pd.DataFram
 
 
 def _fmt(x: float | None, low: float | None = None, high: float | None = None) -> str:
-    if x is None or not np.isfinite(x):
-        return "—"
-    if low is None or high is None:
-        return f"{x:.2f}"
-    return f"{x:.2f} [{low:.2f}, {high:.2f}]"
+    return format_interval(x if x is not None and np.isfinite(x) else None, low, high, digits=2)
 
 
 def _anchored_cell(refused: str | None, estimate: float | None, low: float | None, high: float | None) -> str:

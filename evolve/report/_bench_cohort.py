@@ -26,9 +26,8 @@ import pandas as pd
 
 from evolve.consilium import CaseRun
 from evolve.data import Case
-from evolve.markdown import md_inline
+from evolve.markdown import format_interval, md_inline
 from evolve.outputs import BenchTables
-from evolve.report._report import format_interval
 from evolve.stats import ClusterMeans
 
 __all__ = [

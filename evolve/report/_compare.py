@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 
 from evolve.errors import RunError
-from evolve.markdown import md_code, md_inline
+from evolve.markdown import format_interval, md_code, md_inline
 from evolve.outputs import ComparisonReport, CriterionReport, Difference, RunSide
 from evolve.report._holm import mark_holm
 from evolve.report._html import figure_html, page, section, tables
 from evolve.report._pages import forest_row
-from evolve.report._report import build_report, format_interval
+from evolve.report._report import build_report
 from evolve.report._settings import report_settings
 from evolve.rubric import run_prompts_root
 from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder

@@ -9,13 +9,15 @@ in a worker thread, a test or a notebook alike.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from evolve.outputs import CandidateSummary, PipelineRecord, Table4Row
 from evolve.rubric import MAX_GUIDANCE_CHARS
+
+if TYPE_CHECKING:  # matplotlib loads (half a second) only when a figure is drawn
+    from matplotlib.axes import Axes
 
 __all__ = [
     "archive_heatmap",
@@ -35,7 +37,11 @@ _ORIGIN_COLOURS = {"none": "#616161", "initial": "#1565c0", "mutation": "#ef6c00
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (6.0, 4.0)) -> Axes:
     """``ax``, or the Axes of a new stand-alone Figure (no pyplot state)."""
-    return ax if ax is not None else Figure(figsize=size, layout="constrained").add_subplot()
+    if ax is not None:
+        return ax
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, layout="constrained").add_subplot()
 
 
 def _note(ax: Axes, text: str) -> Axes:

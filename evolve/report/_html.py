@@ -11,11 +11,13 @@ import base64
 import html
 import io
 from collections.abc import Callable, Sequence
-
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from evolve.report._settings import FIGURES_OFF_NOTE
+
+if TYPE_CHECKING:  # matplotlib loads (half a second) only when a figure is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; padding: 0 1rem; color: #212121; }
@@ -44,6 +46,8 @@ def figure_html(draw: Callable[[Axes], object], caption: str, *, size: tuple[flo
         size: Inches (width, height).
         dpi: Pixels per inch of the PNG.
     """
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=size, layout="constrained")
     draw(fig.add_subplot())
     return _png_figure(fig, caption, dpi, wide=size[0] > 8)
@@ -57,6 +61,8 @@ def grid_html(draws: Sequence[Callable[[Axes], object]], caption: str, *, cell: 
         return note_html(f"{caption}: nothing to draw.")
     rows = -(-len(draws) // columns)
     cols = min(columns, len(draws))
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(cell[0] * cols, cell[1] * rows), layout="constrained")
     for i, draw in enumerate(draws):
         draw(fig.add_subplot(rows, cols, i + 1))

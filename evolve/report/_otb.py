@@ -27,12 +27,11 @@ import pandas as pd
 
 from evolve.calibrated import load_judge_file
 from evolve.errors import RunError
-from evolve.markdown import md_code, md_inline
+from evolve.markdown import format_interval, md_code, md_inline
 from evolve.otb import DECISIONS, JudgedItem, load_judged_items, load_otb_config, summarize
 from evolve.outputs import OTB_REPORT_VERSION, OtbAnchored, OtbDecisionRow, OtbMainRow, OtbQuestionTypeRow, OtbReport
 from evolve.report._bench import _clean
 from evolve.report._pages import otb_html
-from evolve.report._report import format_interval
 from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.runs import OtbFolder

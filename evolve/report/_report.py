@@ -15,7 +15,7 @@ from sklearn.metrics import confusion_matrix
 
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
-from evolve.markdown import md_code, md_code_block, md_inline
+from evolve.markdown import format_interval, md_code, md_code_block, md_inline
 from evolve.outputs import (
     REPORT_VERSION,
     BaselineRow,
@@ -614,18 +614,6 @@ def _macro(records: list[dict]) -> dict:
         mean, n = macro_mean(values)
         out[col] = {"mean": _nan_to_none(mean), "n_criteria": n}
     return out
-
-
-def format_interval(estimate: float | None, low: float | None, high: float | None, *, digits: int = 3,
-                    scale: float = 1.0, suffix: str = "") -> str:
-    """``estimate [low, high]`` for a Markdown table (``—`` without an estimate; the estimate
-    alone without both bounds), each value times ``scale`` with ``digits`` decimals."""
-    if estimate is None:
-        return "—"
-    text = f"{estimate * scale:.{digits}f}{suffix}"
-    if low is None or high is None:
-        return text
-    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
 
 
 def _ci(stat: StatInterval | None, digits: int = 3) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, load_judge_file
-from evolve.markdown import md_code, md_inline
+from evolve.markdown import format_interval, md_code, md_inline
 from evolve.outputs import (
     AnchoredMean,
     CalibrationReport,
@@ -64,18 +64,9 @@ def _iv(interval: Any) -> dict[str, Any]:
             "n_pairs": int(interval.n_pairs), "n_cases": int(interval.n_clusters)}
 
 
-def _span(estimate: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
-    """``2.310 [2.100, 2.520]`` (``undefined`` without an estimate; the estimate alone without bounds)."""
-    if estimate is None:
-        return "undefined"
-    if low is None or high is None:
-        return f"{estimate:.{digits}f}"
-    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
 def _fmt(v: MeanInterval | AnchoredMean | PairedVerdict | None, digits: int = 3) -> str:
     """A statistic with its interval (``—`` when not computed, ``undefined`` for one that is undefined)."""
-    return "—" if v is None else _span(v.estimate, v.low, v.high, digits)
+    return "—" if v is None else format_interval(v.estimate, v.low, v.high, digits=digits, missing="undefined")
 
 
 def _mean_interval(frame: pd.DataFrame, column: str, n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
@@ -421,9 +412,9 @@ def render_holdout(report: CalibrationReport) -> list[str]:
            "|---|---|---|---|---|---|"]
     for cid, h in rows:
         anchored = (f"refused: {md_inline(h.anchored_refused)}" if h.anchored_refused else
-                    _span(h.anchored, h.anchored_low, h.anchored_high))
-        mae_text = "— (unrated)" if h.mae is None else _span(h.mae, h.mae_low, h.mae_high)
-        phys = "— (unrated)" if h.physician_mean is None else _span(h.physician_mean, h.physician_low, h.physician_high)
-        judge = _span(h.judge_mean, h.judge_low, h.judge_high)
+                    format_interval(h.anchored, h.anchored_low, h.anchored_high, missing="undefined"))
+        mae_text = "— (unrated)" if h.mae is None else format_interval(h.mae, h.mae_low, h.mae_high, missing="undefined")
+        phys = "— (unrated)" if h.physician_mean is None else format_interval(h.physician_mean, h.physician_low, h.physician_high, missing="undefined")
+        judge = format_interval(h.judge_mean, h.judge_low, h.judge_high, missing="undefined")
         out.append(f"| {md_inline(cid)} | {mae_text} | {judge} | {anchored} | {phys} | {h.n_targets} / {h.n_cases} |")
     return out + [""]

@@ -1,0 +1,26 @@
+"""Numbers in report tables: an estimate with its interval, written one way everywhere."""
+
+from __future__ import annotations
+
+
+def format_interval(estimate: float | None, low: float | None, high: float | None, *, digits: int = 3,
+                    scale: float = 1.0, suffix: str = "", missing: str = "—") -> str:
+    """``estimate [low, high]`` for a Markdown table cell.
+
+    Args:
+        estimate: The point estimate; None writes ``missing``.
+        low, high: The interval's bounds; the estimate is written alone unless both are given.
+        digits: Decimals of every number written.
+        scale: Factor applied to the three numbers (100 for percentages).
+        suffix: Written after the estimate (``"%"``).
+        missing: What stands for an estimate that was not computed (``—``) or is undefined.
+
+    Returns:
+        For example ``2.310 [2.100, 2.520]``, ``12.5% [8.0, 17.1]`` or ``—``.
+    """
+    if estimate is None:
+        return missing
+    text = f"{estimate * scale:.{digits}f}{suffix}"
+    if low is None or high is None:
+        return text
+    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
