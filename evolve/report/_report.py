@@ -169,7 +169,7 @@ def _read_audit(run_dir: Path) -> dict[str, dict]:
 
 
 def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0,
-                 prompts_root: Path | str | None = None) -> CalibrationReport:
+                 prompts_root: Path | str | None = None, holdout: bool = True) -> CalibrationReport:
     """Compute the report of a finished run folder.
 
     Returns:
@@ -198,6 +198,8 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0,
         prompts_root: For a run made before runs kept their own rubric copy: where its rubric is
             looked up before the shipped rubrics (replaces the run's recorded ``prompts_root``).
             A run with a copy (``<run>/judge_prompts``) always reads the copy.
+        holdout: Add the held-out results of ``holdout/summary.json`` (``--evaluate-holdout``);
+            False for the report a held-out evaluation starts from (it rewrites that file).
 
     Raises:
         RunError: Missing artifacts.
@@ -244,7 +246,7 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0,
             entry["audit"] = audit[criterion]
         report["criteria"][criterion] = entry
     apply_holm(report)
-    for criterion, held in holdout_entries(folder / folder.HOLDOUT).items():  # --evaluate-holdout
+    for criterion, held in (holdout_entries(folder / folder.HOLDOUT) if holdout else {}).items():  # --evaluate-holdout
         if criterion in report["criteria"]:
             report["criteria"][criterion]["holdout"] = held
     for criterion, entry in report["criteria"].items():
@@ -1004,7 +1006,8 @@ def agreement_records(report: CalibrationReport) -> list[dict]:
 
 
 def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, html: bool = True,
-                 prompts_root: Path | str | None = None, settings: ReportSettings | None = None) -> CalibrationReport:
+                 prompts_root: Path | str | None = None, settings: ReportSettings | None = None,
+                 holdout: bool = True) -> CalibrationReport:
     """Build the report and write it into ``run_dir``.
 
     Files: ``report.json`` (everything; :class:`~evolve.outputs.CalibrationReport`),
@@ -1014,7 +1017,7 @@ def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, htm
     (:data:`TABLE5_COLUMNS`, criteria then a ``macro`` row) and ``agreement.csv``
     (:data:`AGREEMENT_COLUMNS`), and the judge file ``judge.json``
     (:func:`~evolve.report.build_judge_file`; so reporting a run made before judge files existed
-    gives it one). ``prompts_root``: as for :func:`build_report`. ``settings``: bootstrap
+    gives it one). ``prompts_root`` and ``holdout``: as for :func:`build_report`. ``settings``: bootstrap
     replicates and figures (default: :meth:`~evolve.report.ReportSettings.from_env`, 2,000
     replicates with figures unless ``EVOLVE_REPORT_REPLICATES`` / ``EVOLVE_REPORT_FIGURES`` say
     otherwise); ``n_boot``, when given, replaces its replicates.
@@ -1026,7 +1029,7 @@ def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, htm
     folder = CalibrationFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
         settings = report_settings(settings, n_boot)
-        report = build_report(run_dir, n_boot=settings.replicates, seed=seed, prompts_root=prompts_root)
+        report = build_report(run_dir, n_boot=settings.replicates, seed=seed, prompts_root=prompts_root, holdout=holdout)
         folder.write(folder.REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         markdown = render_markdown(report)
         folder.write(folder.REPORT_MD, markdown)

@@ -83,7 +83,9 @@ def _calibration_steps(config: CalibrationConfig, client: Client | None, resume:
         if config.audit:
             audit_run(result.run_dir, client=client)
         if config.evaluate_holdout and result.winners:
-            write_report(result.run_dir)  # judge.json, which the held-out scoring reads
+            # judge.json, which the held-out scoring reads; not from an old holdout/summary.json,
+            # which that scoring rewrites (so a damaged one is mended by a resume)
+            write_report(result.run_dir, holdout=False)
             evaluate_holdout(config, client=client, progress=progress)
     report = write_report(result.run_dir)  # with the held-out column when there is one
     journal.append(Event.RUN_FINISHED, winners=result.winners, failed=sorted(result.failed))

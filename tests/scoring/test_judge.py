@@ -18,6 +18,7 @@ from evolve.config import resolve_config
 from evolve.data import write_pack
 from evolve.errors import PackError, RunError
 from evolve.llm import Client, ResponseCache
+from evolve.report._scoring import holdout_entries
 from evolve.scoring import read_targets, score_targets
 from evolve.splits import load_splits, make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
@@ -298,6 +299,14 @@ def test_evaluate_holdout_scores_the_held_out_cases_into_table5_and_the_judge_fi
     calls = pd.read_csv(tmp_path / "again" / "calls.csv", dtype={"case_id": str})
     winner_held = calls[(calls["guidance"] == "winner") & calls["case_id"].isin(held_out)]
     assert len(winner_held) and winner_held["cached"].all() and calls["cached"].all()
+    assert provider.calls == before
+
+    # a damaged held-out summary is refused by name, and the resume the error names rewrites it, paying nothing
+    (hold / "summary.json").write_text('{"version": 1}', encoding="utf-8")
+    with pytest.raises(RunError, match=r"holdout[/\\]summary\.json.*evolve calibrate --resume"):
+        holdout_entries(hold)
+    run_calibration(_config(tmp_path, pack, splits, evaluate_holdout=True), client=client, resume=True)
+    assert holdout_entries(hold)["entailment"]["mae"] == pytest.approx(entry["mae"])
     assert provider.calls == before
 
 
