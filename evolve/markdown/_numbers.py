@@ -16,11 +16,18 @@ def format_interval(estimate: float | None, low: float | None, high: float | Non
         missing: What stands for an estimate that was not computed (``—``) or is undefined.
 
     Returns:
-        For example ``2.310 [2.100, 2.520]``, ``12.5% [8.0, 17.1]`` or ``—``.
+        For example ``2.310 [2.100, 2.520]``, ``12.5% [8.0, 17.1]`` or ``—``; a value that rounds
+        to zero is written ``0.000``, never ``-0.000``.
     """
     if estimate is None:
         return missing
-    text = f"{estimate * scale:.{digits}f}{suffix}"
+    text = _number(estimate * scale, digits) + suffix
     if low is None or high is None:
         return text
-    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+    return f"{text} [{_number(low * scale, digits)}, {_number(high * scale, digits)}]"
+
+
+def _number(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, never ``-0.000`` (a tiny negative rounds to plain zero)."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text

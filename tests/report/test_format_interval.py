@@ -1,0 +1,20 @@
+"""``format_interval``: the one way every report writes an estimate with its interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from evolve.markdown import format_interval
+
+
+@pytest.mark.parametrize(("args", "kwargs", "text"), [
+    ((2.31, 2.1, 2.52), {}, "2.310 [2.100, 2.520]"),
+    ((0.5, None, 0.7), {}, "0.500"),  # one bound missing: the estimate alone
+    ((None, 0.1, 0.2), {}, "—"),
+    ((None, None, None), {"missing": "undefined"}, "undefined"),
+    ((0.125, 0.08, 0.171), {"digits": 1, "scale": 100.0, "suffix": "%"}, "12.5% [8.0, 17.1]"),
+    ((-1e-17, -0.0004, 0.25), {}, "0.000 [0.000, 0.250]"),  # never -0.000
+    ((-0.02, -0.05, 0.01), {"digits": 2}, "-0.02 [-0.05, 0.01]"),
+])
+def test_an_estimate_and_its_interval_are_written_one_way(args, kwargs, text):
+    assert format_interval(*args, **kwargs) == text
