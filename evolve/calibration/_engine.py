@@ -277,8 +277,9 @@ class CriterionRun:
         added to what each candidate already has. Returns the new rows."""
         seeds = [derive_seed(self.config.seed, "evolution", self.cid, r) for r in range(self.config.budget.train_repeats)]
         batch = pd.DataFrame(self._judge_many(cands, items, seeds, "evolution", batchable=batchable), columns=SCORE_COLUMNS)
+        mine_by_id = dict(iter(batch.groupby("candidate_id", sort=False)))  # one split, not a comparison per candidate
         for cand in cands:
-            mine = batch[batch["candidate_id"] == cand.candidate_id]
+            mine = mine_by_id.get(cand.candidate_id, batch.iloc[:0])
             before = self._rows_by_candidate.get(cand.candidate_id)
             self._rows_by_candidate[cand.candidate_id] = mine if before is None else pd.concat([before, mine])
         return batch
