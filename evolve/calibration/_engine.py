@@ -277,9 +277,9 @@ class CriterionRun:
         added to what each candidate already has. Returns the new rows."""
         seeds = [derive_seed(self.config.seed, "evolution", self.cid, r) for r in range(self.config.budget.train_repeats)]
         batch = pd.DataFrame(self._judge_many(cands, items, seeds, "evolution", batchable=batchable), columns=SCORE_COLUMNS)
-        mine_by_id = dict(iter(batch.groupby("candidate_id", sort=False)))  # one split, not a comparison per candidate
+        mine_by_id = _by_candidate(batch, (c.candidate_id for c in cands))
         for cand in cands:
-            mine = mine_by_id.get(cand.candidate_id, batch.iloc[:0])
+            mine = mine_by_id[cand.candidate_id]
             before = self._rows_by_candidate.get(cand.candidate_id)
             self._rows_by_candidate[cand.candidate_id] = mine if before is None else pd.concat([before, mine])
         return batch
@@ -551,9 +551,9 @@ class CriterionRun:
         again = pd.DataFrame(self._judge_many(inits, self.train, [seed], "noise", batchable=True), columns=SCORE_COLUMNS)
         first: dict[tuple[str, str], float] = {}
         second: dict[tuple[str, str], float] = {}
+        again_by_id = _by_candidate(again, (c.candidate_id for c in inits))
         for cand in inits:
-            for rows, into in ((self._rows_by_candidate[cand.candidate_id], first),
-                               (again[again["candidate_id"] == cand.candidate_id], second)):
+            for rows, into in ((self._rows_by_candidate[cand.candidate_id], first), (again_by_id[cand.candidate_id], second)):
                 errors = item_errors(rows, self.train_ratings)
                 for tid, err in zip(errors["target_id"], errors["abs_error"]):
                     into[(cand.candidate_id, str(tid))] = float(err)
@@ -612,7 +612,7 @@ class CriterionRun:
         else:
             fresh = pd.DataFrame(self._judge_many(finalists, self.train, seeds, "finalist", batchable=True),
                                  columns=SCORE_COLUMNS)
-        frames = {c.candidate_id: fresh[fresh["candidate_id"] == c.candidate_id] for c in [*initials, *mutants]}
+        frames = _by_candidate(fresh, (c.candidate_id for c in [*initials, *mutants]))
         decision = choose_winner(initials, mutants, frames, self._rows_by_candidate, self.train_ratings,
                                  confidence=sel.confidence, seed=derive_seed(self.config.seed, "selection", self.cid, 0),
                                  gate=sel.gate)
@@ -643,7 +643,8 @@ class CriterionRun:
         first, rest = [self.train[i] for i in order[:k]], [self.train[i] for i in order[k:]]
         finalists = [*initials, *mutants]
         fresh = pd.DataFrame(self._judge_many(finalists, first, seeds, "finalist", batchable=True), columns=SCORE_COLUMNS)
-        errors = {c.candidate_id: self._pooled_errors(c, fresh, first) for c in finalists}
+        fresh_by_id = _by_candidate(fresh, (c.candidate_id for c in finalists))
+        errors = {c.candidate_id: self._pooled_errors(c, fresh_by_id[c.candidate_id], first) for c in finalists}
         leader = min(finalists, key=lambda c: (float(np.mean(list(errors[c.candidate_id].values()))), c.seq))
         kept = []
         for cand in mutants:
@@ -662,10 +663,10 @@ class CriterionRun:
         return fresh, kept
 
     def _pooled_errors(self, cand: Candidate, fresh: pd.DataFrame, items: Sequence[Item]) -> dict[str, float]:
-        """Per target of ``items``: mean |judge - rater| over the candidate's evolution and fresh
-        calls; a target with no numeric score counts as the worst possible error."""
+        """Per target of ``items``: mean |judge - rater| over the candidate's evolution calls and
+        its ``fresh`` calls; a target with no numeric score counts as the worst possible error."""
         ids = {it.target.target_id for it in items}
-        rows = pd.concat([self._rows_by_candidate[cand.candidate_id], fresh[fresh["candidate_id"] == cand.candidate_id]])
+        rows = pd.concat([self._rows_by_candidate[cand.candidate_id], fresh])
         errors = item_errors(rows[rows["target_id"].isin(ids)], self.train_ratings)
         by = errors.set_index("target_id")["abs_error"].replace(math.inf, math.nan).dropna()
         worst = float(self.criterion.scale_range)
@@ -688,6 +689,13 @@ class CriterionRun:
             atomic_write(path, self.archive.data(return_type="pandas").to_csv(index=False))
         if iteration is not None:
             self.journal.append(Event.ARCHIVE_SNAPSHOT, criterion=self.cid, iteration=iteration, elites=len(self.archive))
+
+
+def _by_candidate(calls: pd.DataFrame, ids: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """The rows of ``calls`` of each candidate id (an empty frame for one without calls), split
+    once: a comparison per candidate costs a scan of the whole frame each."""
+    groups = dict(iter(calls.groupby("candidate_id", sort=False)))
+    return {cid: groups.get(cid, calls.iloc[:0]) for cid in ids}
 
 
 def _commonest(rationales: pd.Series) -> str:
