@@ -50,30 +50,50 @@ class Agreement(BaseModel):
     per_repeat_mae: dict[int, float]
 
 
+def _numeric_scores(ratings: pd.DataFrame) -> np.ndarray:
+    """Each rating's score as a float, NaN where it is not numeric (a not-evaluable rating)."""
+    return np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=np.float64)
+
+
 def numeric_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
     """Ratings with a numeric score (not-evaluable ratings dropped), score as float."""
-    out = ratings[pd.to_numeric(ratings["score"], errors="coerce").notna()].copy()
-    out["score"] = pd.to_numeric(out["score"]).astype(float)
+    values = _numeric_scores(ratings)
+    keep = ~np.isnan(values)
+    out = ratings[keep].copy()
+    out["score"] = values[keep]
     return out
 
 
-def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> tuple[dict[str, list], dict[str, Any]]:
+_RatingIndex = dict[tuple[object, object], list[tuple[object, float]]]
+"""(criterion, target id) -> [(rater id, numeric score), ...] in the ratings' order."""
+
+
+def _rating_index(ratings: pd.DataFrame) -> _RatingIndex:
+    """The numeric ratings of each (criterion, target), for :func:`_pairs` to join on."""
+    rated: _RatingIndex = {}
+    for crit, tid, rater, value in zip(ratings["criterion"].tolist(), ratings["target_id"].tolist(),
+                                       ratings["rater_id"].tolist(), _numeric_scores(ratings).tolist(), strict=True):
+        if not math.isnan(value):
+            rated.setdefault((crit, tid), []).append((rater, value))
+    return rated
+
+
+def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame,
+           rated: _RatingIndex | None = None) -> tuple[dict[str, list], dict[str, Any]]:
     """The inner join of numeric judge scores with numeric ratings on (criterion, target id).
 
     The same rows, order (scores' rows, then ratings' order within a target) and column dtypes
     as a pandas merge, joined through a dict: the engine asks for pairs after every batch of
     judge calls on a few hundred rows, where a merge and a groupby cost tens of milliseconds.
 
+    ``rated``: :func:`_rating_index` of ``ratings`` when the caller joins them more than once.
+
     Returns:
         ``(columns, dtypes)``: the values of ``criterion, target_id, repeat, judge, [case_id],
         rater_id, rater`` as lists by name, and the dtype each would have in the merged frame.
     """
-    numeric = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=np.float64)
-    rated: dict[tuple[object, object], list[tuple[object, float]]] = {}
-    for crit, tid, rater, value in zip(ratings["criterion"].tolist(), ratings["target_id"].tolist(),
-                                       ratings["rater_id"].tolist(), numeric.tolist(), strict=True):
-        if not math.isnan(value):
-            rated.setdefault((crit, tid), []).append((rater, value))
+    if rated is None:
+        rated = _rating_index(ratings)
     names = ["criterion", "target_id", "repeat"] + (["case_id"] if "case_id" in scores.columns else [])
     keys = {name: scores[name].tolist() for name in names}  # whole columns: filtering first costs a copy each
     out: dict[str, list] = {name: [] for name in [*names, "judge", "rater_id", "rater"]}

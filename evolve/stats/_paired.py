@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from evolve.stats._agreement import _pairs
+from evolve.stats._agreement import _pairs, _rating_index
 
 __all__ = ["MIN_CASES", "PairedDifference", "Verdict", "holm", "paired_difference", "paired_mae_difference", "shift_interval",
            "sign_flip_test"]
@@ -258,7 +258,8 @@ def paired_mae_difference(
         ValueError: ``confidence`` is not strictly between 0 and 1.
     """
     del n_boot
-    (pa, _), (pb, _) = _pairs(a, ratings), _pairs(b, ratings)
+    rated = _rating_index(ratings)
+    (pa, _), (pb, _) = _pairs(a, ratings, rated), _pairs(b, ratings, rated)
     key = ("criterion", "target_id", "repeat", "rater_id")
     errors_b: dict[tuple[object, ...], list[float]] = {}  # a dict join: the engine races with it after every batch
     for k, judge, rater in zip(zip(*(pb[name] for name in key)), pb["judge"], pb["rater"], strict=True):
