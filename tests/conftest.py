@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,11 +56,23 @@ def full_reports() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def full_report_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def full_report_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked ``full_report`` writes its reports with the default settings."""
-    if request.node.get_closest_marker("full_report"):
-        for name in LIGHT_REPORT:
-            monkeypatch.delenv(name, raising=False)
+    if not request.node.get_closest_marker("full_report"):
+        yield
+        return
+    with full_reports():
+        yield
+
+
+def copy_cached_answers(source: Path, into: Path) -> None:
+    """Every answer of the response cache ``source`` into the cache ``into`` (made when missing;
+    it may be open in a client): a test's copy of a shared calibration pays nothing again.
+    Read through SQLite, so answers still in ``source``'s write-ahead log come along."""
+    ResponseCache(into).close()  # the table, when ``into`` is new
+    with contextlib.closing(sqlite3.connect(into)) as db, db:
+        db.execute("ATTACH DATABASE ? AS shared", (str(source),))
+        db.execute("INSERT OR REPLACE INTO responses SELECT * FROM shared.responses")
 
 
 def make_tiny_pack(n_cases: int = 10) -> RatingPack:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +17,7 @@ from evolve.rubric import load_rubric
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration as calibrate
-from tests.conftest import fake_consilium_endpoint, make_consilium_pack
+from tests.conftest import copy_cached_answers, fake_consilium_endpoint, make_consilium_pack
 
 NINE = [
     "factual_accuracy", "problem_prioritisation", "data_use", "reasoning_coherence", "differential_diagnosis",
@@ -116,8 +115,7 @@ def test_nine_archives_concurrently_with_structural_exclusions(nine):
 def test_resume_of_concurrent_run_pays_nothing_and_reproduces_scores(tmp_path, nine):
     shared, _, _ = nine  # resumed in a copy (run folder and cache), so the shared run stays as it was
     shutil.copytree(shared.run_dir, tmp_path / "archives" / shared.run_id)
-    with sqlite3.connect(shared.cache_path) as source, sqlite3.connect(tmp_path / "cache.sqlite") as copy:
-        source.backup(copy)  # with what is still in the write-ahead log
+    copy_cached_answers(shared.cache_path, tmp_path / "cache.sqlite")
     config = shared.model_copy(update={"archives_dir": tmp_path / "archives", "cache_path": tmp_path / "cache.sqlite"})
     first = pd.read_csv(config.run_dir / "scores.csv")
     client2, provider2 = _client(tmp_path)

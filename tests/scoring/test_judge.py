@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +23,7 @@ from evolve.splits import load_splits, make_splits, write_splits
 from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import run_calibration
 from evolve.workflows._judge import judge_warnings
-from tests.conftest import fake_endpoint, make_tiny_pack, request_of
+from tests.conftest import copy_cached_answers, fake_endpoint, make_tiny_pack, request_of
 
 runner = CliRunner()
 N_CASES = 30  # 12 validation cases: enough for a physician-anchored mean (at least 10 rated cases)
@@ -84,9 +83,7 @@ def calibrated(tmp_path: Path, pack_dirs, client, shared_calibration: Path) -> P
     """This test's copy of the shared calibration: its run folder, and its answers in the test's
     cache, as if the test had calibrated with ``client`` itself."""
     run = shutil.copytree(shared_calibration / "archives" / "cal", tmp_path / "archives" / "cal")
-    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
-        db.execute("ATTACH DATABASE ? AS shared", (str(shared_calibration / "cache.sqlite"),))
-        db.execute("INSERT OR REPLACE INTO responses SELECT * FROM shared.responses")
+    copy_cached_answers(shared_calibration / "cache.sqlite", tmp_path / "cache.sqlite")
     return run
 
 
