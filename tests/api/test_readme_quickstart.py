@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 START, END = "<!-- quickstart:start -->", "<!-- quickstart:end -->"
@@ -32,23 +34,54 @@ def test_quickstart_is_short() -> None:
     assert len(quickstart_code().splitlines()) <= 15
 
 
-def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
-    script = tmp_path / "quickstart.py"
-    script.write_text(quickstart_code(), encoding="utf-8")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "EVOLVE_CACHE_DIR": str(tmp_path / "cache"),
+_CHECK = '''
+import logging, warnings
+import numpy, pandas, scipy.special, scipy.stats, sklearn.metrics, matplotlib, ribs  # their own import-time filters
+state = lambda: ({n: (l.level, list(l.handlers)) for n, l in logging.Logger.manager.loggerDict.items()
+                  if isinstance(l, logging.Logger)}, logging.root.level, list(logging.root.handlers), list(warnings.filters))
+before = state()
+'''
+_AFTER = '''
+now = state()
+changed = {n: v for n, v in now[0].items() if n in before[0] and before[0][n] != v}
+set_new = {n: v for n, v in now[0].items()  # a logger made since, with a level or a handler that prints
+           if n not in before[0] and (v[0] != logging.NOTSET or any(type(h) is not logging.NullHandler for h in v[1]))}
+assert not changed and not set_new and now[1:] == before[1:], (changed, set_new, now[1:], before[1:])
+print("logging untouched")
+'''
+UNTOUCHED = "logging untouched\n"
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The README quickstart, verbatim, run once in a fresh interpreter and folder, between a
+    snapshot of the process's logging and warning state and a check that it did not change
+    (the numeric libraries are imported before the snapshot: their import-time filters are
+    theirs). Returns the folder it ran in and the finished process."""
+    folder = tmp_path_factory.mktemp("quickstart")
+    script = folder / "quickstart.py"
+    script.write_text(_CHECK + quickstart_code() + _AFTER, encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "EVOLVE_CACHE_DIR": str(folder / "cache"),
            "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout == shown_output()  # the README shows what it prints
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) == 2, done.stdout
+    done = subprocess.run([sys.executable, str(script)], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    return folder, done
+
+
+def test_quickstart_runs_as_printed(quickstart: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    folder, done = quickstart
+    assert done.stdout.endswith(UNTOUCHED), done.stdout
+    printed = done.stdout.removesuffix(UNTOUCHED)
+    assert printed == shown_output()  # the README shows what it prints
+    lines = printed.strip().splitlines()
+    assert len(lines) == 2, printed
     summary = re.fullmatch(r"entailment: winner (entailment:\S+) \(mutation\), validation MAE ([\d.]+) .*"
                            r"too few cases to tell vs no_guidance: .*", lines[0])
     assert summary, lines[0]
     guidance = eval(lines[1])  # the printed dict of winning guidance  # noqa: S307 - our own output
     assert set(guidance) == {"entailment"} and guidance["entailment"].startswith("calibrated rule")
     # what it printed is the run's report, in the one run folder it made under ./archives
-    (run,) = (tmp_path / "archives").iterdir()
+    (run,) = (folder / "archives").iterdir()
     report = json.loads((run / "report.json").read_text("utf-8"))
     (row,) = report["table5"]
     assert (row["evolved"], f"{row['evolved_val_mae']:.3f}") == (summary[1], summary[2])
@@ -58,29 +91,9 @@ def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
     assert {"pack", "splits", "config.json", "report.md"} <= {p.name for p in run.iterdir()}
 
 
-def test_a_library_run_leaves_the_callers_logging_and_warning_filters_alone(tmp_path: Path) -> None:
+def test_a_library_run_leaves_the_callers_logging_and_warning_filters_alone(
+        quickstart: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """evolve changes no global logging (levels, handlers) and no warning filter of the process
-    that calls it: the quickstart's calibration, then a check of the process's state (the numeric
-    libraries are imported first: their import-time filters are theirs)."""
-    check = '''
-import logging, warnings
-import numpy, pandas, scipy.special, scipy.stats, sklearn.metrics, matplotlib, ribs  # their own import-time filters
-state = lambda: ({n: (l.level, list(l.handlers)) for n, l in logging.Logger.manager.loggerDict.items()
-                  if isinstance(l, logging.Logger)}, logging.root.level, list(logging.root.handlers), list(warnings.filters))
-before = state()
-'''
-    after = '''
-now = state()
-changed = {n: v for n, v in now[0].items() if n in before[0] and before[0][n] != v}
-set_new = {n: v for n, v in now[0].items()  # a logger made since, with a level or a handler that prints
-           if n not in before[0] and (v[0] != logging.NOTSET or any(type(h) is not logging.NullHandler for h in v[1]))}
-assert not changed and not set_new and now[1:] == before[1:], (changed, set_new, now[1:], before[1:])
-print("logging untouched")
-'''
-    script = tmp_path / "quickstart.py"
-    script.write_text(check + quickstart_code() + after, encoding="utf-8")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "EVOLVE_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.rstrip().endswith("logging untouched")
+    that calls it: the check after the quickstart's calibration printed its last line."""
+    _, done = quickstart
+    assert done.stdout.rstrip().splitlines()[-1] == UNTOUCHED.strip(), done.stdout

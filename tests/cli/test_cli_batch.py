@@ -148,6 +148,7 @@ def _wait_for_batch(run_dir: Path, process: subprocess.Popen, timeout: float = 1
     raise AssertionError("no batch_submitted in the journal in time")
 
 
+@pytest.mark.slow  # an evolve process, killed and resumed (~10 s of CPU)
 def test_kill_9_between_submit_and_completion_then_resume_polls_the_batch(tmp_path, monkeypatch):
     """The done-when of issue 25 for a calibration: SIGKILL while the first batch (the initial
     evaluation) is in progress; --resume polls that batch, submits no line twice and pays no
@@ -186,6 +187,7 @@ def test_kill_9_between_submit_and_completion_then_resume_polls_the_batch(tmp_pa
     assert (run_dir / "report.md").is_file()
 
 
+@pytest.mark.slow  # an evolve process, killed and resumed (~13 s of CPU)
 def test_kill_9_of_evolve_judge_then_resume_pays_no_line_twice(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(cache))

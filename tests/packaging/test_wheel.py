@@ -79,6 +79,7 @@ def _shipped_rubric_files() -> set[str]:
             for p in (REPO / "judge_prompts").rglob("*") if p.is_file() and p.suffix in (".json", ".md")}
 
 
+@pytest.mark.slow  # builds the wheel and installs it into a new virtual environment (~30 s of CPU)
 def test_wheel_installed_outside_the_checkout_calibrates_the_example(tmp_path):
     env = _clean_env(tmp_path)
     wheel = _build_wheel(tmp_path, env)

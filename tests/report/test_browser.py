@@ -14,6 +14,8 @@ import pytest
 from evolve.report import write_comparison
 from tests.report.test_html_reports import parse
 
+pytestmark = pytest.mark.slow  # a real browser (~12 s of CPU with its calibration runs)
+
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run", "--disable-quic"]
 """Headless Chromium as root on a closed network (without the background-networking flags it

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from evolve.runs import Journal, run_usage
 from tests.faults.test_fault_injection import FaultyEndpoint
 
@@ -49,6 +51,7 @@ def _refused(args: list[str], env: dict[str, str], holder: int) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # whole evolve processes, started and killed (~30 s of CPU)
 def test_one_process_per_run_id_and_kill_9_leaves_usage_and_no_lock(tmp_path, tiny_pack_dir, tiny_splits_dir):
     endpoint = _GatedEndpoint(open_for=12)
     run = tmp_path / "archives" / "r"
