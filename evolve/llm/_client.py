@@ -515,6 +515,8 @@ class Client:
         portal_cm, self._portal_cm = self._portal_cm, None
         if portal_cm is None:
             return
+        if not cancel:
+            self._close_connections()
         if cancel:
             try:
                 self._portal.call(self._portal.stop, True)
@@ -529,6 +531,17 @@ class Client:
             # e.g. as an exception group); closing must not raise it a second time.
             if not _ended_loop(exc):
                 raise
+
+    def _close_connections(self) -> None:
+        """Close the provider's kept-alive connections on this client's loop, before it stops
+        (a provider without any, such as the fake one, has no ``aclose``)."""
+        aclose = getattr(self.provider, "aclose", None)
+        if aclose is None:
+            return
+        try:
+            self._portal.call(aclose)
+        except Exception:  # noqa: BLE001, S110 - the loop has stopped already, or a socket is gone: nothing to close
+            pass
 
     def __enter__(self) -> Client:
         return self

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -120,10 +122,31 @@ class OpenAICompatibleProvider:
         self._liveness = liveness
         self._timeout = timeout
         self._openai = openai
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0,
-            default_headers=dict(headers) if headers else None,
-        )
+        self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key or "not-needed", "timeout": timeout,
+                                          "max_retries": 0, "default_headers": dict(headers) if headers else None}
+        self._clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # event loop -> its AsyncOpenAI
+
+    @property
+    def _client(self) -> Any:
+        """The ``openai.AsyncOpenAI`` of the running event loop, made on first use.
+
+        Its connections are kept alive between calls and belong to that loop, so each loop
+        (each :class:`~evolve.llm.Client`) gets its own; :meth:`aclose` closes it.
+        """
+        loop = asyncio.get_running_loop()
+        if loop not in self._clients:
+            self._clients[loop] = self._openai.AsyncOpenAI(**self._settings)
+        return self._clients[loop]
+
+    async def aclose(self) -> None:
+        """Close the connections this provider keeps open on the running loop (idempotent).
+
+        :meth:`Client.close <evolve.llm.Client.close>` calls it before stopping its loop; a
+        later call on another loop opens new connections.
+        """
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Send one chat completion. See :class:`Provider`."""

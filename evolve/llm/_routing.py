@@ -137,6 +137,14 @@ class RoutingProvider:
             self._failures[i] = 0
         return [i for i in range(len(self.replicas)) if i not in self.out_until]
 
+    async def aclose(self) -> None:
+        """Close every replica's open connections on the running loop (see
+        :meth:`OpenAICompatibleProvider.aclose <evolve.llm.OpenAICompatibleProvider.aclose>`)."""
+        for replica in self.replicas:
+            aclose = getattr(replica, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` to the first live replica in its key's ranking, falling over to the
         next one when a replica is taken out.

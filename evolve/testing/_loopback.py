@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -112,6 +114,8 @@ class LoopbackChatServer:
         batch_answered: ``custom_id`` of every batch line answered through ``respond`` (a line
             answered twice, i.e. paid twice, appears twice).
         tokenized: The ``content`` of every ``POST /tokenize`` request, in order.
+        open_connections: Client connections open now; :meth:`close` drops them, as a server
+            that dies would.
     """
 
     def __init__(self, respond: Callable[[dict], Reply], batch_script: BatchScript | None = None,
@@ -128,9 +132,23 @@ class LoopbackChatServer:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._respond = respond
+        self._connections: set[socket.socket] = set()  # open (kept-alive) client connections
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # connections kept alive between calls, as real servers keep them
+            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+
+            def setup(self) -> None:
+                super().setup()
+                with outer._lock:
+                    outer._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with outer._lock:
+                    outer._connections.discard(self.connection)
+                super().finish()
+
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 outer._send(self, *outer._batch_get(self.path))
 
@@ -288,10 +306,21 @@ class LoopbackChatServer:
             return 500, {"error": {"message": "dropped", "type": "server_error"}}
         return (200, chat_completion(reply)) if isinstance(reply, str) else reply
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections open now (HTTP/1.1: a client keeps its connections between calls)."""
+        with self._lock:
+            return len(self._connections)
+
     def close(self) -> None:
-        """Stop serving and release the port."""
+        """Stop serving, drop every open connection (as a server that dies would) and release the port."""
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            with contextlib.suppress(OSError):  # the client hung up already
+                connection.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> LoopbackChatServer:
         return self

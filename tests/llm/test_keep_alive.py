@@ -1,0 +1,55 @@
+"""Connections to an OpenAI-compatible endpoint are kept alive between calls, belong to the
+client's event loop, and are closed when the client closes."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+
+import pytest
+
+from evolve.llm import ChatRequest, Client, Message, get_provider
+from evolve.testing import LoopbackChatServer
+
+
+def _requests(n: int, tag: str = "t") -> list[ChatRequest]:
+    return [ChatRequest(model="m", messages=(Message(role="user", content=f"{tag} {i}"),), tag=tag) for i in range(n)]
+
+
+def _wait_for(condition, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_calls_reuse_connections_and_closing_the_client_closes_them(caplog: pytest.LogCaptureFixture) -> None:
+    with LoopbackChatServer(lambda body: "ok") as server:
+        provider = get_provider("openai_compatible", base_url=server.base_url, api_key="k")
+        with Client(provider, max_concurrency=2) as client:
+            assert all(r.text == "ok" for r in client.map(_requests(20)))
+            # 20 calls, at most 2 at a time: the connections stay open and are reused
+            assert 1 <= server.open_connections <= 2
+        assert _wait_for(lambda: server.open_connections == 0)
+        # the same provider serves a second client (another event loop) on new connections
+        with caplog.at_level(logging.ERROR, logger="asyncio"), Client(provider) as again:
+            assert again.complete(_requests(1, "second")[0]).text == "ok"
+            gc.collect()  # the first loop's client, were it left open, would complain here
+        assert _wait_for(lambda: server.open_connections == 0)
+        assert len(server.bodies) == 21
+    assert not [r for r in caplog.records if "Event loop is closed" in r.getMessage()]
+
+
+def test_a_server_that_dies_drops_its_kept_alive_connections() -> None:
+    server = LoopbackChatServer(lambda body: "ok")
+    provider = get_provider("openai_compatible", base_url=server.base_url, api_key="k")
+    with Client(provider, max_retries=0) as client:
+        assert client.complete(_requests(1)[0]).text == "ok"
+        assert server.open_connections == 1
+        server.close()
+        assert server.open_connections == 0
+        after = client.complete(_requests(1, "after")[0])
+    assert not hasattr(after, "text") and len(server.bodies) == 1  # a failure, not an answer from the dead server
