@@ -7,6 +7,7 @@ pack's ratings and the split manifests, so a report can be rebuilt - and checked
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -305,10 +306,10 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     crit_ratings = ratings[ratings["criterion"] == criterion]
     split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
+    calls, evo_calls = _calls_by(reeval), _calls_by(evo)
 
     def ag(cid: str, split: str) -> Agreement:
-        frame = reeval[(reeval["candidate_id"] == cid) & (reeval["split"] == split)]
-        return agreement(frame, split_ratings[split])
+        return agreement(calls(cid, split), split_ratings[split])
 
     def cost(cid: str) -> tuple[int, int, int, int]:
         frame = reeval[reeval["candidate_id"] == cid]
@@ -320,7 +321,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     rows.append(_row("no guidance", "no-guidance", none_id, ag(none_id, "train"), ag(none_id, "validation"), *cost(none_id)))
     inits = ccands[ccands["origin"] == "initial"]["candidate_id"].tolist()
     evo_mae = {
-        cid: agreement(evo[(evo["candidate_id"] == cid) & (evo["split"] == "train")], split_ratings["train"]).mae
+        cid: agreement(evo_calls(cid, "train"), split_ratings["train"]).mae
         for cid in inits
     }
     ranked = [cid for cid in inits if evo_mae[cid] is not None]
@@ -347,8 +348,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     for split in ("train", "validation"):
         mae, n = rater_ceiling(split_ratings[split])
         # the winner's MAE on the same targets (those with >= 2 physicians), so the two compare
-        loo = judge_as_rater(reeval[(reeval["candidate_id"] == win["candidate_id"]) & (reeval["split"] == split)],
-                             split_ratings[split])
+        loo = judge_as_rater(calls(win["candidate_id"], split), split_ratings[split])
         pairs = int(loo["judge_pairs"].sum())
         judge_mae = float((loo["judge_mae"].fillna(0) * loo["judge_pairs"]).sum() / pairs) if pairs else None
         ceiling[split] = {"mae": mae, "n_pairs": n, "judge_mae_same_targets": judge_mae, "judge_pairs": pairs,
@@ -399,10 +399,9 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     entry["archive"] = {"length_bins": archive.length_bins, "bias_bins": archive.bias_bins,
                         "bias_range": float(crit.scale_range)}
     pruned = ccands.loc[ccands["status"] == "pruned", "candidate_id"]
-    partial = {cid: agreement(evo[(evo["candidate_id"] == cid) & (evo["split"] == "train")], split_ratings["train"]).mae
-               for cid in pruned}
+    partial = {cid: agreement(evo_calls(cid, "train"), split_ratings["train"]).mae for cid in pruned}
     entry["candidates"] = _candidate_records(ccands, partial)
-    winner_val = reeval[(reeval["candidate_id"] == win["candidate_id"]) & (reeval["split"] == "validation")]
+    winner_val = calls(win["candidate_id"], "validation")
     entry["confusion"] = _confusion(judge_pairs(winner_val, split_ratings["validation"]), labels)
     stats: dict = {}
     for r in rows:
@@ -414,13 +413,21 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             if r["kind"] == "training-median":
                 stats[key][split] = _constant_stats(med, split_ratings[split], labels, seed, n_boot)
                 continue
-            frame = reeval[(reeval["candidate_id"] == r["candidate_id"]) & (reeval["split"] == split)]
-            stats[key][split] = _stats(judge_pairs(frame, split_ratings[split]), labels, seed, n_boot)
+            stats[key][split] = _stats(judge_pairs(calls(r["candidate_id"], split), split_ratings[split]), labels, seed,
+                                       n_boot)
     stats["ceiling"] = {
         split: _stats(rater_pairs(split_ratings[split]), labels, seed, n_boot) for split in ("train", "validation")
     }
     entry["agreement"] = stats
     return entry
+
+
+def _calls_by(scores: pd.DataFrame) -> Callable[[str, str], pd.DataFrame]:
+    """``calls(candidate_id, split)``: the rows of ``scores`` of that candidate and split, in
+    their order (empty when there are none); the frame is split once, not filtered per call."""
+    parts = {key: part for key, part in scores.groupby(["candidate_id", "split"], sort=False, observed=True)}
+    empty = scores.iloc[0:0]
+    return lambda cid, split: parts.get((cid, split), empty)
 
 
 def _no_better_than_constant(rows: list[dict]) -> bool | None:

@@ -218,22 +218,36 @@ def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
         ``peers_mae`` (mean |other physician - rater|), ``peer_pairs``; sorted by rater id.
         Empty when no target has two numeric ratings.
     """
-    r = numeric_ratings(ratings)
-    shared = r.groupby(["criterion", "target_id"])["rater_id"].transform("nunique") >= 2
-    r = r[shared]
-    pairs = judge_pairs(scores, r)
-    rows = []
-    for rater, mine in r.groupby("rater_id", sort=True):
-        peers = r[r["target_id"].isin(mine["target_id"]) & (r["rater_id"] != rater)]
-        joined = peers.merge(mine[["criterion", "target_id", "score"]], on=["criterion", "target_id"], suffixes=("", "_rater"))
-        judged = pairs[pairs["rater_id"] == rater]
-        rows.append({
-            "rater_id": str(rater), "n_targets": int(mine["target_id"].nunique()),
-            "judge_mae": float(judged["error"].abs().mean()) if len(judged) else None, "judge_pairs": int(len(judged)),
-            "peers_mae": float((joined["score"] - joined["score_rater"]).abs().mean()) if len(joined) else None,
-            "peer_pairs": int(len(joined)),
-        })
+    shared = {key: rated for key, rated in _rating_index(ratings).items() if len({rater for rater, _ in rated}) >= 2}
+    cols, _ = _pairs(scores, ratings, shared)
+    judged: dict[object, list[float]] = {}  # rater -> [sum |judge - rater|, pairs]
+    for rater, judge, rating in zip(cols["rater_id"], cols["judge"], cols["rater"], strict=True):
+        _add(judged, rater, abs(judge - rating))
+    peers: dict[object, list[float]] = {}  # rater -> [sum |other physician - rater|, pairs]
+    targets: dict[Any, set] = {}  # rater -> targets; sorted by rater id as the groupby it replaced
+    for (_, tid), rated in shared.items():
+        for rater, value in rated:
+            targets.setdefault(rater, set()).add(tid)
+            peers.setdefault(rater, [0.0, 0])
+            for other, other_value in rated:
+                if other != rater:
+                    _add(peers, rater, abs(other_value - value))
+    rows = [{"rater_id": str(rater), "n_targets": len(targets[rater]),
+             "judge_mae": _mean(judged.get(rater)), "judge_pairs": int(judged[rater][1]) if rater in judged else 0,
+             "peers_mae": _mean(peers[rater]), "peer_pairs": int(peers[rater][1])} for rater in sorted(targets)]
     return pd.DataFrame(rows, columns=["rater_id", "n_targets", "judge_mae", "judge_pairs", "peers_mae", "peer_pairs"])
+
+
+def _add(sums: dict[object, list[float]], key: object, value: float) -> None:
+    """Add ``value`` to the running ``[sum, count]`` of ``key``."""
+    acc = sums.setdefault(key, [0.0, 0])
+    acc[0] += value
+    acc[1] += 1
+
+
+def _mean(acc: list[float] | None) -> float | None:
+    """The mean of a running ``[sum, count]``; None when it counted nothing."""
+    return acc[0] / acc[1] if acc and acc[1] else None
 
 
 def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -167,24 +168,34 @@ def rater_pairs(ratings: pd.DataFrame) -> pd.DataFrame:
         )
     keys = ["case_id", "target_id"] + (["criterion"] if "criterion" in ratings.columns else [])
     columns = [*keys, "first_rater_id", "rater_id", "judge", "rater"]
-    r = ratings[[*keys, "rater_id", "score"]].copy()
-    r["score"] = pd.to_numeric(r["score"], errors="coerce")
-    r = r[r["score"].notna()]
-    r["_rid"] = r["rater_id"].astype(str)
-    merged = r.merge(r, on=keys, suffixes=("_a", "_b"))
-    merged = merged[merged["_rid_a"] < merged["_rid_b"]]
-    if merged.empty:
+    first, second = _rater_pair_rows(ratings, keys)
+    if not first:
         return pd.DataFrame({c: pd.Series(dtype=object if c not in ("judge", "rater") else np.int64)
                              for c in columns})
+    a, b = np.asarray(first, dtype=np.intp), np.asarray(second, dtype=np.intp)
+    scores = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=float)
+    raters = ratings["rater_id"].to_numpy()
     out = pd.DataFrame({
-        **{k: merged[k].to_numpy() for k in keys},
-        "first_rater_id": merged["rater_id_a"].to_numpy(),
-        "rater_id": merged["rater_id_b"].to_numpy(),
-        "judge": merged["score_a"].to_numpy(dtype=float),
-        "rater": merged["score_b"].to_numpy(dtype=float),
+        **{k: ratings[k].to_numpy()[a] for k in keys},
+        "first_rater_id": raters[a], "rater_id": raters[b], "judge": scores[a], "rater": scores[b],
     })
     for col in ("judge", "rater"):
         if np.all(out[col] == np.round(out[col])):
             out[col] = out[col].astype(np.int64)
-    order = [*keys, "first_rater_id", "rater_id"]
-    return out.sort_values(order, key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+    return out
+
+
+def _rater_pair_rows(ratings: pd.DataFrame, keys: list[str]) -> tuple[list[int], list[int]]:
+    """Row positions ``(first, second)`` of every pair of numeric ratings of one target by two
+    raters, ``first`` the rater whose id sorts first as text; sorted by the keys, then the two
+    rater ids, as text (a self-join through a dict: a pandas merge costs tens of milliseconds)."""
+    values = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=float).tolist()
+    rids = [str(r) for r in ratings["rater_id"].tolist()]
+    key_of = list(zip(*(ratings[k].tolist() for k in keys), strict=True)) if keys else []
+    numeric = [i for i, v in enumerate(values) if not math.isnan(v)]
+    by_key: dict[tuple, list[int]] = {}
+    for i in numeric:
+        by_key.setdefault(key_of[i], []).append(i)
+    found = [(i, j) for i in numeric for j in by_key[key_of[i]] if rids[i] < rids[j]]
+    found.sort(key=lambda ij: (*(str(v) for v in key_of[ij[0]]), rids[ij[0]], rids[ij[1]]))
+    return [i for i, _ in found], [j for _, j in found]

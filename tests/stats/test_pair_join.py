@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evolve.stats import agreement, item_errors, judge_pairs, numeric_ratings, paired_difference, paired_mae_difference
+from evolve.stats import (
+    agreement,
+    item_errors,
+    judge_as_rater,
+    judge_pairs,
+    numeric_ratings,
+    paired_difference,
+    paired_mae_difference,
+    rater_pairs,
+)
 
 
 def merged_pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
@@ -87,3 +96,62 @@ def test_paired_mae_difference_matches_the_merged_pairs(seed):
                                   joined["case_id"].astype(str).to_numpy(), seed=1)
     got = paired_mae_difference(a, b, ratings, seed=1)
     assert got.model_dump() == pytest.approx(reference.model_dump(), nan_ok=True)
+
+
+def grouped_judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    r = numeric_ratings(ratings)
+    shared = r.groupby(["criterion", "target_id"])["rater_id"].transform("nunique") >= 2
+    r = r[shared]
+    pairs = merged_pairs(scores, r)
+    rows = []
+    for rater, mine in r.groupby("rater_id", sort=True):
+        peers = r[r["target_id"].isin(mine["target_id"]) & (r["rater_id"] != rater)]
+        joined = peers.merge(mine[["criterion", "target_id", "score"]], on=["criterion", "target_id"], suffixes=("", "_rater"))
+        judged = pairs[pairs["rater_id"] == rater]
+        rows.append({
+            "rater_id": str(rater), "n_targets": int(mine["target_id"].nunique()),
+            "judge_mae": float(judged["error"].abs().mean()) if len(judged) else None, "judge_pairs": int(len(judged)),
+            "peers_mae": float((joined["score"] - joined["score_rater"]).abs().mean()) if len(joined) else None,
+            "peer_pairs": int(len(joined)),
+        })
+    return pd.DataFrame(rows, columns=["rater_id", "n_targets", "judge_mae", "judge_pairs", "peers_mae", "peer_pairs"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_judge_as_rater_matches_the_pandas_groupby(seed):
+    scores, ratings = _frames(seed)
+    pd.testing.assert_frame_equal(judge_as_rater(scores, ratings), grouped_judge_as_rater(scores, ratings))
+
+
+def merged_rater_pairs(ratings: pd.DataFrame) -> pd.DataFrame:
+    keys = ["case_id", "target_id"] + (["criterion"] if "criterion" in ratings.columns else [])
+    columns = [*keys, "first_rater_id", "rater_id", "judge", "rater"]
+    r = ratings[[*keys, "rater_id", "score"]].copy()
+    r["score"] = pd.to_numeric(r["score"], errors="coerce")
+    r = r[r["score"].notna()]
+    r["_rid"] = r["rater_id"].astype(str)
+    merged = r.merge(r, on=keys, suffixes=("_a", "_b"))
+    merged = merged[merged["_rid_a"] < merged["_rid_b"]]
+    if merged.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object if c not in ("judge", "rater") else np.int64) for c in columns})
+    out = pd.DataFrame({
+        **{k: merged[k].to_numpy() for k in keys},
+        "first_rater_id": merged["rater_id_a"].to_numpy(), "rater_id": merged["rater_id_b"].to_numpy(),
+        "judge": merged["score_a"].to_numpy(dtype=float), "rater": merged["score_b"].to_numpy(dtype=float),
+    })
+    for col in ("judge", "rater"):
+        if np.all(out[col] == np.round(out[col])):
+            out[col] = out[col].astype(np.int64)
+    order = [*keys, "first_rater_id", "rater_id"]
+    return out.sort_values(order, key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rater_pairs_match_the_pandas_self_merge(seed):
+    _, ratings = _frames(seed)
+    ratings = ratings.assign(case_id=[f"c{int(t[1:]) // 2}" for t in ratings["target_id"]])
+    if seed % 2:
+        ratings = ratings.drop(columns="criterion")
+    if seed % 5 == 0:  # whole-number scores with a half point
+        ratings = ratings.assign(score=ratings["score"].replace({"1": "1.5"}))
+    pd.testing.assert_frame_equal(rater_pairs(ratings), merged_rater_pairs(ratings))
