@@ -41,7 +41,8 @@ def _inputs(tmp_path: Path, n: int = 20, holdout: float = 0.0) -> tuple[Path, Pa
     return pack, splits
 
 
-CAL_OPTIONS = ["--model", "scripted", "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit"]
+CAL_OPTIONS = ["--model", "scripted", "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--train-repeats", "1",
+               "--no-audit"]  # few calls: the batch route, not the search, is tested
 
 
 def _calibrate_args(pack: Path, splits: Path, archives: Path, url: str, run_id: str, *extra: str) -> list[str]:

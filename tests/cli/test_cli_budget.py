@@ -35,7 +35,8 @@ def _inputs(tmp_path):
 def _calibrate(pack, splits, archives, url, run_id, *extra):
     return runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", run_id,
                                "--archives-dir", str(archives), "--base-url", url, "--model", "scripted",
-                               "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit", *extra])
+                               "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--train-repeats", "1",
+                               "--no-audit", *extra])  # few calls: the limits, not the search, are tested
 
 
 def test_calibrate_stops_at_max_tokens_and_resumes_with_a_higher_limit_paying_nothing_twice(tmp_path, monkeypatch):

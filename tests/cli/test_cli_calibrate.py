@@ -115,7 +115,8 @@ def test_calibrate_from_workbooks_in_one_command(tmp_path, endpoint, monkeypatch
     args = ["calibrate", "--workbooks", str(example / "workbooks"), "--cases", str(example / "cases.jsonl"),
             "--outputs", str(example / "outputs"), "--rubric", "consilium", "--run-id", "wb",
             "--archives-dir", str(tmp_path / "archives"), "--base-url", endpoint.base_url,
-            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--min-coverage", "0.0"]
+            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--min-coverage", "0.0",
+            "--train-repeats", "1", "--max-train-targets", "4", "--max-validation-targets", "4"]  # few calls: the plumbing is tested
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     run = tmp_path / "archives" / "wb"

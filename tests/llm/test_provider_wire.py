@@ -1,5 +1,6 @@
-"""Connections to an OpenAI-compatible endpoint are kept alive between calls, belong to the
-client's event loop, and are closed when the client closes."""
+"""The OpenAI-compatible provider on the wire: connections kept alive between calls, owned by
+the client's event loop and closed with the client; the body sent is the one built; the answer
+is read as the SDK reads it."""
 
 from __future__ import annotations
 
@@ -53,3 +54,24 @@ def test_a_server_that_dies_drops_its_kept_alive_connections() -> None:
         assert server.open_connections == 0
         after = client.complete(_requests(1, "after")[0])
     assert not hasattr(after, "text") and len(server.bodies) == 1  # a failure, not an answer from the dead server
+
+
+def test_the_body_sent_is_the_one_built_and_the_answer_is_read_as_the_sdk_reads_it() -> None:
+    """The provider posts :meth:`chat_body` as it is (the batch lines and the cache key rest on
+    it) and reads the completion, usage and finish reason through the SDK's parser."""
+    from evolve.llm import OpenAICompatibleProvider
+    from evolve.testing import chat_completion
+
+    request = ChatRequest(model="m", messages=(Message(role="system", content="s"), Message(role="user", content="u")),
+                          tag="t", seed=7, max_tokens=30, response_format={"type": "json_schema", "json_schema": {
+                              "name": "x", "strict": True, "schema": {"type": "object", "properties": {}}}})
+    answer = chat_completion("hi", prompt_tokens=11, completion_tokens=3, cached_tokens=5, finish_reason="length")
+    answer["choices"][0]["message"]["reasoning_content"] = "thought"
+    answer["unknown_field"] = {"kept": "out of the way"}  # servers add their own fields
+    with LoopbackChatServer(lambda body: (200, answer)) as server:
+        provider = OpenAICompatibleProvider(server.base_url, api_key="k")
+        with Client(provider, max_retries=0) as client:
+            got = client.complete(request)
+        assert server.bodies == [provider.chat_body(request)]
+    assert (got.text, got.reasoning, got.finish_reason) == ("hi", "thought", "length")
+    assert (got.prompt_tokens, got.completion_tokens, got.cached_prompt_tokens) == (11, 3, 5)
