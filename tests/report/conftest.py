@@ -16,7 +16,7 @@ from evolve.llm import ChatRequest, Client, ResponseCache
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration
-from tests.conftest import fake_endpoint, full_reports, make_tiny_pack
+from tests.conftest import fake_endpoint, make_tiny_pack
 from tests.report.test_bench_tables import all_runs, judge_rows, write_folder
 
 LENIENT_MODEL = "judge-lenient"
@@ -65,12 +65,12 @@ def tiny_frame(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def calibration_runs(tmp_path_factory, tiny_frame) -> tuple[Path, Path]:
     """(a run whose judge follows its guidance, a run whose judge is lenient whatever it is told),
-    with full reports (figures, 2,000 replicates) whichever test asks first: tests read them."""
+    with light reports; a test that checks figures writes its own report of them with the full
+    settings (it is marked ``full_report``)."""
     root = tmp_path_factory.mktemp("calibrations")
     pack, splits = tiny_frame
-    with full_reports():
-        return (calibrate_tiny(root, "guided", "judge-guided", pack, splits),
-                calibrate_tiny(root, "lenient", LENIENT_MODEL, pack, splits))
+    return (calibrate_tiny(root, "guided", "judge-guided", pack, splits),
+            calibrate_tiny(root, "lenient", LENIENT_MODEL, pack, splits))
 
 
 def bench_folder(root: Path, cases_text: str = "synthetic cases\n") -> Path:
