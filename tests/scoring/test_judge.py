@@ -215,8 +215,9 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
     with _Endpoint() as endpoint:
         cal = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "cal",
                                   "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "scripted",
-                                  "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit",
-                                  "--max-validation-targets", "1000", "--max-train-targets", "1000", "--evaluate-holdout"])
+                                  "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--train-repeats", "1",
+                                  "--no-audit", "--max-validation-targets", "1000", "--max-train-targets", "1000",
+                                  "--evaluate-holdout"])
         assert cal.exit_code == 0, cal.output
         assert (archives / "cal" / "holdout" / "report.md").is_file()
         assert "Table 5, held-out cases" in cal.stdout
