@@ -184,20 +184,16 @@ def test_write_judge_file_round_trips(run: Path, tmp_path: Path) -> None:
 ENGINE = ("ribs", "numba", "optuna", "evolve.calibration")
 
 
-def _loaded_after(code: str) -> list[str]:
-    probe = f"import sys\n{code}\nprint(sorted(m for m in {ENGINE!r} if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
-
-
-def test_reading_a_judge_file_loads_no_engine(run: Path) -> None:
-    assert _loaded_after(f"import evolve.calibrated\nevolve.calibrated.load_judge_file({str(run)!r}).bundle()") == []
-
-
-def test_evolve_report_loads_no_engine(run: Path) -> None:
-    code = ("from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + "]\n"
+def test_reading_a_judge_file_then_evolve_report_load_no_engine(run: Path) -> None:
+    """Both in one fresh interpreter: reading the judge file first, then the whole report."""
+    code = (f"import evolve.calibrated\nevolve.calibrated.load_judge_file({str(run)!r}).bundle()\n"
+            f"print('engine:', sorted(m for m in {ENGINE!r} if m in sys.modules))\n"
+            "from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + "]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code")
-    assert _loaded_after(code) == []
+    probe = f"import sys\n{code}\nprint('engine:', sorted(m for m in {ENGINE!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = [line.removeprefix("engine: ") for line in done.stdout.splitlines() if line.startswith("engine: ")]
+    assert loaded == ["[]", "[]"], loaded  # after reading the judge file, then after the report
     assert (run / JUDGE_FILE).is_file()
 
 

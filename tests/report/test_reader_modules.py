@@ -1,9 +1,9 @@
 """Which modules the readers of finished runs load: `evolve report` and `evolve compare` of
 calibration runs, and `read_run`, load no engine, no model client and no HTTP stack.
 
-Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards, so an import added
-anywhere on the way (a package ``__init__``, a settings module) shows up here, whatever the
-machine's speed.
+The commands run in order in one fresh interpreter, which reads ``sys.modules`` after each, so
+an import added anywhere on the way (a package ``__init__``, a settings module) shows up here,
+whatever the machine's speed. ``read_run`` goes first: it needs the least.
 """
 
 from __future__ import annotations
@@ -19,26 +19,32 @@ ENGINES = ("evolve.calibration", "evolve.consilium", "evolve.otb", "evolve.audit
 
 _RUN = r'''
 import json, sys
-argv = json.loads(sys.argv[1])
-if argv[0] == "read_run":
-    from evolve.outputs import read_run
-    read_run(argv[1])
-else:
-    from evolve.cli import main
-    sys.argv = ["evolve", *argv]
-    try:
-        main()
-    except SystemExit as exc:
-        assert exc.code in (0, None), exc.code
-print(json.dumps(sorted(sys.modules)))
+steps = json.loads(sys.argv[1])
+loaded = []
+for argv in steps:
+    if argv[0] == "read_run":
+        from evolve.outputs import read_run
+        read_run(argv[1])
+    else:
+        from evolve.cli import main
+        sys.argv = ["evolve", *argv]
+        try:
+            main()
+        except SystemExit as exc:
+            assert exc.code in (0, None), (argv, exc.code)
+    loaded.append(sorted(sys.modules))
+print(json.dumps(loaded))
 '''
 
 
-def _modules(*argv: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", _RUN, json.dumps(list(argv))], capture_output=True, text=True,
-                          timeout=600)
+def _modules_after_each(*steps: tuple[str, ...]) -> list[set[str]]:
+    """The modules loaded after each step, the steps run in order in one fresh interpreter (one
+    start-up for all; modules only accumulate, so a module absent after the last step was
+    loaded by none, and the first step after which one appears is the one that loaded it)."""
+    done = subprocess.run([sys.executable, "-c", _RUN, json.dumps([list(s) for s in steps])], capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return [set(m) for m in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -47,11 +53,12 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 def test_report_and_compare_of_calibration_runs_load_no_engine_and_no_http_stack(calibration_runs, tmp_path: Path) -> None:
     first, second = calibration_runs
-    for argv in (("report", str(first), "--n-boot", "20", "--no-html"),
-                 ("compare", str(first), str(second), "--reports-dir", str(tmp_path), "--n-boot", "20", "--no-html"),
-                 ("read_run", str(first))):
-        modules = _modules(*argv)
-        assert "evolve.report" in modules or argv[0] == "read_run"  # the command did run
-        assert not _loaded(modules, HTTP), f"`{argv[0]}` loads {_loaded(modules, HTTP)}"
-        assert not _loaded(modules, ENGINES), f"`{argv[0]}` loads {_loaded(modules, ENGINES)}"
+    steps = (("read_run", str(first)),
+             ("report", str(first), "--n-boot", "20", "--no-html"),
+             ("compare", str(first), str(second), "--reports-dir", str(tmp_path), "--n-boot", "20", "--no-html"))
+    after = _modules_after_each(*steps)
+    assert "evolve.report" in after[1]  # the commands did run
+    for step, modules in zip(steps, after, strict=True):
+        assert not _loaded(modules, HTTP), f"`{step[0]}` loads {_loaded(modules, HTTP)}"
+        assert not _loaded(modules, ENGINES), f"`{step[0]}` loads {_loaded(modules, ENGINES)}"
     assert (first / "report.md").is_file() and any(tmp_path.iterdir())
