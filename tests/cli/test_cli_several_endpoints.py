@@ -60,7 +60,7 @@ def _judge_cases(servers) -> dict[str, set[int]]:
 def _args(tmp_path, pack, splits, run_id: str, urls: list[str]) -> list[str]:
     args = ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", run_id,
             "--archives-dir", str(tmp_path / "archives"), "--model", "scripted", "--max-concurrency", "4",
-            "--accepted", "2", "--max-attempts", "4", "--batch-size", "2"]
+            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--train-repeats", "1"]  # few calls: the routing is tested
     for url in urls:
         args += ["--base-url", url]
     return args

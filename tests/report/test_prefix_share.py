@@ -47,7 +47,8 @@ def test_calibration_and_evolve_judge_record_cached_prompt_tokens_and_report_the
     with LoopbackChatServer(_reporting_cache(lambda body: fake_endpoint(request_of(body)))) as endpoint:
         cal = runner.invoke(app, ["calibrate", "--pack", str(pack), "--splits", str(splits), "--run-id", "cal",
                                   "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "scripted",
-                                  "--accepted", "2", "--max-attempts", "4", "--batch-size", "2", "--no-audit"])
+                                  "--accepted", "1", "--max-attempts", "2", "--batch-size", "1", "--train-repeats", "1",
+                                  "--no-audit"])  # few calls: the token accounting is tested
         assert cal.exit_code == 0, cal.output
         judged = runner.invoke(app, ["judge", str(pack), "--judge", str(archives / "cal"), "--run-id", "scored",
                                      "--archives-dir", str(archives), "--base-url", endpoint.base_url])
