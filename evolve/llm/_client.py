@@ -499,7 +499,7 @@ class Client:
         return total
 
     def close(self, *, cancel: bool = False) -> None:
-        """Stop the background loop (idempotent).
+        """Close the provider's kept-alive connections and stop the background loop (idempotent).
 
         Safe after an interruption: when an exception raised inside the loop (a
         ``KeyboardInterrupt`` from a provider, say) has already stopped it, there is nothing left
@@ -515,13 +515,13 @@ class Client:
         portal_cm, self._portal_cm = self._portal_cm, None
         if portal_cm is None:
             return
-        if not cancel:
-            self._close_connections()
         if cancel:
             try:
                 self._portal.call(self._portal.stop, True)
             except RuntimeError:  # "This portal is not running": the loop has stopped already
                 pass
+        else:
+            self._close_connections()
         try:
             portal_cm.__exit__(None, None, None)
         except RuntimeError:
@@ -533,13 +533,19 @@ class Client:
                 raise
 
     def _close_connections(self) -> None:
-        """Close the provider's kept-alive connections on this client's loop, before it stops
-        (a provider without any, such as the fake one, has no ``aclose``)."""
+        """Close the provider's kept-alive connections on this client's loop, before it stops,
+        once no call is out (a provider without any, such as the fake one, has no ``aclose``)."""
         aclose = getattr(self.provider, "aclose", None)
         if aclose is None:
             return
+
+        async def when_idle() -> None:
+            while self._limiter.borrowed_tokens:  # held by a call from its first attempt to its last retry
+                await anyio.sleep(0.01)
+            await aclose()
+
         try:
-            self._portal.call(aclose)
+            self._portal.call(when_idle)
         except Exception:  # noqa: BLE001, S110 - the loop has stopped already, or a socket is gone: nothing to close
             pass
 

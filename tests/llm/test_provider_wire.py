@@ -75,3 +75,26 @@ def test_the_body_sent_is_the_one_built_and_the_answer_is_read_as_the_sdk_reads_
         assert server.bodies == [provider.chat_body(request)]
     assert (got.text, got.reasoning, got.finish_reason) == ("hi", "thought", "length")
     assert (got.prompt_tokens, got.completion_tokens, got.cached_prompt_tokens) == (11, 3, 5)
+
+
+def test_closing_while_a_call_is_out_waits_for_its_answer_before_closing_the_connections() -> None:
+    import threading
+
+    answered = threading.Event()
+
+    def slow(body: dict) -> str:
+        time.sleep(0.5)
+        answered.set()
+        return "late but whole"
+
+    with LoopbackChatServer(slow) as server:
+        client = Client(get_provider("openai_compatible", base_url=server.base_url, api_key="k"), max_retries=0)
+        results: list = []
+        caller = threading.Thread(target=lambda: results.append(client.complete(_requests(1)[0])))
+        caller.start()
+        assert _wait_for(lambda: len(server.bodies) == 1)  # the call is out
+        client.close()
+        caller.join(timeout=10)
+        assert answered.is_set() and [getattr(r, "text", r) for r in results] == ["late but whole"]
+        assert len(server.bodies) == 1  # answered once, not cut off and asked again
+        assert _wait_for(lambda: server.open_connections == 0)
