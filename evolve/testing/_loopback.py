@@ -103,6 +103,8 @@ class LoopbackChatServer:
             then every line answered).
         tokenize: ``tokenize(content) -> token ids``: serves ``POST /tokenize`` at the server
             root as llama.cpp does (``{"tokens": [...]}``); None answers that route 404.
+        keep_alive: Keep each client connection open between calls (HTTP/1.1, the default);
+            False closes it after every answer (HTTP/1.0), as some proxies do.
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>/v1``.
@@ -119,7 +121,7 @@ class LoopbackChatServer:
     """
 
     def __init__(self, respond: Callable[[dict], Reply], batch_script: BatchScript | None = None,
-                 tokenize: Callable[[str], list[int]] | None = None) -> None:
+                 tokenize: Callable[[str], list[int]] | None = None, keep_alive: bool = True) -> None:
         self.bodies: list[dict] = []
         self.tokenized: list[str] = []
         self.authorizations: list[str | None] = []
@@ -136,7 +138,8 @@ class LoopbackChatServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # connections kept alive between calls, as real servers keep them
+            # HTTP/1.1 keeps connections alive between calls, as real servers do; HTTP/1.0 closes each
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
             disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
 
             def setup(self) -> None:
