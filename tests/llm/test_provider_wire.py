@@ -98,3 +98,11 @@ def test_closing_while_a_call_is_out_waits_for_its_answer_before_closing_the_con
         assert answered.is_set() and [getattr(r, "text", r) for r in results] == ["late but whole"]
         assert len(server.bodies) == 1  # answered once, not cut off and asked again
         assert _wait_for(lambda: server.open_connections == 0)
+
+
+def test_a_server_that_closes_each_connection_answers_every_call_on_a_new_one() -> None:
+    with LoopbackChatServer(lambda body: "ok", keep_alive=False) as server:
+        with Client(get_provider("openai_compatible", base_url=server.base_url, api_key="k"), max_retries=0) as client:
+            assert [r.text for r in client.map(_requests(6))] == ["ok"] * 6
+            assert _wait_for(lambda: server.open_connections == 0)  # none kept between calls
+        assert len(server.bodies) == 6
