@@ -141,7 +141,12 @@ def _or_fail(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str], *, soft_wrap: bool = True) -> Iterator[None]:
     """Around a command's work: an :class:`~evolve.errors.EvolveError` is printed as one error
     with the command that continues the run (``resume()``), exit 2; Ctrl-C (or SIGTERM, see
-    :func:`_interrupt_on_sigterm`) prints ``interrupted()``, exit 130."""
+    :func:`_interrupt_on_sigterm`) prints ``interrupted()``, exit 130. The SIGTERM handler the
+    work installed is taken down after it, so a process that runs commands in-process (a test,
+    a notebook) gets its own back."""
+    import signal
+
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         yield
     except EvolveError as exc:
@@ -152,6 +157,9 @@ def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str], *
         else:
             err.print(interrupted())
         raise typer.Exit(code=130) from None
+    finally:
+        if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
+            signal.signal(signal.SIGTERM, sigterm)
 
 
 def _run_guarded(command: str, run_dir: Callable[[], Path | None]) -> contextlib.AbstractContextManager[None]:

@@ -180,3 +180,20 @@ def test_a_run_made_before_the_cache_path_was_recorded_still_resumes(tmp_path, t
     resumed = runner.invoke(app, ["calibrate", "--resume", str(run)])
     assert resumed.exit_code == 0, resumed.output
     assert endpoint.calls == calls
+
+
+def test_a_command_run_in_process_gives_the_callers_sigterm_handler_back(tmp_path, tiny_pack_dir, tiny_splits_dir,
+                                                                          monkeypatch):
+    """The CLI turns SIGTERM into Ctrl-C while a run works; a process that runs a command
+    in-process (a test, a notebook) has its own handler again afterwards, even after a failure."""
+    import signal
+
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    mine = signal.getsignal(signal.SIGTERM)
+    with _Endpoint(fail_after=0) as endpoint:  # every call answered HTTP 400: the run stops at once
+        result = runner.invoke(app, ["calibrate", "--pack", str(tiny_pack_dir), "--splits", str(tiny_splits_dir),
+                                     "--run-id", "r", "--archives-dir", str(tmp_path / "archives"),
+                                     "--base-url", endpoint.base_url, "--model", "scripted", "--accepted", "1",
+                                     "--max-attempts", "2", "--batch-size", "1", "--no-audit"])
+    assert result.exit_code == 2 and endpoint.calls > 0, result.output  # it ran, and failed in words
+    assert signal.getsignal(signal.SIGTERM) is mine
