@@ -76,6 +76,7 @@ class BatchScript:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # many clients connecting at once on busy cores are queued, not refused
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A client that gave up (a timeout, a cancelled call) is part of the test, not an error to print."""
