@@ -40,6 +40,14 @@ def light_reports() -> Iterator[None]:
     ``full_report`` (they check figures, interval widths or the default replicate count) get
     the full settings (see :func:`full_report_when_marked`).
     """
+    with light_report_settings():
+        yield
+
+
+@contextlib.contextmanager
+def light_report_settings() -> Iterator[None]:
+    """The light report settings inside the block: for session-scoped fixtures, which pytest
+    sets up before any module's :func:`light_reports`."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LIGHT_REPORT.items():
             patch.setenv(name, value)

@@ -16,7 +16,7 @@ from evolve.llm import ChatRequest, Client, ResponseCache
 from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration
-from tests.conftest import fake_endpoint, make_tiny_pack
+from tests.conftest import fake_endpoint, light_report_settings, make_tiny_pack
 from tests.report.test_bench_tables import all_runs, judge_rows, write_folder
 
 LENIENT_MODEL = "judge-lenient"
@@ -69,8 +69,9 @@ def calibration_runs(tmp_path_factory, tiny_frame) -> tuple[Path, Path]:
     settings (it is marked ``full_report``)."""
     root = tmp_path_factory.mktemp("calibrations")
     pack, splits = tiny_frame
-    return (calibrate_tiny(root, "guided", "judge-guided", pack, splits),
-            calibrate_tiny(root, "lenient", LENIENT_MODEL, pack, splits))
+    with light_report_settings():  # a session fixture is set up before the module's light_reports
+        return (calibrate_tiny(root, "guided", "judge-guided", pack, splits),
+                calibrate_tiny(root, "lenient", LENIENT_MODEL, pack, splits))
 
 
 def bench_folder(root: Path, cases_text: str = "synthetic cases\n") -> Path:

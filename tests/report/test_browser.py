@@ -70,8 +70,13 @@ def _all_shown(images: list[dict], expected: int) -> None:
         assert img["alt"]  # every figure says what it shows
 
 
+@pytest.mark.full_report  # checks the PNG figures: drawn in a copy of the shared (light) run
 def test_calibration_report_opens_offline_with_every_figure(browser, calibration_runs, tmp_path):
-    html = calibration_runs[0] / "report.html"
+    from evolve.report import write_report
+
+    run = shutil.copytree(calibration_runs[0], tmp_path / "run")
+    write_report(run)
+    html = run / "report.html"
     images = open_offline(browser, html, tmp_path / "calibration.png")
     _all_shown(images, len(parse(html).images))
     assert len(images) >= 6
