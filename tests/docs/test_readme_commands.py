@@ -9,6 +9,7 @@ renamed or removed option then fails here instead of in a user's terminal.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from pathlib import Path
@@ -23,8 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", REPO / "bench" / "README.md"]
 
 
+@functools.cache
 def _root() -> Any:
-    """The command line as click sees it (typer's own copy of click: read by duck typing)."""
+    """The command line as click sees it (typer's own copy of click: read by duck typing); built
+    once, not once per command line checked."""
     return typer.main.get_command(app)
 
 
