@@ -27,6 +27,19 @@ from evolve.testing import FakeProvider
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Typer's ``CliRunner`` builds the click command tree of the app it is given on every
+    ``invoke`` (about 40 ms for ``evolve.cli.app``, which hundreds of tests invoke); the tree
+    does not change, so the tests build it once. Any other app is built as before."""
+    import typer.testing
+
+    from evolve.cli import app
+
+    build = typer.testing._get_command
+    built = functools.cache(lambda: build(app))
+    typer.testing._get_command = lambda typer_app: built() if typer_app is app else build(typer_app)  # type: ignore[assignment]
+
+
 LIGHT_REPORT = {"EVOLVE_REPORT_REPLICATES": "50", "EVOLVE_REPORT_FIGURES": "0"}
 """The report settings of tests that do not test the report (see :func:`light_reports`)."""
 
