@@ -8,10 +8,11 @@ reach the network, and a ``|`` or a line break would break a table. Every such t
 through :func:`md_inline` (a line of text, table-cell safe), :func:`md_code` (an id in a code
 span, when one can hold it) or :func:`md_code_block` (a fenced block its text cannot close);
 numbers and the reports' own words need none of them. An estimate with its interval is written
-by :func:`format_interval`, the same way in every report's tables.
+by :func:`format_interval`, the same way in every report's tables, and a lone number (a
+difference, signed) by :func:`format_number`; neither writes ``-0.000``.
 """
 
 from evolve.markdown._escape import md_code, md_code_block, md_inline
-from evolve.markdown._numbers import format_interval
+from evolve.markdown._numbers import format_interval, format_number
 
-__all__ = ["format_interval", "md_code", "md_code_block", "md_inline"]
+__all__ = ["format_interval", "format_number", "md_code", "md_code_block", "md_inline"]

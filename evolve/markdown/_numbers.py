@@ -27,7 +27,23 @@ def format_interval(estimate: float | None, low: float | None, high: float | Non
     return f"{text} [{_number(low * scale, digits)}, {_number(high * scale, digits)}]"
 
 
-def _number(value: float, digits: int) -> str:
-    """``value`` with ``digits`` decimals, never ``-0.000`` (a tiny negative rounds to plain zero)."""
+def format_number(value: float, *, digits: int = 3, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals, never ``-0.000`` (a tiny negative rounds to zero).
+
+    Args:
+        value: The number.
+        digits: Decimals written.
+        signed: Write the sign of a positive number and of zero too (``+0.400``, ``+0.000``), as
+            a difference is written.
+
+    Returns:
+        For example ``0.125``, ``-0.020`` or, signed, ``+0.000``.
+    """
     text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return f"+{text}" if signed and not text.startswith("-") else text
+
+
+def _number(value: float, digits: int) -> str:
+    return format_number(value, digits=digits)

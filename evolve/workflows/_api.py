@@ -21,6 +21,7 @@ from evolve.config import EndpointSettings, resolve_config
 from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import EvolveError, RubricError, RunError
 from evolve.llm import Client, FakeProvider
+from evolve.markdown import format_number
 from evolve.outputs import CalibrationReport, CalibrationRun, read_run
 from evolve.records import Record
 from evolve.rubric import RubricBundle
@@ -77,8 +78,9 @@ class Verdict(Record):
             return f"same candidate as {self.baseline}"
         if self.estimate is None:
             return f"{self.verdict} vs {self.baseline}"
-        interval = f"[{self.low:+.3f}, {self.high:+.3f}]" if self.low is not None and self.high is not None else "[—]"
-        return f"{self.verdict} vs {self.baseline}: {self.estimate:+.3f} {interval}"
+        interval = (f"[{format_number(self.low, signed=True)}, {format_number(self.high, signed=True)}]"
+                    if self.low is not None and self.high is not None else "[—]")
+        return f"{self.verdict} vs {self.baseline}: {format_number(self.estimate, signed=True)} {interval}"
 
 
 class CriterionSummary(Record):

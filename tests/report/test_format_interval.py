@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evolve.markdown import format_interval
+from evolve.markdown import format_interval, format_number
 
 
 @pytest.mark.parametrize(("args", "kwargs", "text"), [
@@ -18,3 +18,22 @@ from evolve.markdown import format_interval
 ])
 def test_an_estimate_and_its_interval_are_written_one_way(args, kwargs, text):
     assert format_interval(*args, **kwargs) == text
+
+
+@pytest.mark.parametrize(("value", "kwargs", "text"), [
+    (0.4, {"signed": True}, "+0.400"),
+    (-1e-17, {"signed": True}, "+0.000"),  # never -0.000, signed or not
+    (-0.0004, {}, "0.000"),
+    (-0.7, {"signed": True}, "-0.700"),
+    (0.125, {"digits": 1}, "0.1"),
+])
+def test_a_number_is_written_without_a_negative_zero(value, kwargs, text):
+    assert format_number(value, **kwargs) == text
+
+
+def test_a_verdict_is_described_without_a_negative_zero():
+    from evolve.workflows import Verdict
+
+    verdict = Verdict(baseline="no_guidance", verdict="no distinguishable difference", estimate=0.0, low=-1e-17,
+                      high=0.0, n_pairs=18, n_cases=9)
+    assert verdict.describe() == "no distinguishable difference vs no_guidance: +0.000 [+0.000, +0.000]"
