@@ -21,10 +21,10 @@ def format_interval(estimate: float | None, low: float | None, high: float | Non
     """
     if estimate is None:
         return missing
-    text = _number(estimate * scale, digits) + suffix
+    text = format_number(estimate * scale, digits=digits) + suffix
     if low is None or high is None:
         return text
-    return f"{text} [{_number(low * scale, digits)}, {_number(high * scale, digits)}]"
+    return f"{text} [{format_number(low * scale, digits=digits)}, {format_number(high * scale, digits=digits)}]"
 
 
 def format_number(value: float, *, digits: int = 3, signed: bool = False) -> str:
@@ -44,6 +44,3 @@ def format_number(value: float, *, digits: int = 3, signed: bool = False) -> str
         text = text[1:]
     return f"+{text}" if signed and not text.startswith("-") else text
 
-
-def _number(value: float, digits: int) -> str:
-    return format_number(value, digits=digits)

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from evolve.stats._pairs import numeric_scores
+
 
 class Agreement(BaseModel):
     """Judge-vs-physician agreement of one candidate on one set of targets.
@@ -50,14 +52,9 @@ class Agreement(BaseModel):
     per_repeat_mae: dict[int, float]
 
 
-def _numeric_scores(ratings: pd.DataFrame) -> np.ndarray:
-    """Each rating's score as a float, NaN where it is not numeric (a not-evaluable rating)."""
-    return np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=np.float64)
-
-
 def numeric_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
     """Ratings with a numeric score (not-evaluable ratings dropped), score as float."""
-    values = _numeric_scores(ratings)
+    values = numeric_scores(ratings)
     keep = ~np.isnan(values)
     out = ratings[keep].copy()
     out["score"] = values[keep]
@@ -72,7 +69,7 @@ def _rating_index(ratings: pd.DataFrame) -> _RatingIndex:
     """The numeric ratings of each (criterion, target), for :func:`_pairs` to join on."""
     rated: _RatingIndex = {}
     for crit, tid, rater, value in zip(ratings["criterion"].tolist(), ratings["target_id"].tolist(),
-                                       ratings["rater_id"].tolist(), _numeric_scores(ratings).tolist(), strict=True):
+                                       ratings["rater_id"].tolist(), numeric_scores(ratings).tolist(), strict=True):
         if not math.isnan(value):
             rated.setdefault((crit, tid), []).append((rater, value))
     return rated

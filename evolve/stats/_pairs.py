@@ -168,12 +168,12 @@ def rater_pairs(ratings: pd.DataFrame) -> pd.DataFrame:
         )
     keys = ["case_id", "target_id"] + (["criterion"] if "criterion" in ratings.columns else [])
     columns = [*keys, "first_rater_id", "rater_id", "judge", "rater"]
-    first, second = _rater_pair_rows(ratings, keys)
+    scores = numeric_scores(ratings)
+    first, second = _rater_pair_rows(ratings, scores, keys)
     if not first:
         return pd.DataFrame({c: pd.Series(dtype=object if c not in ("judge", "rater") else np.int64)
                              for c in columns})
     a, b = np.asarray(first, dtype=np.intp), np.asarray(second, dtype=np.intp)
-    scores = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=float)
     raters = ratings["rater_id"].to_numpy()
     out = pd.DataFrame({
         **{k: ratings[k].to_numpy()[a] for k in keys},
@@ -185,11 +185,17 @@ def rater_pairs(ratings: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _rater_pair_rows(ratings: pd.DataFrame, keys: list[str]) -> tuple[list[int], list[int]]:
-    """Row positions ``(first, second)`` of every pair of numeric ratings of one target by two
-    raters, ``first`` the rater whose id sorts first as text; sorted by the keys, then the two
-    rater ids, as text (a self-join through a dict: a pandas merge costs tens of milliseconds)."""
-    values = np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=float).tolist()
+def numeric_scores(ratings: pd.DataFrame) -> np.ndarray:
+    """Each rating's score as a float, NaN where it is not numeric (a not-evaluable rating)."""
+    return np.asarray(pd.to_numeric(ratings["score"], errors="coerce"), dtype=np.float64)
+
+
+def _rater_pair_rows(ratings: pd.DataFrame, scores: np.ndarray, keys: list[str]) -> tuple[list[int], list[int]]:
+    """Row positions ``(first, second)`` of every pair of numeric ``scores`` (:func:`numeric_scores`
+    of ``ratings``) of one target by two raters, ``first`` the rater whose id sorts first as text;
+    sorted by the keys, then the two rater ids, as text (a self-join through a dict: a pandas
+    merge costs tens of milliseconds)."""
+    values = scores.tolist()
     rids = [str(r) for r in ratings["rater_id"].tolist()]
     key_of = list(zip(*(ratings[k].tolist() for k in keys), strict=True)) if keys else []
     numeric = [i for i, v in enumerate(values) if not math.isnan(v)]
