@@ -6,8 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +24,7 @@ from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration
 from tests.conftest import fake_endpoint, make_tiny_pack
+from tests.report.test_reader_modules import _loaded, _modules_after_each
 
 runner = CliRunner()
 
@@ -186,14 +185,9 @@ ENGINE = ("ribs", "numba", "optuna", "evolve.calibration")
 
 def test_reading_a_judge_file_then_evolve_report_load_no_engine(run: Path) -> None:
     """Both in one fresh interpreter: reading the judge file first, then the whole report."""
-    code = (f"import evolve.calibrated\nevolve.calibrated.load_judge_file({str(run)!r}).bundle()\n"
-            f"print('engine:', sorted(m for m in {ENGINE!r} if m in sys.modules))\n"
-            "from evolve.cli import main\nsys.argv = ['evolve', 'report', " + repr(str(run)) + "]\n"
-            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code")
-    probe = f"import sys\n{code}\nprint('engine:', sorted(m for m in {ENGINE!r} if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    loaded = [line.removeprefix("engine: ") for line in done.stdout.splitlines() if line.startswith("engine: ")]
-    assert loaded == ["[]", "[]"], loaded  # after reading the judge file, then after the report
+    steps = (("load_judge_file", str(run)), ("report", str(run)))
+    for step, modules in zip(steps, _modules_after_each(*steps), strict=True):
+        assert not _loaded(modules, ENGINE), f"`{step[0]}` loads {_loaded(modules, ENGINE)}"
     assert (run / JUDGE_FILE).is_file()
 
 

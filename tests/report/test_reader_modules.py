@@ -25,6 +25,9 @@ for argv in steps:
     if argv[0] == "read_run":
         from evolve.outputs import read_run
         read_run(argv[1])
+    elif argv[0] == "load_judge_file":
+        from evolve.calibrated import load_judge_file
+        load_judge_file(argv[1]).bundle()
     else:
         from evolve.cli import main
         sys.argv = ["evolve", *argv]
@@ -38,7 +41,8 @@ print(json.dumps(loaded))
 
 
 def _modules_after_each(*steps: tuple[str, ...]) -> list[set[str]]:
-    """The modules loaded after each step, the steps run in order in one fresh interpreter (one
+    """The modules loaded after each step (``("read_run", RUN)``, ``("load_judge_file", RUN)`` or
+    the arguments of an ``evolve`` command), the steps run in order in one fresh interpreter (one
     start-up for all; modules only accumulate, so a module absent after the last step was
     loaded by none, and the first step after which one appears is the one that loaded it)."""
     done = subprocess.run([sys.executable, "-c", _RUN, json.dumps([list(s) for s in steps])], capture_output=True,
