@@ -355,8 +355,15 @@ def deidentify(text: str, case: Case) -> Deidentified:
 def strip_identifiers(text: str, case: Case) -> str:
     """``text`` without what identifies ``case`` (:func:`deidentify`'s text).
 
-    The one function every text a generating model sees goes through (module docstring).
+    The one function every text a generating model sees goes through (module docstring). A
+    pipeline shows the same opinions to many stages, so the answer is remembered per text and
+    case.
     """
+    return _stripped(text, case)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stripped(text: str, case: Case) -> str:
     return deidentify(text, case).text
 
 
