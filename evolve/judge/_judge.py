@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, Literal
@@ -107,6 +108,13 @@ def verdict_model(criterion: Criterion, rationale_max_chars: int) -> type[BaseMo
     choices = tuple(str(s) for s in criterion.scores)
     if criterion.allow_not_evaluable:
         choices += (NOT_EVALUABLE,)
+    return _verdict_model(choices, rationale_max_chars)
+
+
+@functools.lru_cache(maxsize=64)
+def _verdict_model(choices: tuple[str, ...], rationale_max_chars: int) -> type[BaseModel]:
+    """The verdict model of a score scale (built once per scale and limit: every judge of a
+    calibration, replay or scoring run asks for it, and pydantic builds a model slowly)."""
     score_type: Any = Literal[choices]  # built at run time: a type checker cannot see its values
     return create_model(
         "JudgeVerdict",

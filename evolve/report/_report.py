@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -44,19 +43,16 @@ from evolve.stats import (
     PairedDifference,
     agreement,
     agreement_table,
-    class_balanced_mae,
-    cluster_bootstrap,
     constant_agreement,
+    constant_agreement_table,
     judge_as_rater,
     judge_pairs,
     macro_mean,
-    mae,
     median_baseline,
     numeric_ratings,
     paired_mae_difference,
     rater_ceiling,
     rater_pairs,
-    signed_error,
 )
 
 TABLE5_COLUMNS = [
@@ -150,15 +146,13 @@ def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed
     if r.empty:
         return {}
     pairs = pd.DataFrame({"case_id": r["case_id"].to_numpy(), "judge": float(value), "rater": r["score"].to_numpy()})
-    out = {}
-    for name, fn in (("mae", mae), ("signed_error", signed_error),
-                     ("class_balanced_mae", partial(class_balanced_mae, labels=labels))):
-        iv = cluster_bootstrap(pairs, fn, n_boot=n_boot, seed=seed)
-        out[name] = {
+    return {
+        name: {
             "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),
             "n_valid": iv.n_valid, "n_boot": iv.n_boot, "n_clusters": iv.n_clusters, "n_pairs": iv.n_pairs,
         }
-    return out
+        for name, iv in constant_agreement_table(value, pairs, labels, n_boot=n_boot, seed=seed).items()
+    }
 
 
 def _read_audit(run_dir: Path) -> dict[str, dict]:

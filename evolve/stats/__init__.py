@@ -39,7 +39,8 @@ takes the percentile interval of the replicates (Efron & Tibshirani 1993). Resam
 would pretend there are as many independent observations as pairs and give intervals that
 are too narrow. Replicates where a statistic is undefined are left out and counted
 (``Interval.n_valid``). :func:`agreement_table` computes all six statistics on the same
-resampled cases in one fast pass; :func:`cluster_bootstrap` does the same for any
+resampled cases in one fast pass, :func:`constant_agreement_table` the three error statistics
+of a constant predictor (the training median); :func:`cluster_bootstrap` does the same for any
 ``statistic(judge, rater)``.
 
 **The judge as one more rater.** :func:`judge_as_rater` puts, for every physician, the
@@ -109,6 +110,7 @@ from evolve.stats._bootstrap import (
     Statistic,
     agreement_table,
     cluster_bootstrap,
+    constant_agreement_table,
     percentile_interval,
 )
 from evolve.stats._paired import (
@@ -156,6 +158,7 @@ __all__ = [
     "agreement_table",
     "class_balanced_mae",
     "cluster_bootstrap",
+    "constant_agreement_table",
     "percentile_interval",
     "krippendorff_alpha_ordinal",
     "macro_mean",

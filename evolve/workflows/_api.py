@@ -117,11 +117,15 @@ class CriterionSummary(Record):
     drift: str | None
 
     def describe(self) -> str:
-        """One line: the winner, its validation MAE, the baselines' and the verdicts."""
+        """One line: the winner, its validation MAE, the baselines' and the verdicts, and a
+        warning when the drift audit flagged the winner (``drift`` or ``review``)."""
         mae = "n/a" if self.validation_mae is None else f"{self.validation_mae:.3f}"
         base = ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items() if v is not None)
         verdicts = "; ".join(v.describe() for v in self.verdicts.values())
-        return f"{self.criterion}: winner {self.winner} ({self.origin}), validation MAE {mae} ({base}); {verdicts}"
+        line = f"{self.criterion}: winner {self.winner} ({self.origin}), validation MAE {mae} ({base}); {verdicts}"
+        if self.drift in ("drift", "review"):
+            line += f"; WARNING: the drift audit flagged this guidance '{self.drift}' (read audit.md before using it)"
+        return line
 
 
 class CalibrationSummary(Record):

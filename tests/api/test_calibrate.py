@@ -15,7 +15,7 @@ from evolve.rubric import RubricBundle
 from evolve.splits import load_splits
 from evolve.stats import MIN_CASES
 from evolve.testing import LoopbackChatServer
-from evolve.workflows import CalibrationSummary, calibrate
+from evolve.workflows import CalibrationSummary, CriterionSummary, calibrate
 from tests.conftest import fake_endpoint, make_tiny_pack, request_of
 
 SMALL = {"budget": {"accepted": 2, "max_attempts": 4, "batch_size": 2}}
@@ -173,3 +173,16 @@ def test_rubric_of_ones_own_by_folder_or_prompts_root(tmp_path: Path, fake_clien
     config = json.loads((summary.run_dir / "config.json").read_text("utf-8"))
     assert (summary.run_dir / config["prompts_root"]).resolve() == folder.parent.resolve()
     _check_against_report(summary)
+
+
+@pytest.mark.parametrize(("drift", "warned"), [("drift", True), ("review", True), ("ok", False), (None, False)])
+def test_describe_warns_of_a_winner_the_drift_audit_flagged(drift, warned) -> None:
+    summary = CriterionSummary(criterion="entailment", name="Entailment", winner="entailment:m003", origin="mutation",
+                               guidance="Read the statement literally.", train_mae=0.4, validation_mae=0.5,
+                               baselines={"no_guidance": 0.9}, ceiling_mae=None, verdicts={},
+                               n_validation_targets=6, drift=drift)
+    line = summary.describe()
+    assert line.startswith("entailment: winner entailment:m003 (mutation), validation MAE 0.500 (no_guidance 0.900)")
+    assert ("WARNING: the drift audit flagged this guidance" in line) is warned
+    if warned:
+        assert f"'{drift}'" in line and "audit.md" in line

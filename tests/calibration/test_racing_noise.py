@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from evolve.calibration._racing import Race, judge_noise_sd, prune_decision
@@ -28,6 +30,32 @@ def test_prune_decision_keeps_a_mutant_worse_only_by_the_margin():
     assert prune_big
     assert prune_decision([-0.5, 0.5], p_threshold=0.5, margin=0.0) == (False, 1.0)  # mean 0
     assert prune_decision([0.3], p_threshold=0.5, margin=0.0) == (False, 1.0)  # one target: no test
+
+
+def _scipy_prune(differences, *, p_threshold, margin):
+    """The pruning rule computed by scipy alone (the oracle of :func:`prune_decision`)."""
+    d = np.asarray(differences, dtype=float) - margin
+    if len(d) < 2 or d.mean() <= 0 or np.all(d == 0):
+        return False, 1.0
+    p = float(stats.wilcoxon(d, alternative="greater", zero_method="zsplit").pvalue)
+    return p < p_threshold, p
+
+
+def test_prune_decision_gives_scipys_wilcoxon_p_value_exactly():
+    """The sign-flip enumeration that stands in for scipy's permutation test on tied or zero
+    differences (n <= 13) gives scipy's p-value to the last bit, on racing-like differences
+    (errors in quarter points, ties and zeros everywhere) and with margins. scipy's own test
+    takes up to 2 s a call near n = 13, so the cases stay small (a one-off run of 400 random
+    cases up to n = 13 found no difference)."""
+    rng = np.random.default_rng(7)
+    cases = [[0.25, 0.25, 0.0, 0.5, -0.25, 0.25, 0.0, 0.75], [0.5] * 9, [0.5] * 8 + [0.0], [1.0, 0.0],
+             [0.1, 0.2, 0.3, 0.4], [0.5] * 14 + [0.25, 0.0]]
+    # all tied, one zero among ties, n = 2, no ties (scipy's exact test), n > 13 (scipy's normal approximation)
+    cases += [rng.choice(np.arange(-4, 9) / 4, size=int(rng.integers(2, 9))).tolist() for _ in range(16)]
+    for differences in cases:
+        for margin in (0.0, 0.125):
+            expected = _scipy_prune(differences, p_threshold=0.05, margin=margin)
+            assert prune_decision(differences, p_threshold=0.05, margin=margin) == expected, (differences, margin)
 
 
 def test_judge_noise_sd_is_the_sd_of_the_seed_to_seed_differences():

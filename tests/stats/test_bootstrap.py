@@ -17,6 +17,7 @@ from evolve.stats import (
     agreement_table,
     class_balanced_mae,
     cluster_bootstrap,
+    constant_agreement_table,
     krippendorff_alpha_ordinal,
     mae,
     qwk,
@@ -95,6 +96,41 @@ def test_agreement_table_equals_per_statistic_bootstrap_with_same_seed():
         assert got.low == pytest.approx(single.low, abs=1e-9), name
         assert got.high == pytest.approx(single.high, abs=1e-9), name
         assert got.n_valid == single.n_valid, name
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_constant_agreement_table_equals_the_per_statistic_bootstrap_of_a_constant(seed):
+    """The count-based replicates of a constant predictor are the library statistics on the
+    same resampled cases, for constants on and between the categories, cases of one pair or
+    many, and scales whose categories are not all used."""
+    rng = np.random.default_rng(seed)
+    labels = [0, 1, 2, 3, 4][: int(rng.integers(2, 6))]
+    n_cases = int(rng.integers(1, 9))
+    sizes = rng.integers(1, 5, size=n_cases)
+    used = rng.choice(labels, size=int(rng.integers(1, len(labels) + 1)), replace=False)
+    rater = rng.choice(used, size=int(sizes.sum())).astype(float)
+    value = float(rng.choice([labels[0], labels[-1], (labels[0] + labels[-1]) / 2, labels[0] + 0.5]))
+    pairs = pd.DataFrame({"case_id": np.repeat([f"c{i}" for i in range(n_cases)], sizes), "judge": value,
+                          "rater": rater})
+    n_boot = int(rng.integers(1, 120))
+    table = constant_agreement_table(value, pairs, labels, n_boot=n_boot, seed=seed)
+    functions = {"mae": mae, "signed_error": signed_error,
+                 "class_balanced_mae": partial(class_balanced_mae, labels=labels)}
+    assert list(table) == list(functions)
+    for name, f in functions.items():
+        single = cluster_bootstrap(pairs, f, n_boot=n_boot, seed=seed)
+        got = table[name]
+        assert got.estimate == pytest.approx(single.estimate, abs=1e-12), name
+        assert got.low == pytest.approx(single.low, abs=1e-12), name
+        assert got.high == pytest.approx(single.high, abs=1e-12), name
+        assert (got.n_boot, got.n_valid, got.n_clusters, got.n_pairs) == (
+            single.n_boot, single.n_valid, single.n_clusters, single.n_pairs), name
+
+
+def test_constant_agreement_table_refuses_a_constant_outside_the_scale():
+    pairs = pd.DataFrame({"case_id": ["a", "b"], "judge": 0.0, "rater": [0.0, 1.0]})
+    with pytest.raises(DataError, match="outside the scale"):
+        constant_agreement_table(4.0, pairs, [0, 1, 2], n_boot=10)
 
 
 def test_resampling_is_by_case_not_by_pair():
