@@ -230,7 +230,7 @@ def _row_values_are_text(where: str, row: dict[str, Any], mapping: CaseColumns, 
             issues.add(
                 at, f"field {name!r} holds {_value_kind(value)}, not text",
                 f"Store it as text (in quotes in JSONL, a string column in parquet), or map {name!r} to "
-                f"the right column with --column {name}=<column>.",
+                f"the right column with {_map(name)}.",
             )
             ok = False
         elif (problem := text_problem(value)) is not None:
@@ -244,6 +244,11 @@ def case_file(path: Path | str) -> Path:
     ``cases.jsonl``; anything else is returned as given."""
     path = Path(path)
     return path / "cases.jsonl" if path.is_dir() else path
+
+
+def _map(field: str) -> str:
+    """How to map ``field`` to a column, on the command line and in Python."""
+    return f"--column {field}=<column> (Python: mapping=CaseColumns({field}='<column>'))"
 
 
 def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[Case]:
@@ -310,7 +315,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
         issues.add(
             f"{path.name}, column {col!r}",
             f"column {col!r} for field {name!r} is missing; the file has columns {columns}",
-            f"Rename the column, or map the field with --column {name}=<column>{optional}.",
+            f"Rename the column, or map the field with {_map(name)}{optional}.",
         )
     issues.raise_if_any()
 
@@ -334,7 +339,7 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
                 f"{where}, column {mapping.id_column!r}",
                 f"case id {case_id!r} is not a valid id (it must start with a letter or digit and contain only "
                 "letters, digits and . _ : / -)",
-                "Correct the id, or take ids from another column with --column case_id=<column>.",
+                f"Correct the id, or take ids from another column with {_map('case_id')}.",
             )
             ok = False
         elif case_id in first_seen:

@@ -170,6 +170,11 @@ class TableImport:
 
 
 # --------------------------------------------------------------------------------------------
+def _map(field: str) -> str:
+    """How to map ``field`` to a column, on the command line and in Python."""
+    return f"--column {field}=COLUMN (Python: columns={{{field!r}: 'COLUMN'}})"
+
+
 # Option parsing (the CLI's --column and --score-map)
 # --------------------------------------------------------------------------------------------
 
@@ -532,7 +537,7 @@ def _resolve_mapping(
             continue
         if column not in have:
             problems.add(f"{file}, column {column!r}", f"column {column!r} for field {key!r} is missing; {fix_cols}",
-                         f"Rename the column or map the field to another one with --column {key}=COLUMN.")
+                         f"Rename the column or map the field to another one with {_map(key)}.")
             continue
         target = out.criteria if base == "criterion" and crit else out.comments if crit else out.fields
         target[crit or key] = column
@@ -546,18 +551,18 @@ def _resolve_mapping(
     for name in required:
         if name not in out.fields and name not in columns:
             problems.add(f"{file}, header", f"no column for field {name!r} ({TABLE_FIELDS[name]}); {fix_cols}",
-                         f"Map it with --column {name}=COLUMN.")
+                         f"Map it with {_map(name)}.")
     if rated and layout == "wide" and not any(k.startswith("criterion:") for k in columns):
         out.criteria = {c.criterion_id: c.criterion_id for c in rubric.criteria if c.criterion_id in have}
         if not out.criteria:
             problems.add(f"{file}, header", f"no column is named like a criterion of rubric {rubric.id!r} "
-                         f"({sorted(known)}); {fix_cols}", "Map each score column with --column criterion:<id>=COLUMN.")
+                         f"({sorted(known)}); {fix_cols}", f"Map each score column with {_map('criterion:<id>')}.")
     if "component" not in out.fields and "component" not in columns:
         if len(rubric.components) == 1:
             out.component = next(iter(rubric.components))
         else:
             problems.add(f"{file}, header", f"no component column, and rubric {rubric.id!r} has several components "
-                         f"({sorted(rubric.components)})", "Add a component column, or map one with --column component=COLUMN.")
+                         f"({sorted(rubric.components)})", f"Add a component column, or map one with {_map('component')}.")
     return out
 
 
@@ -625,7 +630,7 @@ class _Rows:
             if not is_missing(value) and not isinstance(value, str):
                 self.bad(where, self.mapping.fields.get(name), f"{name} holds {_value_kind(value)}, not text",
                          f"Store it as text (in quotes in JSON, a text cell in a spreadsheet), or map {name} to the "
-                         f"right column with --column {name}=COLUMN.", order)
+                         f"right column with {_map(name)}.", order)
                 ok = False
         columns = [self.mapping.fields.get(n) for n in ("case_text", "case_title", "target_text", "statement",
                                                         "reference", "comment")]
@@ -662,7 +667,7 @@ class _Rows:
             return None
         if not _ID_RE.match(case_id):
             self.bad(where, col, f"case id {case_id!r} is not a valid id (letters, digits and . _ : / -, starting "
-                     "with a letter or digit)", "Correct the id, or map another column with --column case=COLUMN.", order)
+                     "with a letter or digit)", f"Correct the id, or map another column with {_map('case')}.", order)
             return None
         values = {"case_text": text if text.strip() else "", "case_title": cell_text(self.get(row, "case_title")),
                   "reference": _text(self.get(row, "reference"))}
@@ -692,7 +697,7 @@ class _Rows:
         target_id = cell_text(self.get(row, "target")) if col is not None else f"t-{_short_hash(case_id, component, text, statement)}"
         if not target_id or not _ID_RE.match(target_id):
             self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (letters, digits and . _ : / -, "
-                     "starting with a letter or digit)", "Correct the id, or map another column with --column target=COLUMN.",
+                     "starting with a letter or digit)", f"Correct the id, or map another column with {_map('target')}.",
                      order)
             return None
         values = {"case": case_id, "target_text": text, "statement": statement, "component": component,

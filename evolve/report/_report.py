@@ -697,13 +697,15 @@ def render_table5(report: CalibrationReport) -> list[str]:
         "*No better than a constant*: the evolved judge's validation MAE is not below the training median's - always "
         "answering that one number agrees as well with the physicians.",
         "",
-        "| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val (judge) | drift |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    out += [_table5_line(report, r) for r in report.table5]
+    table = ["| # | criterion | no guidance | best initial | training median | evolved | Δ val | SD | coverage | signed | ceiling val (judge) | drift |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    table += [_table5_line(report, r) for r in report.table5]
     if len(report.table5) > 1:
-        out.append(_macro_line(report))
-    return out + [""]
+        table.append(_macro_line(report))
+    if not any(r.number for r in report.table5):  # a rubric without criterion numbers: no empty # column
+        table = ["|" + line.split("|", 2)[2] for line in table]
+    return out + table + [""]
 
 
 def verdict_text(v: PairedVerdict | None) -> str:

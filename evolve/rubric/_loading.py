@@ -105,8 +105,8 @@ def rubric_source(rubric_id: str, *, root: Path | str | None = None) -> Path:
     if given is not None:
         if (problem := path_problem(given, "folder")) is not None:
             raise RubricError(
-                f"{given}: the prompts root given (--prompts-root, {PROMPTS_ROOT_ENV} or the config's "
-                f"'prompts_root') {'is not a folder (it does not exist)' if problem == 'does not exist' else problem.split(':')[0]}; "
+                f"{given}: the prompts root given (--prompts-root, {PROMPTS_ROOT_ENV}, the config's "
+                f"'prompts_root' or Python's prompts_root=) {'is not a folder (it does not exist)' if problem == 'does not exist' else problem.split(':')[0]}; "
                 "give the folder that holds <rubric id>/rubric.json."
             )
         searched.append(("the prompts root given", given))
@@ -118,7 +118,8 @@ def rubric_source(rubric_id: str, *, root: Path | str | None = None) -> Path:
     places = "; ".join(f"{what} {base} (rubrics: {', '.join(_known(base)) or 'none'})" for what, base in searched)
     raise RubricError(
         f"no rubric {rubric_id!r}: no {rubric_id}/rubric.json in {places}. Point at the folder holding "
-        f"{rubric_id}/rubric.json with --prompts-root DIR or {PROMPTS_ROOT_ENV}=DIR (a config's 'prompts_root'), "
+        f"{rubric_id}/rubric.json with --prompts-root DIR or {PROMPTS_ROOT_ENV}=DIR (a config's 'prompts_root', "
+        "Python's prompts_root=DIR), "
         f"create it with `evolve rubric new {rubric_id} --criterion ID --scale 0-3`, or fix the rubric id "
         "(a pack names it in pack.json 'rubric.id')."
     )

@@ -348,3 +348,14 @@ def test_written_pack_round_trips(tmp_path, prompts_root):
     pack = RatingPack.from_frame(LONG, rubric=RUBRIC, name="invented")
     loaded = load_pack(write_pack(pack, tmp_path / "p"), prompts_root=prompts_root)
     assert loaded.ratings == pack.ratings and loaded.cases == pack.cases
+
+
+def test_a_column_error_from_python_says_how_to_map_it_in_python_too():
+    """The fix of a missing column names the CLI option and the Python argument."""
+    renamed = LONG.rename(columns={"case_text": "question"})
+    with pytest.raises(DataError) as caught:
+        RatingPack.from_frame(renamed, rubric=RUBRIC, name="invented")
+    message = str(caught.value)
+    assert "--column case_text=COLUMN" in message and "columns={'case_text': 'COLUMN'}" in message
+    pack = RatingPack.from_frame(renamed, rubric=RUBRIC, name="invented", columns={"case_text": "question"})
+    assert pack.cases[0].text == "Invented question one?"

@@ -105,7 +105,7 @@ def _check_table_file(path: Path) -> None:
 
 
 def test_prompts_root_loop(loop: Path) -> None:
-    with pytest.raises(RubricError, match=rf"'prompts_root'\) {LOOP}"):
+    with pytest.raises(RubricError, match=rf"Python's prompts_root=\) {LOOP}"):
         load_rubric("kqa-entailment", root=loop)
 
 

@@ -158,3 +158,18 @@ def test_compare_gives_no_verdict_on_too_few_shared_pairs_and_marks_holm():
     assert counted == {"n": 3, "correction": "Holm", "alpha": 0.05, "definitive": 2, "not_surviving": 0}
     assert [d["holm_p"] for d in diffs[:3]] == pytest.approx([0.04, 0.03, 0.5]) and "holm_p" not in diffs[3]
     assert [d["holm_survives"] for d in diffs[:3]] == [True, True, None]
+
+
+def test_table5_has_a_number_column_only_for_a_rubric_that_numbers_its_criteria(calibration_runs) -> None:
+    from evolve.outputs import read_run
+    from evolve.report._report import render_table5
+
+    report = read_run(calibration_runs[0]).report  # kqa-entailment: criteria without numbers
+    assert all(r.number is None for r in report.table5)
+    lines = [line for line in render_table5(report) if line.startswith("|")]
+    assert lines[0].startswith("| criterion | no guidance |") and lines[1].count("|") == 12
+    assert all(line.count("|") - line.count("\\|") == 12 for line in lines)  # 11 columns on every line
+    numbered = report.model_copy(update={"table5": [r.model_copy(update={"number": 7}) for r in report.table5]})
+    lines = [line for line in render_table5(numbered) if line.startswith("|")]
+    assert lines[0].startswith("| # | criterion |") and lines[2].startswith("| 7 | ")
+    assert all(line.count("|") - line.count("\\|") == 13 for line in lines)
