@@ -35,6 +35,7 @@ def rubric_new(
 ) -> None:
     """Write a valid rubric folder to edit: rubric.json (every field), protocol.md and one initial guidance per
     criterion; each text you must write begins with "Replace this"."""
+    from evolve.layering import PROMPTS_ROOT_ENV
     from evolve.rubric import criterion_specs, scaffold_rubric
 
     specs = _or_fail(criterion_specs, criterion, scale, names=names or (), definitions=definitions or (),
@@ -50,7 +51,9 @@ def rubric_new(
         f"  2. evolve rubric check {folder}\n"
         f"  3. evolve ratings import table RATINGS.csv --rubric {rubric_id} --prompts-root {out_dir} --out ratings/NAME\n"
         f"  4. evolve splits make ratings/NAME --prompts-root {out_dir}, then "
-        f"evolve calibrate --pack ratings/NAME --prompts-root {out_dir}",
+        f"evolve calibrate --pack ratings/NAME --prompts-root {out_dir}\n"
+        f"or, instead of --prompts-root at every step, once per shell: "
+        f"export {PROMPTS_ROOT_ENV}={out_dir.resolve()}",
         highlight=False, soft_wrap=True, markup=False,
     )
 

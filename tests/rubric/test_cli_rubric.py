@@ -36,6 +36,7 @@ def test_new_then_check_then_a_pack_rated_on_it(tmp_path: Path):
     folder = tmp_path / "jp" / "mine"
     assert f"wrote {folder}/" in result.stdout
     assert f"evolve rubric check {folder}" in result.stdout and f"--prompts-root {tmp_path / 'jp'}" in result.stdout
+    assert f"export EVOLVE_PROMPTS_ROOT={(tmp_path / 'jp').resolve()}" in result.stdout
     rubric = load_rubric("mine", root=tmp_path / "jp")
     assert rubric.title == "Mine" and rubric.criterion("accuracy").name == "Accuracy of facts"
     assert rubric.criterion("errors").higher_is_better is False
