@@ -95,16 +95,3 @@ def test_engines_import_no_reporter_or_workflow() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({("a", "b"), ("b", "c"), ("c", "a")}) == ["a", "b", "c", "a"]
-
-
-def test_reports_do_not_load_the_engines() -> None:
-    """`evolve report` and `evolve bench report` read stored files: no MAP-Elites engine (pyribs,
-    numba, optuna) and no model client is imported for them, so they start fast. The readers of
-    finished runs (the judge file, the audit, the benchmark judges' guidance) import none either."""
-    import subprocess
-    import sys
-
-    code = ("import sys, evolve.report, evolve.cli, evolve.calibrated, evolve.audit, evolve.consilium, evolve.otb; "
-            "print(sorted(m for m in ('ribs', 'numba', 'optuna', 'openai', 'evolve.calibration') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "[]"

@@ -24,7 +24,6 @@ from evolve.splits import make_splits, write_splits
 from evolve.testing import FakeProvider
 from evolve.workflows import run_calibration
 from tests.conftest import fake_endpoint, make_tiny_pack
-from tests.report.test_reader_modules import _loaded, _modules_after_each
 
 runner = CliRunner()
 
@@ -178,17 +177,6 @@ def test_write_judge_file_round_trips(run: Path, tmp_path: Path) -> None:
     judge = load_judge_file(run)
     path = write_judge_file(tmp_path, judge)  # a folder: its judge.json
     assert path == tmp_path / JUDGE_FILE and JudgeFile.model_validate_json(path.read_text()) == judge
-
-
-ENGINE = ("ribs", "numba", "optuna", "evolve.calibration")
-
-
-def test_reading_a_judge_file_then_evolve_report_load_no_engine(run: Path) -> None:
-    """Both in one fresh interpreter: reading the judge file first, then the whole report."""
-    steps = (("load_judge_file", str(run)), ("report", str(run)))
-    for step, modules in zip(steps, _modules_after_each(*steps), strict=True):
-        assert not _loaded(modules, ENGINE), f"`{step[0]}` loads {_loaded(modules, ENGINE)}"
-    assert (run / JUDGE_FILE).is_file()
 
 
 def test_benchmark_guidance_reads_a_judge_file_or_an_older_run(run: Path) -> None:
