@@ -35,7 +35,6 @@ def rubric_new(
 ) -> None:
     """Write a valid rubric folder to edit: rubric.json (every field), protocol.md and one initial guidance per
     criterion; each text you must write begins with "Replace this"."""
-    from evolve.layering import PROMPTS_ROOT_ENV
     from evolve.rubric import criterion_specs, scaffold_rubric
 
     specs = _or_fail(criterion_specs, criterion, scale, names=names or (), definitions=definitions or (),
@@ -45,17 +44,20 @@ def rubric_new(
     n_guidance = sum(len(pairs) for pairs in bundle.guidance.values())
     out.print(f"wrote {folder}/: rubric.json, protocol.md and {n_guidance} initial guidance file(s)", highlight=False,
               soft_wrap=True, markup=False)
-    out.print(
-        "next:\n"
-        f"  1. replace every text beginning \"Replace this\" in {folder}/ (rubric.json, protocol.md, guidance/)\n"
-        f"  2. evolve rubric check {folder}\n"
-        f"  3. evolve ratings import table RATINGS.csv --rubric {rubric_id} --prompts-root {out_dir} --out ratings/NAME\n"
-        f"  4. evolve splits make ratings/NAME --prompts-root {out_dir}, then "
-        f"evolve calibrate --pack ratings/NAME --prompts-root {out_dir}\n"
-        f"or, instead of --prompts-root at every step, once per shell: "
-        f"export {PROMPTS_ROOT_ENV}={out_dir.resolve()}",
-        highlight=False, soft_wrap=True, markup=False,
-    )
+    out.print(_next_steps(folder, rubric_id, out_dir), highlight=False, soft_wrap=True, markup=False)
+
+
+def _next_steps(folder: Path, rubric_id: str, out_dir: Path) -> str:
+    """What to do after ``evolve rubric new``: write the texts, check, import, split, calibrate."""
+    from evolve.layering import PROMPTS_ROOT_ENV
+
+    return ("next:\n"
+            f"  1. replace every text beginning \"Replace this\" in {folder}/ (rubric.json, protocol.md, guidance/)\n"
+            f"  2. evolve rubric check {folder}\n"
+            f"  3. evolve ratings import table RATINGS.csv --rubric {rubric_id} --prompts-root {out_dir} --out ratings/NAME\n"
+            f"  4. evolve splits make ratings/NAME --prompts-root {out_dir}, then "
+            f"evolve calibrate --pack ratings/NAME --prompts-root {out_dir}\n"
+            f"or, instead of --prompts-root at every step, once per shell: export {PROMPTS_ROOT_ENV}={out_dir.resolve()}")
 
 
 @rubric_app.command("check")
