@@ -38,15 +38,11 @@ def _requests(n: int, tag: str) -> list[ChatRequest]:
 
 
 def response_format_of_a_verdict() -> dict:
-    from typing import Literal
+    """The judge's own verdict format for the shipped K-QA criterion (rationale up to 600 characters)."""
+    from evolve.judge import verdict_model
+    from evolve.rubric import load_rubric
 
-    from pydantic import BaseModel, Field
-
-    class Verdict(BaseModel):
-        rationale: str = Field(max_length=600)
-        score: Literal["0", "1", "2", "3", "not_evaluable"]
-
-    return response_format(Verdict, "judge_verdict")
+    return response_format(verdict_model(load_rubric("kqa-entailment").criteria[0], 600), "judge_verdict")
 
 
 def _per_call(client: Client, n: int, tag: str) -> tuple[float, float]:
