@@ -84,8 +84,8 @@ def _signed_rank_p_greater(d: np.ndarray) -> float:
     """The one-sided (``greater``) p-value of the zero-split signed-rank statistic over all
     ``2**n`` sign flips of ``d``: what ``scipy.stats.wilcoxon(d, alternative="greater",
     zero_method="zsplit")`` returns for ``n <= 13`` differences with ties or zeros, through one
-    matrix product instead of scipy's general permutation machinery (about 50 ms a call, and
-    racing tests after every batch of every mutant).
+    matrix product instead of scipy's general permutation machinery (8 ms a call at 4
+    differences, 2 s at 13; racing tests after every batch of every mutant).
 
     A flip keeps every rank of ``|d|`` and the half ranks of the zeros, so a flipped
     statistic is the sum of the ranks whose sign comes out positive plus that zero share; the

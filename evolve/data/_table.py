@@ -169,12 +169,12 @@ class TableImport:
     counts: TableCounts
 
 
-# --------------------------------------------------------------------------------------------
 def _map(field: str) -> str:
     """How to map ``field`` to a column, on the command line and in Python."""
     return f"--column {field}=COLUMN (Python: columns={{{field!r}: 'COLUMN'}})"
 
 
+# --------------------------------------------------------------------------------------------
 # Option parsing (the CLI's --column and --score-map)
 # --------------------------------------------------------------------------------------------
 
