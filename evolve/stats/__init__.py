@@ -105,6 +105,7 @@ from evolve.stats._agreement import (
     rater_ceiling,
 )
 from evolve.stats._bootstrap import (
+    CONSTANT_STATISTICS,
     ClusterMeans,
     Interval,
     Statistic,
@@ -139,6 +140,7 @@ from evolve.stats._tables import STATISTICS
 __all__ = [
     "MIN_CASES",
     "MIN_RATED_CASES",
+    "CONSTANT_STATISTICS",
     "STATISTICS",
     "Agreement",
     "agreement",
