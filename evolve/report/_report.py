@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-from sklearn.metrics import confusion_matrix
 
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
@@ -461,9 +460,12 @@ def _candidate_records(ccands: pd.DataFrame, partial: dict[str, float | None]) -
 def _confusion(pairs: pd.DataFrame, labels: list[int]) -> dict:
     """Judge x physician counts on validation: ``matrix[i][j]`` = pairs with physician score
     ``labels[i]`` and judge score ``labels[j]`` (each judge call against each rating)."""
-    matrix = confusion_matrix(pairs["rater"].astype(int), pairs["judge"].round().astype(int), labels=labels) \
-        if len(pairs) else [[0] * len(labels) for _ in labels]
-    return {"labels": labels, "matrix": [[int(v) for v in row] for row in matrix], "n_pairs": int(len(pairs))}
+    position = {label: i for i, label in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for rater, judge in zip(pairs["rater"].astype(int).tolist(), pairs["judge"].round().astype(int).tolist(), strict=True):
+        if rater in position and judge in position:  # as scikit-learn's confusion_matrix: other values are not counted
+            matrix[position[rater]][position[judge]] += 1
+    return {"labels": labels, "matrix": matrix, "n_pairs": int(len(pairs))}
 
 
 def _prefix_share(scores: pd.DataFrame) -> float | None:

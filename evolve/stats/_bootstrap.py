@@ -256,7 +256,7 @@ def agreement_table(
 
     Computes ``mae``, ``signed_error``, ``class_balanced_mae``, ``qwk`` (quadratic weighted
     kappa), ``krippendorff_alpha`` (ordinal) and ``spearman``. Estimates come from the
-    library-backed functions of :mod:`evolve.stats`; all statistics share the same
+    point functions of :mod:`evolve.stats`; all statistics share the same
     resampled cases in each replicate, which are the ones :func:`cluster_bootstrap` draws
     with the same ``seed``. Replicates are computed from per-case judge x rater count tables
     (one matrix product for a block of replicates), so thousands of replicates on ~10k pairs

@@ -8,8 +8,9 @@ how often each case was drawn, and ``B`` replicates are one ``(B, G) @ (G, K*K)`
 The formulas below are the textbook ones the libraries implement (scikit-learn's
 ``cohen_kappa_score`` weighting by category position, ``krippendorff.alpha`` with the
 ordinal metric over ``value_domain``, scipy's average-rank Spearman); tests check that they
-agree with the libraries to ~1e-12 on random and degenerate tables. The libraries give the
-point estimates; these give the replicates, where calling them 2,000 times would be slow.
+agree with the libraries to ~1e-12 on random and degenerate tables. The point functions of
+:mod:`evolve.stats._statistics` give the estimates (the libraries', and scikit-learn's kappa
+arithmetic done directly); these give the replicates, where 2,000 calls would be slow.
 """
 
 from __future__ import annotations

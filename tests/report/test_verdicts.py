@@ -173,3 +173,22 @@ def test_table5_has_a_number_column_only_for_a_rubric_that_numbers_its_criteria(
     lines = [line for line in render_table5(numbered) if line.startswith("|")]
     assert lines[0].startswith("| # | criterion |") and lines[2].startswith("| 7 | ")
     assert all(line.count("|") - line.count("\\|") == 13 for line in lines)
+
+
+def test_the_confusion_counts_are_scikit_learns() -> None:
+    """The report's judge x physician counts equal sklearn's confusion_matrix, values outside the
+    scale left out as sklearn leaves them (random pairs, fractional judge means rounded)."""
+    import numpy as np
+    from sklearn.metrics import confusion_matrix
+
+    from evolve.report._report import _confusion
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(0, 40))
+        pairs = pd.DataFrame({"rater": rng.integers(0, 5, n).astype(float), "judge": rng.integers(0, 8, n) / 2})
+        labels = [0, 1, 2, 3]
+        got = _confusion(pairs, labels)
+        expected = confusion_matrix(pairs["rater"].astype(int), pairs["judge"].round().astype(int), labels=labels) \
+            if n else np.zeros((4, 4), dtype=int)
+        assert got["matrix"] == expected.tolist() and got["n_pairs"] == n and got["labels"] == labels

@@ -241,3 +241,21 @@ def test_class_balanced_mae_accepts_a_constant_between_labels():
     assert cbm(judge, rater, [0, 1, 2, 3]) == pytest.approx(1.5)
     with pytest.raises(DataError, match="outside the scale"):
         cbm(np.array([4.0]), np.array([3]), [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_qwk_is_sklearns_cohen_kappa_to_the_bit(seed):
+    """The direct computation follows scikit-learn's arithmetic step for step: equal, not close,
+    on random scales (2 to 6 categories, not all used), sizes and value spacings."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 7))
+    labels = np.cumsum(rng.integers(1, 3, size=k)).astype(float).tolist()  # uneven spacing: positions count
+    n = int(rng.integers(2, 60))
+    judge, rater = rng.choice(labels, size=n), rng.choice(labels[: max(2, k - 1)], size=n)
+    expected = cohen_kappa_score([labels.index(v) for v in judge], [labels.index(v) for v in rater],
+                                 labels=list(range(k)), weights="quadratic")
+    got = qwk(judge, rater, labels)
+    if len(set(judge)) < 2 or len(set(rater)) < 2:
+        assert math.isnan(got)  # undefined for a constant side, where sklearn says 0
+    else:
+        assert got == float(expected)
