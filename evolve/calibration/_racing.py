@@ -68,7 +68,7 @@ def prune_decision(differences: Sequence[float], *, p_threshold: float, margin: 
     if np.all(d == 0):
         return False, 1.0
     tied = bool(np.any(d == 0)) or np.unique(np.abs(d)).size < d.size
-    if tied and d.size <= _EXHAUSTIVE_MAX:
+    if tied and d.size <= _EXHAUSTIVE_MAX and np.isfinite(d).all():  # scipy decides what a nan or inf means
         p = _signed_rank_p_greater(d)
     else:
         p = float(stats.wilcoxon(d, alternative="greater", zero_method="zsplit").pvalue)
