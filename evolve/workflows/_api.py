@@ -101,6 +101,8 @@ class CriterionSummary(Record):
         verdicts: Paired verdicts of the winner against ``best_initial``, ``no_guidance`` and ``training_median``.
         n_validation_targets: Validation targets judged.
         drift: The drift audit's flag (``ok``, ``review``, ...), None when not audited.
+        no_better_than_constant: Whether the winner's validation MAE is not below the training
+            median's (always answering that one number agrees as well); None when undefined.
     """
 
     criterion: str
@@ -115,14 +117,19 @@ class CriterionSummary(Record):
     verdicts: dict[str, Verdict]
     n_validation_targets: int
     drift: str | None
+    no_better_than_constant: bool | None = None
 
     def describe(self) -> str:
-        """One line: the winner, its validation MAE, the baselines' and the verdicts, and a
-        warning when the drift audit flagged the winner (``drift`` or ``review``)."""
+        """One line: the winner, its validation MAE, the baselines' and the verdicts, then a
+        warning when the winner is no better than a constant, and one when the drift audit
+        flagged it (``drift`` or ``review``)."""
         mae = "n/a" if self.validation_mae is None else f"{self.validation_mae:.3f}"
         base = ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items() if v is not None)
         verdicts = "; ".join(v.describe() for v in self.verdicts.values())
         line = f"{self.criterion}: winner {self.winner} ({self.origin}), validation MAE {mae} ({base}); {verdicts}"
+        if self.no_better_than_constant:
+            line += ("; WARNING: no better than a constant (always answering the training median agrees as well "
+                     "with the physicians)")
         if self.drift in ("drift", "review"):
             line += f"; WARNING: the drift audit flagged this guidance '{self.drift}' (read audit.md before using it)"
         return line
@@ -171,7 +178,7 @@ class CalibrationSummary(Record):
                 baselines={"no_guidance": row.no_guidance_val_mae, "best_initial": row.best_initial_val_mae,
                            "training_median": row.median_val_mae},
                 ceiling_mae=row.ceiling_val_mae, verdicts=verdicts, n_validation_targets=row.n_val_targets,
-                drift=row.drift,
+                drift=row.drift, no_better_than_constant=row.no_better_than_constant,
             )
         return cls(run_dir=Path(run_dir), run_id=report.run_id, pack=report.pack, rubric=report.rubric.id,
                    confidence=report.bootstrap.confidence, criteria=criteria)

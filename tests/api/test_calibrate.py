@@ -35,6 +35,7 @@ def _check_against_report(summary: CalibrationSummary) -> None:
             "no_guidance": row["no_guidance_val_mae"], "best_initial": row["best_initial_val_mae"],
             "training_median": row["median_val_mae"]}
         assert got.n_validation_targets == row["n_val_targets"] and got.drift == row["drift"]
+        assert got.no_better_than_constant == row["no_better_than_constant"]
         for name, verdict in entry["verdicts"].items():
             assert got.verdicts[name].model_dump(exclude={"baseline"}) == verdict
 
@@ -186,3 +187,13 @@ def test_describe_warns_of_a_winner_the_drift_audit_flagged(drift, warned) -> No
     assert ("WARNING: the drift audit flagged this guidance" in line) is warned
     if warned:
         assert f"'{drift}'" in line and "audit.md" in line
+
+
+@pytest.mark.parametrize(("flag", "warned"), [(True, True), (False, False), (None, False)])
+def test_describe_warns_of_a_winner_no_better_than_a_constant(flag, warned) -> None:
+    summary = CriterionSummary(criterion="clarity", name="Clarity", winner="clarity:i01", origin="initial",
+                               guidance="Judge clarity.", train_mae=0.8, validation_mae=0.875,
+                               baselines={"training_median": 0.875}, ceiling_mae=None, verdicts={},
+                               n_validation_targets=4, drift="ok", no_better_than_constant=flag)
+    assert ("WARNING: no better than a constant" in summary.describe()) is warned
+    assert "drift audit" not in summary.describe()
