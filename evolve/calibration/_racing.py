@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ import numpy as np
 from scipy import stats
 
 from evolve.config import RacingSettings
+from evolve.stats import sign_patterns
 
 __all__ = ["Entrant", "Race", "judge_noise_sd", "prune_decision"]
 
@@ -94,16 +94,9 @@ def _signed_rank_p_greater(d: np.ndarray) -> float:
     ranks = stats.rankdata(np.abs(d))
     zero_share = ranks[d == 0].sum() / 2
     observed = ranks[d > 0].sum() + zero_share
-    positive = _flips(d.size) != (d > 0)[None, :]  # a flip turns a positive difference negative and back
-    null = (positive & (d != 0)[None, :]) @ ranks + zero_share
+    null = (sign_patterns(d.size) * d > 0) @ ranks + zero_share  # a zero stays zero under any sign
     tolerance = abs(np.finfo(np.float64).eps * 100 * observed)
     return float(np.count_nonzero(null >= observed - tolerance) / null.size)
-
-
-@functools.lru_cache(maxsize=_EXHAUSTIVE_MAX)
-def _flips(n: int) -> np.ndarray:
-    """Every sign flip of ``n`` differences: a ``(2**n, n)`` boolean array, True = flipped."""
-    return ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
 
 
 class Race:

@@ -123,6 +123,7 @@ from evolve.stats._paired import (
     paired_mae_difference,
     shift_interval,
     sign_flip_test,
+    sign_patterns,
 )
 from evolve.stats._pairs import rater_pairs
 from evolve.stats._ppi import MIN_RATED_CASES, PPIEstimate, ppi_mean, ppi_mean_difference
@@ -174,6 +175,7 @@ __all__ = [
     "rater_pairs",
     "shift_interval",
     "sign_flip_test",
+    "sign_patterns",
     "signed_error",
     "spearman",
 ]

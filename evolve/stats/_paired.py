@@ -3,12 +3,14 @@ test over case clusters, the interval that inverts it, and Holm's correction for
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
@@ -64,6 +66,20 @@ class PairedDifference(BaseModel):
     method: str = ""
 
 
+@functools.lru_cache(maxsize=16)
+def sign_patterns(n: int) -> npt.NDArray[np.float64]:
+    """Every pattern of signs of ``n`` values: a read-only ``(2**n, n)`` array of ``+1.0`` and
+    ``-1.0`` (the first row all ``+1``), the null distribution of an exact sign-flip or
+    signed-rank test is the statistic over its rows. Built once per ``n``.
+
+    Args:
+        n: Values, >= 0 (``2**n`` rows: keep it small, as exact tests do).
+    """
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(-1, n)
+    signs.setflags(write=False)
+    return signs
+
+
 class _Flips:
     """The sign patterns of one test: all ``2**n`` when that is at most ``n_flips``, else the
     identity plus ``n_flips`` random ones drawn with ``seed`` (the same for every shift tested,
@@ -74,7 +90,7 @@ class _Flips:
             raise ValueError(f"n_flips must be a positive integer, got {n_flips!r}")
         self.exact = n <= 62 and 2**n <= n_flips
         if self.exact:
-            self.signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(-1, n)
+            self.signs = sign_patterns(n)
         else:
             rng = np.random.default_rng(seed)
             self.signs = 2.0 * rng.integers(0, 2, size=(n_flips, n)).astype(np.float64) - 1.0
