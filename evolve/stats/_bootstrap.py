@@ -282,10 +282,7 @@ def agreement_table(
         DataError: A column or cluster id is missing, or a score is missing, not numeric or
             outside ``labels``.
     """
-    _check_settings(n_boot, confidence)
-    scale = check_labels(labels)
-    check_pairs_frame(pairs, cluster)
-    judge, rater = check_pair(pairs["judge"].to_numpy(), pairs["rater"].to_numpy())
+    scale, judge, rater = _checked(pairs, labels, n_boot, confidence, cluster)
     judge_codes = category_codes(judge, scale, "judge")
     rater_codes = category_codes(rater, scale, "rater")
     clusters = _Clusters(pairs, cluster)
@@ -306,6 +303,17 @@ def agreement_table(
             for name, values in table_statistics(boot.reshape(-1, k, k), scale).items():
                 replicates[name][start : start + len(values)] = values
     return {name: _interval(estimates[name], replicates[name], confidence, clusters) for name in STATISTICS}
+
+
+def _checked(pairs: pd.DataFrame, labels: Sequence[float], n_boot: int, confidence: float,
+             cluster: str) -> tuple[npt.NDArray[np.float64], np.ndarray, np.ndarray]:
+    """``(scale, judge, rater)`` of a table bootstrap's arguments, checked (the errors
+    :func:`agreement_table` documents)."""
+    _check_settings(n_boot, confidence)
+    scale = check_labels(labels)
+    check_pairs_frame(pairs, cluster)
+    judge, rater = check_pair(pairs["judge"].to_numpy(), pairs["rater"].to_numpy())
+    return scale, judge, rater
 
 
 def _replicate_blocks(clusters: _Clusters, per_cluster: np.ndarray, n_boot: int,
@@ -365,10 +373,7 @@ def constant_agreement_table(
         DataError: A column or cluster id is missing, a rating is not one of ``labels``, or
             ``value`` lies outside the scale.
     """
-    _check_settings(n_boot, confidence)
-    scale = check_labels(labels)
-    check_pairs_frame(pairs, cluster)
-    _, rater = check_pair(pairs["judge"].to_numpy(), pairs["rater"].to_numpy())
+    scale, _, rater = _checked(pairs, labels, n_boot, confidence, cluster)
     judge = np.full(rater.shape, float(value))
     rater_codes = category_codes(rater, scale, "rater")
     clusters = _Clusters(pairs, cluster)
