@@ -94,9 +94,11 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-# markup off: messages quote model-written and endpoint text ('[redacted]', '[/]'), printed as written
-err = _LazyConsole(stderr=True, markup=False)
-out = _LazyConsole(markup=False)
+# markup and highlighting off: messages quote model-written and endpoint text ('[redacted]', '[/]'),
+# printed as written; soft wrap on: a message stays one line whatever the terminal's width (a long
+# path must not break where a reader or a script looks for it)
+err = _LazyConsole(stderr=True, markup=False, highlight=False, soft_wrap=True)
+out = _LazyConsole(markup=False, highlight=False, soft_wrap=True)
 
 
 def _interrupt_on_sigterm() -> None:
@@ -118,13 +120,13 @@ def _fail(exc: Exception, resume: str | None = None) -> NoReturn:
             run part-way (the embedded server died, the endpoint went away): finished calls are
             cached.
     """
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True)
     if resume is not None and isinstance(exc, SpendLimitReachedError):
         option = "--max-tokens" if "--max-tokens" in str(exc) else "--max-usd"  # the limit that was reached
         err.print(f"the run stopped at its spending limit; finished calls are cached. Continue with a higher limit: "
-                  f"{resume} {option} MORE", highlight=False, soft_wrap=True)
+                  f"{resume} {option} MORE")
     elif resume is not None and isinstance(exc, RunStoppedError):
-        err.print(f"the run stopped; finished calls are cached. Continue with: {resume}", highlight=False, soft_wrap=True)
+        err.print(f"the run stopped; finished calls are cached. Continue with: {resume}")
     raise typer.Exit(code=2)
 
 
@@ -138,7 +140,7 @@ def _or_fail(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 
 
 @contextlib.contextmanager
-def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str], *, soft_wrap: bool = True) -> Iterator[None]:
+def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str]) -> Iterator[None]:
     """Around a command's work: an :class:`~evolve.errors.EvolveError` is printed as one error
     with the command that continues the run (``resume()``), exit 2; Ctrl-C (or SIGTERM, see
     :func:`_interrupt_on_sigterm`) prints ``interrupted()``, exit 130. The SIGTERM handler the
@@ -152,10 +154,7 @@ def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str], *
     except EvolveError as exc:
         _fail(exc, resume=resume())
     except KeyboardInterrupt:
-        if soft_wrap:
-            err.print(interrupted(), highlight=False, soft_wrap=True)
-        else:
-            err.print(interrupted())
+        err.print(interrupted())
         raise typer.Exit(code=130) from None
     finally:
         if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
@@ -171,12 +170,12 @@ def _run_guarded(command: str, run_dir: Callable[[], Path | None]) -> contextlib
 
 def _say(text: str) -> None:
     """One line on stdout, as written (no highlighting, not wrapped)."""
-    out.print(text, highlight=False, soft_wrap=True)
+    out.print(text)
 
 
 def _warn(text: str, prefix: str = "warning") -> None:
     """``warning: text`` (or ``note: text``) on stderr, as written."""
-    err.print(f"{prefix}: {text}", highlight=False, soft_wrap=True)
+    err.print(f"{prefix}: {text}")
 
 
 def _progress_bar() -> Progress:

@@ -35,9 +35,9 @@ def import_(
         summary = import_batch(output, requests, cache_path=cache_dir / "responses.sqlite" if cache_dir else None)
     except EvolveError as exc:
         _fail(exc)
-    out.print(summary.describe(), highlight=False, soft_wrap=True)
+    out.print(summary.describe())
     for problem in summary.problems:
-        out.print(f"  {problem}", highlight=False, soft_wrap=True)
+        out.print(f"  {problem}")
 
 
 def export_note(n: int, path: Path) -> str:

@@ -184,7 +184,7 @@ def _plan_bench_run(config: Any, *, judge: bool, guidance: Path | None, resume: 
     cases, _ = prepare_bench(config, resume, default_backend())  # reads only
     context = plan_context(config, cases)  # runs whose prompt alone exceeds the context are refused without a call
     for warning in context.warnings:
-        err.print(f"warning: context: {warning}", highlight=False, soft_wrap=True)
+        err.print(f"warning: context: {warning}")
     finished = finished_work(config, cases) if resume else FinishedWork()  # the plan of what is left
     finished = dataclasses.replace(finished, blocked=frozenset(context.blocked))
     plan = plan_bench_run(config, cases, judge=judge, calibration_run=guidance, counter=token_counter(config.endpoint),
@@ -233,8 +233,7 @@ def _judge_bench(options: BenchJudgeOptions) -> JudgeBenchResult | None:
 
     run_dir = options.run_dir
     with _guarded(lambda: f"evolve bench judge {run_dir}",
-                  lambda: "interrupted; judge_scores.csv was not written (finished calls are cached: run it again)",
-                  soft_wrap=False):
+                  lambda: "interrupted; judge_scores.csv was not written (finished calls are cached: run it again)"):
         price, limited = _run_spend(options.spend(), load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
         guidance, prompts_root = options.guidance, options.prompts_root
         if options.plan:
@@ -260,7 +259,7 @@ def _print_split_fallbacks(result: Any) -> None:
     if result.split_fallbacks:
         what = "judged as overlapping components" if result.free_form_roles else "not judged (structured role components only)"
         out.print(f"free-form split fallbacks: {result.split_fallbacks} of {result.free_form_opinions} primary-role "
-                  f"opinions had no 'FINAL OPINION:' line - {what}", highlight=False, soft_wrap=True)
+                  f"opinions had no 'FINAL OPINION:' line - {what}")
 
 
 def _print_bench_report(run_dir: Path) -> None:
@@ -280,5 +279,4 @@ def bench_report(run_dir: RunDirArgument, bootstrap: Given = REPORT) -> None:
 
     _or_fail(write_bench_report, run_dir, **bootstrap)
     _print_bench_report(run_dir)
-    out.print(f"wrote {run_dir}/bench_report.md{', report.html' if bootstrap.html else ''} and its tables",
-              highlight=False, soft_wrap=True)
+    out.print(f"wrote {run_dir}/bench_report.md{', report.html' if bootstrap.html else ''} and its tables")

@@ -158,7 +158,7 @@ def _run_calibration(options: CalibrateOptions) -> CalibrationResult | None:
         # --plan imports --workbooks into a scratch folder, removed with it: a plan writes nothing
         into = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="evolve-plan-"))) \
             if options.plan and options.workbooks is not None and not resume else None
-        config = options.config(scratch=into, on_warning=_warn, on_imported=lambda text: out.print(text, highlight=False))
+        config = options.config(scratch=into, on_warning=_warn, on_imported=lambda text: out.print(text))
         price = _price(options.price_in, options.price_out, config.endpoint)
         if options.plan:
             from evolve.workflows import plan_calibration_run
@@ -185,7 +185,7 @@ def _print_calibration(result: CalibrationResult) -> None:
     from evolve.runs import CalibrationFolder
 
     typer.echo((result.run_dir / CalibrationFolder.REPORT_MD).read_text(encoding="utf-8"))  # unwrapped: tables stay intact
-    out.print(f"wrote {result.run_dir}/report.md", highlight=False)
+    out.print(f"wrote {result.run_dir}/report.md")
     if result.report is not None:  # run_calibration always ends by writing it
         _print_verdicts(result.report)
     _say(f"use the calibrated judge on new outputs: evolve judge TARGETS --judge {result.run_dir} "
@@ -203,11 +203,11 @@ def _print_verdicts(report: CalibrationReport) -> None:
         constant = " - no better than a constant" if r.no_better_than_constant else ""
         out.print(f"{r.name or r.criterion}: winner {r.evolved} ({kind}{constant}); validation MAE vs best initial "
                   f"{verdict_text(v.best_initial)}; vs no guidance {verdict_text(v.no_guidance)}; "
-                  f"vs training median {verdict_text(v.training_median)}", highlight=False, soft_wrap=True)
+                  f"vs training median {verdict_text(v.training_median)}")
     if (text := comparisons_text(report.comparisons)) is not None:
-        out.print(text, highlight=False, soft_wrap=True)
+        out.print(text)
     for warning in verdict_warnings(report):
-        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+        err.print(f"warning: {warning}")
 
 
 @app.command()
@@ -256,7 +256,7 @@ def audit(
     from evolve.runs import CalibrationFolder
 
     with _guarded(lambda: f"evolve audit {run_dir}",
-                  lambda: "interrupted; the audit wrote nothing (finished model calls are cached: run it again)", soft_wrap=False):
+                  lambda: "interrupted; the audit wrote nothing (finished model calls are cached: run it again)"):
         settings = _audit_endpoint(run_dir, {**endpoint, **spend})
         _interrupt_on_sigterm()
         result = audit_run(run_dir, use_llm=llm, use_embeddings=embeddings, endpoint=settings,
@@ -265,7 +265,7 @@ def audit(
     if rebuild_report and (run_dir / CalibrationFolder.REPORT_JSON).is_file():
         _rebuild_report(run_dir, prompts_root)
     flags = ", ".join(f"{c}: {f}" for c, f in result.flags.items())
-    out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})", highlight=False)
+    out.print(f"wrote {run_dir}/audit.md and audit.json ({flags})")
 
 
 def _audit_endpoint(run_dir: Path, options: dict[str, Any]) -> Any:
@@ -296,8 +296,7 @@ def _rebuild_report(run_dir: Path, prompts_root: Path | None) -> None:
 
     try:
         write_report(run_dir, prompts_root=prompts_root)
-        out.print(f"rebuilt {run_dir}/report.md with the drift flags", highlight=False)
+        out.print(f"rebuilt {run_dir}/report.md with the drift flags")
     except EvolveError as exc:
-        err.print(f"warning: the report was not rebuilt ({exc}); run `evolve report {run_dir}`",
-                  highlight=False, soft_wrap=True)
+        err.print(f"warning: the report was not rebuilt ({exc}); run `evolve report {run_dir}`")
 

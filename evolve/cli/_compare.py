@@ -41,13 +41,11 @@ def compare(
     except EvolveError as exc:
         _fail(exc)
     for note in comparison.notes:
-        out.print(f"note: {note}", highlight=False, soft_wrap=True)
+        out.print(f"note: {note}")
     for d in comparison.differences:
         iv = "—" if d.estimate is None else f"{d.estimate:+.3f}" + (
             "" if d.low is None or d.high is None else f" [{d.low:+.3f}, {d.high:+.3f}]")
-        out.print(f"{d.criterion}: {d.what} {d.run} − {d.versus}: {iv} ({difference_verdict(d)})",
-                  highlight=False, soft_wrap=True)
+        out.print(f"{d.criterion}: {d.what} {d.run} − {d.versus}: {iv} ({difference_verdict(d)})")
     if (text := comparison_count_text(comparison)) is not None:
-        out.print(text, highlight=False, soft_wrap=True)
-    out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}",
-              highlight=False, soft_wrap=True)
+        out.print(text)
+    out.print(f"wrote {out_dir}/report.md, report.json, differences.csv{' and report.html' if html else ''}")

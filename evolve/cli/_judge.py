@@ -86,7 +86,7 @@ def _score(values: dict[str, Any]) -> ScoringSummary | None:
     def hint() -> str | None:
         return _resume_hint(values["targets"], values["judge_path"], options)
 
-    with _guarded(hint, lambda: f"interrupted; continue with: {hint()}", soft_wrap=False):
+    with _guarded(hint, lambda: f"interrupted; continue with: {hint()}"):
         endpoint = _endpoint(values)
         options = _judge_options(values, endpoint)
         if values["plan"] or values["export_batch"] is not None:

@@ -55,12 +55,12 @@ def _print_summary(run_dir: Path, report: OtbReport | None) -> None:
                 else f" {r.mean:.2f} [{r.mean_low:.2f}, {r.mean_high:.2f}] over")
         name = "conclusion alignment" if r.task == "board" else "clinical equivalence"
         out.print(f"{r.task} {r.model}: {name}{mean} {count_noun(r.items, 'item')} ({r.format_failures} "
-                  f"malformed, {count_noun(r.judge_failures, 'judge failure')})", highlight=False, soft_wrap=True)
+                  f"malformed, {count_noun(r.judge_failures, 'judge failure')})")
         if r.judge_failures and not r.scored:
             err.print(f"warning: {r.task} {r.model}: every judge call failed; the reasons are in "
-                      f"{run_dir / 'judge_scores.jsonl'} (outcome judge_failure, error)", highlight=False, soft_wrap=True)
+                      f"{run_dir / 'judge_scores.jsonl'} (outcome judge_failure, error)")
     if report is not None:
-        out.print(f"OpenTumorBoard report: {run_dir / 'otb_report.md'}", highlight=False, soft_wrap=True)
+        out.print(f"OpenTumorBoard report: {run_dir / 'otb_report.md'}")
 
 
 GuidanceOption = Annotated[Optional[Path], typer.Option(
@@ -165,8 +165,7 @@ def _print_otb_run(result: OtbRunResult) -> None:
         _warn(warning)
     _print_summary(result.run_dir, result.report)
     if any(c.failed for c in result.generated.values()):
-        err.print(f"some calls failed (in errors.jsonl); ask them again with: evolve otb run --resume {result.run_dir}",
-                  highlight=False, soft_wrap=True)
+        err.print(f"some calls failed (in errors.jsonl); ask them again with: evolve otb run --resume {result.run_dir}")
 
 
 def _plan_otb_run(config, *, judge: bool, guidance: Optional[Path], resume: bool, price, calls_per_hour: Optional[float]) -> None:
@@ -219,8 +218,7 @@ def _judge_otb(options: RejudgeOptions) -> tuple[OtbJudgeResult, Any] | None:
 
     run_dir = options.run_dir
     with _guarded(lambda: f"evolve otb judge {run_dir}",
-                  lambda: "interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)",
-                  soft_wrap=False):
+                  lambda: "interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)"):
         price, limited = _run_spend(options.spend(), load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
         guidance, prompts_root = options.guidance, options.prompts_root
         if options.plan:
@@ -264,5 +262,4 @@ def otb_import_ratings(
     pack = _or_fail(otb_rating_pack, run_dir, ratings, name=out_dir.name, prompts_root=prompts_root)
     _or_fail(write_pack, pack, out_dir, overwrite=overwrite)
     out.print(f"wrote {out_dir}: {len(pack.cases)} items, {len(pack.targets)} answers, {len(pack.ratings)} ratings "
-              f"(rubric otb). Next: evolve splits make {out_dir} && evolve calibrate --pack {out_dir}",
-              highlight=False, soft_wrap=True)
+              f"(rubric otb). Next: evolve splits make {out_dir} && evolve calibrate --pack {out_dir}")

@@ -76,11 +76,8 @@ def ratings_import(
     root = resolve_prompts_root(prompts_root)  # the option, else $EVOLVE_PROMPTS_ROOT, else the shipped rubrics
     pack, note = _or_fail(_import_pack, source, paths, table, name=name, domain=domain, root=root, out_dir=out_dir)
     _or_fail(write_pack, pack, out_dir, overwrite=overwrite)
-    out.print(
-        f"wrote {out_dir}: {len(pack.cases)} cases, {len(pack.targets)} targets, "
-        f"{len(pack.ratings)} ratings by {len(pack.raters)} raters",
-        highlight=False,
-    )
+    _say(f"wrote {out_dir}: {len(pack.cases)} cases, {len(pack.targets)} targets, "
+         f"{len(pack.ratings)} ratings by {len(pack.raters)} raters")
     if note:
         _say(note)
 
@@ -149,7 +146,7 @@ class _RowsProgress:
 
     def __call__(self, rows: int, done: int, total: int) -> None:
         if not err.is_terminal:
-            err.print(f"ratings.csv: {rows:,} rows checked ({done / max(total, 1):.0%} of the file)", highlight=False)
+            err.print(f"ratings.csv: {rows:,} rows checked ({done / max(total, 1):.0%} of the file)")
             return
         if self.bar is None:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -178,7 +175,7 @@ def ratings_check(pack_dir: Path = typer.Argument(..., help="Pack folder."), pro
         progress.close()
         _fail(exc)
     progress.close()
-    out.print(summary.model_dump_json(indent=2), highlight=False)
+    out.print(summary.model_dump_json(indent=2))
 
 
 @ratings_app.command("import-workbooks")
@@ -213,13 +210,11 @@ def ratings_import_workbooks(
         _fail(exc)
     s = result.summary
     for warning in s.warnings:
-        err.print(f"[yellow]warning:[/] {escape(str(warning))}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}", markup=True)
     out.print(
         f"wrote {out_dir}: {s.n_cases} cases, {s.n_targets} targets, {s.n_ratings} ratings by {len(s.raters)} raters "
         f"({s.n_workbooks} workbooks, {s.n_sheets} sheets, {s.n_rows} rows); {s.n_structural_exclusions} cells of "
-        f"structurally inapplicable pairs kept in structural_exclusions.csv; {s.n_warnings} warning(s)",
-        highlight=False, soft_wrap=True,
-    )
+        f"structurally inapplicable pairs kept in structural_exclusions.csv; {s.n_warnings} warning(s)")
 
 
 @ratings_app.command("workbook-template")
@@ -239,7 +234,7 @@ def ratings_workbook_template(
                                 prompts_root=prompts_root)
     except EvolveError as exc:
         _fail(exc)
-    out.print(f"wrote {path}", highlight=False)
+    out.print(f"wrote {path}")
 
 
 FRAME: Any = OptionGroup({
@@ -290,14 +285,11 @@ def splits_make(
                               validation_fraction=validation_fraction, seed=seed, overwrite=overwrite,
                               prompts_root=prompts_root)
     for note in result.warnings:
-        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True)
     splits = result.splits
     out.print(
         f"wrote {target}: frame {len(splits.frame)} (train {len(splits.train)}, validation "
-        f"{len(splits.validation)}), held-out {len(splits.holdout)} cases",
-        highlight=False,
-        soft_wrap=True,
-    )
+        f"{len(splits.validation)}), held-out {len(splits.holdout)} cases")
 
 
 def _make_splits(pack_dir: Path, out_dir: Path | None, frame: Given, *, holdout_fraction: float | None,
@@ -356,5 +348,5 @@ def splits_check(
     except EvolveError as exc:
         _fail(exc)
     for note in result.warnings:
-        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True, highlight=False, soft_wrap=True)
-    out.print(f"{split_dir}: ok", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True)
+    out.print(f"{split_dir}: ok")

@@ -42,9 +42,8 @@ def rubric_new(
     bundle = _or_fail(scaffold_rubric, rubric_id, specs, title=title, components=components, version=version)
     folder = _or_fail(bundle.write, out_dir, overwrite=overwrite)
     n_guidance = sum(len(pairs) for pairs in bundle.guidance.values())
-    out.print(f"wrote {folder}/: rubric.json, protocol.md and {n_guidance} initial guidance file(s)", highlight=False,
-              soft_wrap=True, markup=False)
-    out.print(_next_steps(folder, rubric_id, out_dir), highlight=False, soft_wrap=True, markup=False)
+    out.print(f"wrote {folder}/: rubric.json, protocol.md and {n_guidance} initial guidance file(s)")
+    out.print(_next_steps(folder, rubric_id, out_dir))
 
 
 def _next_steps(folder: Path, rubric_id: str, out_dir: Path) -> str:
@@ -75,15 +74,14 @@ def rubric_check(
     except EvolveError as exc:
         _fail(exc)
     for line in rubric_summary(bundle):
-        out.print(line, highlight=False, soft_wrap=True, markup=False)
+        out.print(line)
     left = unedited_placeholders(bundle)
     if left:
         err.print(f"warning: {len(left)} text(s) in {folder} from `evolve rubric new` still hold \"Replace this\"; write "
-                  "them before rating or calibrating:", highlight=False, soft_wrap=True, markup=False)
+                  "them before rating or calibrating:")
         for place in left:
-            err.print(f"  {place}", highlight=False, soft_wrap=True, markup=False)
-    out.print(f"ok: {folder} is a valid rubric folder{' (with placeholder texts)' if left else ''}", highlight=False,
-              soft_wrap=True, markup=False)
+            err.print(f"  {place}")
+    out.print(f"ok: {folder} is a valid rubric folder{' (with placeholder texts)' if left else ''}")
 
 
 def _rubric_folder(target: str, prompts_root: Optional[Path]) -> Path:
