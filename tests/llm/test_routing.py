@@ -1,4 +1,4 @@
-"""Several replicas behind one RoutingProvider: affinity, an even split, failover, shared cache."""
+"""Several replicas behind one RoutingProvider: affinity, the rendezvous split, failover, shared cache."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_rendezvous_ranking_ignores_the_listed_order_and_moves_only_a_removed_re
     assert len(moved) == counts["http://b/v1"]
 
 
-def test_calls_sharing_a_case_and_target_land_on_one_replica_and_split_evenly(replicas3, tmp_path: Path) -> None:
+def test_calls_sharing_a_case_and_target_land_on_their_rendezvous_replica(replicas3, tmp_path: Path) -> None:
     requests = [_request(c, t, k) for c in range(20) for t in range(3) for k in range(4)]
     with Client(_group(replicas3.urls), cache=ResponseCache(tmp_path / "c.sqlite"), max_concurrency=4) as client:
         results = client.map(requests)
@@ -126,7 +126,10 @@ def test_calls_sharing_a_case_and_target_land_on_one_replica_and_split_evenly(re
     seen = replicas3.seen()
     assert len(seen) == 60 and all(len(urls) == 1 for urls in seen.values())
     per_server = [len(s.bodies) for s in replicas3.servers]
-    assert sum(per_server) == 240 and min(per_server) >= 40, per_server  # 80 expected each
+    # each (case, target) key went to its rendezvous first choice among these URLs (their ports are
+    # random, so the split differs run to run; evenness over many keys is checked above)
+    first_choice = Counter(rendezvous_ranking(f"case{c}/target{t}", replicas3.urls)[0] for c in range(20) for t in range(3))
+    assert per_server == [4 * first_choice[i] for i in range(3)] and min(per_server) > 0, per_server
     # usage per endpoint adds up to the total
     assert set(by_endpoint) == set(replicas3.urls)
     assert sum(u["calls"] for u in by_endpoint.values()) == total.calls == 240
