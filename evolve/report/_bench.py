@@ -78,6 +78,7 @@ from evolve.report._bench_cohort import (
     render_cohort,
     table2,
 )
+from evolve.report._frames import rows_by
 from evolve.report._pages import bench_html
 from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
@@ -527,11 +528,12 @@ def _table8(units: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
     comps = ("final", "reasoning", "opinion")
     for key, sub in _groups(units[units["component"].isin(comps)], pooled=True):
         rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
+        cells = rows_by(sub, ["component", "number"])
         for number in _QUALITY_CRITERIA:
             row = {**key, "number": number, "criterion": names.get(number, "")}
             est, reps = {}, {}
             for comp in comps:
-                u = sub[(sub["component"] == comp) & (sub["number"] == number)]
+                u = cells(comp, number)
                 row[f"n_{comp}"] = int(u["score"].notna().sum())
                 est[comp], reps[comp] = _mean_into(row, f"{comp}_mean", rs, u, "score")
             for comp in ("reasoning", "opinion"):

@@ -27,6 +27,7 @@ from evolve.outputs import (
     StatInterval,
     Table5Row,
 )
+from evolve.report._frames import rows_by
 from evolve.report._holm import mark_holm
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import calibration_html
@@ -299,7 +300,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     crit_ratings = ratings[ratings["criterion"] == criterion]
     split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
-    calls, evo_calls = _calls_by(reeval), _calls_by(evo)
+    calls, evo_calls = rows_by(reeval, ["candidate_id", "split"]), rows_by(evo, ["candidate_id", "split"])
 
     def ag(cid: str, split: str) -> Agreement:
         return agreement(calls(cid, split), split_ratings[split])
@@ -375,7 +376,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
             "text": win["text"],
         },
-        "verdicts": _verdicts(reeval, split_ratings["validation"], none_id, best_init, win["candidate_id"], med, n_boot,
+        "verdicts": _verdicts(calls, split_ratings["validation"], none_id, best_init, win["candidate_id"], med, n_boot,
                               seed),
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
@@ -413,14 +414,6 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     entry["agreement"] = stats
     return entry
-
-
-def _calls_by(scores: pd.DataFrame) -> Callable[[str, str], pd.DataFrame]:
-    """``calls(candidate_id, split)``: the rows of ``scores`` of that candidate and split, in
-    their order (empty when there are none); the frame is split once, not filtered per call."""
-    parts = {key: part for key, part in scores.groupby(["candidate_id", "split"], sort=False, observed=True)}
-    empty = scores.iloc[0:0]
-    return lambda cid, split: parts.get((cid, split), empty)
 
 
 def _no_better_than_constant(rows: list[dict]) -> bool | None:
@@ -475,16 +468,15 @@ def _prefix_share(scores: pd.DataFrame) -> float | None:
     return prefix_cached_share(scores)
 
 
-def _verdicts(reeval: pd.DataFrame, ratings: pd.DataFrame, none_id: str, best_init: str | None, winner: str,
-              median: float, n_boot: int, seed: int) -> dict:
+def _verdicts(calls: Callable[[str, str], pd.DataFrame], ratings: pd.DataFrame, none_id: str, best_init: str | None,
+              winner: str, median: float, n_boot: int, seed: int) -> dict:
     """Winner minus best initial, minus no guidance and minus the training median on validation:
     paired MAE differences with a sign-flip test over case clusters (:func:`~evolve.stats.paired_mae_difference`),
     the interval that inverts it and a verdict (``None`` where undefined). The training median is
     scored on the winner's own calls (each numeric call replaced by the constant), so the pairs
     are the same. ``holm_p`` / ``holm_survives`` are filled by :func:`apply_holm` once every
-    criterion is in."""
-    val = reeval[reeval["split"] == "validation"]
-    mine = val[val["candidate_id"] == winner]
+    criterion is in. ``calls(candidate_id, split)``: a candidate's re-evaluation calls."""
+    mine = calls(winner, "validation")
 
     def versus(other: pd.DataFrame) -> dict:
         return _verdict_record(paired_mae_difference(mine, other, ratings, n_boot=n_boot, seed=seed))
@@ -495,7 +487,7 @@ def _verdicts(reeval: pd.DataFrame, ratings: pd.DataFrame, none_id: str, best_in
         if other == winner:
             return {"estimate": 0.0, "low": 0.0, "high": 0.0, "n_pairs": 0, "n_cases": 0, "verdict": "same candidate",
                     "p_value": None, "method": "", "holm_p": None, "holm_survives": None}
-        return versus(val[val["candidate_id"] == other])
+        return versus(calls(other, "validation"))
 
     constant = mine.assign(score=float(median))  # the constant predictor on the winner's calls
     return {"best_initial": candidate(best_init), "no_guidance": candidate(none_id), "training_median": versus(constant)}

@@ -7,6 +7,7 @@ import cannot hide a dependency. The floors are the ones ``evolve/runs/__init__.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ ENGINES = ("calibration", "consilium", "audit", "otb", "scoring")
 ABOVE_ENGINES = ("report", "workflows", "cli")
 
 
-def _edges() -> set[tuple[str, str]]:
+@functools.cache  # parsed once: the parametrisation and two tests read it
+def _edges() -> frozenset[tuple[str, str]]:
     edges = set()
     for path in PACKAGE.rglob("*.py"):
         src = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
@@ -45,10 +47,10 @@ def _edges() -> set[tuple[str, str]]:
                 parts = name.split(".")
                 if parts[0] == "evolve" and len(parts) > 1 and parts[1] != src:
                     edges.add((src, parts[1]))
-    return edges
+    return frozenset(edges)
 
 
-def _cycle(edges: set[tuple[str, str]]) -> list[str] | None:
+def _cycle(edges: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> list[str] | None:
     graph: dict[str, set[str]] = {}
     for a, b in edges:
         graph.setdefault(a, set()).add(b)

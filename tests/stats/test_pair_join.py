@@ -47,6 +47,11 @@ def grouped_item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataF
     return out.sort_values(["abs_error", "target_id"], ascending=[False, True]).reset_index(drop=True)
 
 
+SEEDS = [*range(16), 23, 27, 34]
+"""Random frames to compare on: every residue of the seed-dependent variants (mod 2, 3, 5) and the
+seeds drawing no judge call (27), one (23) and two (34)."""
+
+
 def _frames(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 40))
@@ -64,7 +69,7 @@ def _frames(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return scores, ratings
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_judge_pairs_and_item_errors_match_the_pandas_merge(seed):
     scores, ratings = _frames(seed)
     pd.testing.assert_frame_equal(judge_pairs(scores, ratings), merged_pairs(scores, ratings))
@@ -72,7 +77,7 @@ def test_judge_pairs_and_item_errors_match_the_pandas_merge(seed):
     pd.testing.assert_frame_equal(ours, reference[ours.columns], check_dtype=False, check_index_type=False)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_agreement_matches_the_pairs_it_summarises(seed):
     scores, ratings = _frames(seed)
     pairs, got = merged_pairs(scores, ratings), agreement(scores, ratings)
@@ -83,7 +88,7 @@ def test_agreement_matches_the_pairs_it_summarises(seed):
     assert got.per_repeat_mae == pytest.approx(per_repeat)
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", SEEDS[::2])
 def test_paired_mae_difference_matches_the_merged_pairs(seed):
     a, ratings = _frames(seed)
     if "case_id" not in a.columns:
@@ -117,7 +122,7 @@ def grouped_judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.Da
     return pd.DataFrame(rows, columns=["rater_id", "n_targets", "judge_mae", "judge_pairs", "peers_mae", "peer_pairs"])
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_judge_as_rater_matches_the_pandas_groupby(seed):
     scores, ratings = _frames(seed)
     pd.testing.assert_frame_equal(judge_as_rater(scores, ratings), grouped_judge_as_rater(scores, ratings))
@@ -146,7 +151,7 @@ def merged_rater_pairs(ratings: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(order, key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_rater_pairs_match_the_pandas_self_merge(seed):
     _, ratings = _frames(seed)
     ratings = ratings.assign(case_id=[f"c{int(t[1:]) // 2}" for t in ratings["target_id"]])
