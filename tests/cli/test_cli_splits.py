@@ -134,3 +134,14 @@ def test_fraction_splits_unchanged(tmp_path: Path) -> None:
     _ok(["splits", "make", str(pack), "--out", str(out)])
     meta = json.loads((out / "split.json").read_text())
     assert "frame_origin" not in meta and meta["counts"] == {"frame": 16, "holdout": 4, "train": 11, "validation": 5}
+
+
+def test_a_message_stays_on_one_line_in_a_narrow_terminal(tmp_path: Path) -> None:
+    """Messages name paths that scripts and readers look for: rich must not break them at the
+    terminal's width (here 40 columns, with a path twice as long)."""
+    pack = write_pack(rated_pack(IDS[:40]), tmp_path / "p")
+    out = tmp_path / "a-folder-name-long-enough-to-pass-any-terminal-width" / "splits"
+    result = CliRunner(env={"COLUMNS": "40"}).invoke(app, ["splits", "make", str(pack), "--frame-size", "30",
+                                                           "--validation-size", "9", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}: frame 30 (train 21, validation 9), held-out 10 cases\n" in result.stdout
