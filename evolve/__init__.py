@@ -48,7 +48,17 @@ __all__ = ["CalibratedJudge", "CalibrationSummary", "EvolveError", "RatingPack",
            "calibrate", "load_judge"]
 
 
+_SUBPACKAGES = frozenset(
+    {"archive", "audit", "calibrated", "calibration", "cli", "consilium", "data", "judge", "llm", "local", "markdown",
+     "otb", "outputs", "report", "rubric", "runs", "scoring", "splits", "stats", "testing", "workflows"}
+)
+"""Subpackages reachable as attributes after a plain ``import evolve`` (``evolve.rubric.scaffold_rubric``),
+each imported on first use, as ``import evolve.rubric`` would."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"evolve.{name}")  # the import binds it in this module's namespace
     if name not in _LAZY:
         raise AttributeError(f"module 'evolve' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)
@@ -57,4 +67,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})

@@ -783,12 +783,14 @@ class _Rows:
             known = f"; labels mapped for {crit.criterion_id!r}: {sorted(labels)}" if labels else ""
             ne = f"; not-evaluable values: {sorted(self.not_evaluable)}" if self.not_evaluable else ""
             self.bad(where, column, f"{text!r} is not an integer score{known}{ne}",
-                     f"Write an integer, map the label with --score-map '{crit.criterion_id}:{text}=N', or mark "
-                     f"it not evaluable with --not-evaluable '{text}'.", order)
+                     f"Write an integer, map the label with --score-map '{crit.criterion_id}:{text}=N' (Python: "
+                     f"score_map={{{crit.criterion_id!r}: {{{text!r}: N}}}}), or mark it not evaluable with "
+                     f"--not-evaluable '{text}' (Python: not_evaluable=[{text!r}]).", order)
             return None, False
         if not crit.scale_min <= score <= crit.scale_max:
             self.bad(where, column, f"score {score} ({text!r}) is outside the scale {crit.scale_min}..{crit.scale_max} "
-                     f"of criterion {crit.criterion_id!r}", "Correct the score or the score map.", order)
+                     f"of criterion {crit.criterion_id!r}", "Correct the score, or the score map (--score-map; Python: score_map=) "
+                     "that gave it.", order)
             return None, False
         return score, False
 

@@ -179,7 +179,8 @@ def test_bad_cell_is_named_by_row_and_column_in_every_format(tmp_path, suffix, w
         import_table(path, rubric=RUBRIC)
     assert _problem_lines(exc) == [
         f"  - t{suffix}, {where}, column 'score': 'lots' is not an integer score. Write an integer, map the label with "
-        "--score-map 'errors:lots=N', or mark it not evaluable with --not-evaluable 'lots'."
+        "--score-map 'errors:lots=N' (Python: score_map={'errors': {'lots': N}}), or mark it not evaluable with "
+        "--not-evaluable 'lots' (Python: not_evaluable=['lots'])."
     ]
 
 

@@ -168,8 +168,9 @@ def test_errors_name_the_file_the_line_the_element_and_the_path(files, tmp_path)
     assert _problem_lines(exc) == [
         "  - bad.jsonl, line 2, answers.sys_b.claims[2], column 'answers.*.claims.*.correctness': 'Maybe' is not an "
         "integer score; labels mapped for 'correctness': ['Likely right', 'Likely wrong', 'Right', 'Wrong']; "
-        "not-evaluable values: ['Unsure']. Write an integer, map the label with --score-map 'correctness:Maybe=N', "
-        "or mark it not evaluable with --not-evaluable 'Maybe'."]
+        "not-evaluable values: ['Unsure']. Write an integer, map the label with --score-map 'correctness:Maybe=N' "
+        "(Python: score_map={'correctness': {'Maybe': N}}), or mark it not evaluable with --not-evaluable 'Maybe' "
+        "(Python: not_evaluable=['Maybe'])."]
     assert str(exc.value).startswith(f"cannot import tables {paths[0]}, {paths[1]} (1 problem")
     # a step into a wrong type, and a path that holds an object rather than a value
     odd = _jsonl(tmp_path / "odd.jsonl", [_record("Q?", "F", {"s": {"answer_string": "A.", "annotator_id": "r",
