@@ -48,8 +48,12 @@ counted, flag rates, ROUGE-L, BERTScore or why it is missing, output tokens), th
 decisions and the scores by question type.
 
 Every run report also writes **report.html** (:func:`calibration_html`, :func:`bench_html`,
-:func:`otb_html`): one self-contained page, figures embedded as PNG (matplotlib, each figure
-function in ``_figures`` taking data and an optional ``ax``), then the Markdown report's tables.
+:func:`otb_html`): one self-contained page, figures embedded as PNG, then the Markdown report's tables. Each figure is
+drawn by a public function that takes the records a report holds and an optional matplotlib
+``ax`` (:func:`archive_heatmap`, :func:`mae_over_attempts`, :func:`lineage`,
+:func:`confusion_heatmap`, :func:`interval_plot`, :func:`drift_flags`,
+:func:`stop_reasons_by_round`, :func:`vote_transitions`, :func:`quality_vs_tokens`), so the same
+figures can be drawn in a notebook; matplotlib loads only when one is drawn.
 
 :func:`write_comparison` (``evolve compare``) puts runs side by side under ``reports/<name>/``:
 calibration runs on the same pack and split (validation agreement of each, and paired MAE
@@ -72,6 +76,17 @@ is refused, having written nothing.
 from typing import TYPE_CHECKING
 
 from evolve.lazy import lazy_members
+from evolve.report._figures import (
+    archive_heatmap,
+    confusion_heatmap,
+    drift_flags,
+    interval_plot,
+    lineage,
+    mae_over_attempts,
+    quality_vs_tokens,
+    stop_reasons_by_round,
+    vote_transitions,
+)
 from evolve.report._judge_file import build_judge_file
 from evolve.report._pages import bench_html, calibration_html, otb_html
 from evolve.report._report import (
@@ -163,6 +178,7 @@ __all__ = [
     "VERDICTS",
     "agreement_records",
     "apply_holm",
+    "archive_heatmap",
     "bench_html",
     "build_comparison",
     "build_judge_file",
@@ -173,11 +189,17 @@ __all__ = [
     "calibration_html",
     "comparison_count_text",
     "comparisons_text",
+    "confusion_heatmap",
     "difference_verdict",
+    "drift_flags",
     "harmonise_role",
+    "interval_plot",
+    "lineage",
+    "mae_over_attempts",
     "otb_html",
     "load_bench_run",
     "prefix_cached_share",
+    "quality_vs_tokens",
     "render_bench_markdown",
     "render_comparison_markdown",
     "render_markdown",
@@ -189,9 +211,11 @@ __all__ = [
     "scoring_html",
     "scoring_markdown",
     "spend_report",
+    "stop_reasons_by_round",
     "usage_report",
     "verdict_text",
     "verdict_warnings",
+    "vote_transitions",
     "write_scoring_report",
     "write_bench_report",
     "write_comparison",

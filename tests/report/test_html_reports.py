@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from evolve import report as fig  # the figure functions are public: evolve.report.archive_heatmap, ...
 from evolve.outputs import CandidateSummary, PipelineRecord, Table4Row
-from evolve.report import _figures as fig
 from evolve.report import build_report, write_bench_report, write_report
 
 
@@ -159,6 +159,21 @@ def test_stop_reasons_and_vote_transitions_stack_the_counts():
     assert layers == {"yes→yes": [3, 4], "yes→no": [1, 0], "no→yes": [2, 1], "no→no": [0, 1]}
     tops = [max(p.get_y() + p.get_height() for c in ax.containers for p in [c[i]]) for i in range(2)]
     assert tops == [6, 6]  # stacked, not overlaid
+
+
+def test_the_public_figures_draw_a_read_run_in_a_notebook(calibration_runs):
+    from evolve.outputs import read_run
+
+    criterion = read_run(calibration_runs[0]).report.criteria["entailment"]
+    grid = criterion.archive
+    figure = Figure()
+    axes = figure.subplots(1, 3)
+    fig.archive_heatmap(criterion.candidates, length_bins=grid.length_bins, bias_bins=grid.bias_bins,
+                        bias_range=grid.bias_range, ax=axes[0])
+    fig.mae_over_attempts(criterion.candidates, ax=axes[1])
+    fig.confusion_heatmap(criterion.confusion.matrix, criterion.confusion.labels, ax=axes[2])
+    assert axes[0].collections and axes[1].lines and axes[2].images
+    assert sum(int(t.get_text()) for t in axes[2].texts) == criterion.confusion.n_pairs
 
 
 # -- calibration report.html ----------------------------------------------------------------------
