@@ -132,10 +132,10 @@ def drift_flag(
 
     low_sim = []
     if tfidf.criterion < th.tfidf_criterion_min:
-        low_sim.append(f"TF-IDF similarity to the criterion {tfidf.criterion:.2f} < {th.tfidf_criterion_min:.2f}")
+        low_sim.append(f"TF-IDF similarity to the criterion {tfidf.criterion:.2f}, under {th.tfidf_criterion_min:.2f}")
     elif tfidf.reference_criterion and tfidf.criterion < th.tfidf_criterion_relative * tfidf.reference_criterion:
         low_sim.append(
-            f"TF-IDF similarity to the criterion {tfidf.criterion:.2f} < {th.tfidf_criterion_relative:g} x "
+            f"TF-IDF similarity to the criterion {tfidf.criterion:.2f}, under {th.tfidf_criterion_relative:g} x "
             f"the reference's {tfidf.reference_criterion:.2f}"
         )
     n_ref = len(terms.reference_present)
