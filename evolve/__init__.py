@@ -21,6 +21,7 @@ The short path from Python (see the README's "Python quickstart")::
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -48,23 +49,25 @@ __all__ = ["CalibratedJudge", "CalibrationSummary", "EvolveError", "RatingPack",
            "calibrate", "load_judge"]
 
 
-_SUBPACKAGES = frozenset(
-    {"archive", "audit", "calibrated", "calibration", "cli", "consilium", "data", "judge", "llm", "local", "markdown",
-     "otb", "outputs", "report", "rubric", "runs", "scoring", "splits", "stats", "testing", "workflows"}
-)
-"""Subpackages reachable as attributes after a plain ``import evolve`` (``evolve.rubric.scaffold_rubric``),
-each imported on first use, as ``import evolve.rubric`` would."""
+@functools.cache
+def _subpackages() -> frozenset[str]:
+    """The subpackages of ``evolve`` (read off the package's folder once, when first asked): each
+    is reachable as an attribute after a plain ``import evolve`` (``evolve.rubric.scaffold_rubric``),
+    imported on first use, as ``import evolve.rubric`` would."""
+    import pkgutil
+
+    return frozenset(module.name for module in pkgutil.iter_modules(__path__) if module.ispkg)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _subpackages():
         return importlib.import_module(f"evolve.{name}")  # the import binds it in this module's namespace
-    if name not in _LAZY:
-        raise AttributeError(f"module 'evolve' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+    raise AttributeError(f"module 'evolve' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
+    return sorted({*globals(), *_LAZY, *_subpackages()})
