@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def _edges() -> frozenset[tuple[str, str]]:
     return frozenset(edges)
 
 
-def _cycle(edges: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> list[str] | None:
+def _cycle(edges: AbstractSet[tuple[str, str]]) -> list[str] | None:
     graph: dict[str, set[str]] = {}
     for a, b in edges:
         graph.setdefault(a, set()).add(b)
