@@ -57,7 +57,7 @@ from evolve.runs import (
     with_cache_path,
 )
 from evolve.splits import Splits, check_splits, load_splits
-from evolve.stats import MIN_CASES, agreement, item_errors
+from evolve.stats import MIN_CASES, IndexedRatings, agreement, item_errors
 
 SCORE_COLUMNS = [
     "candidate_id", "criterion", "target_id", "case_id", "split", "phase", "repeat", "seed",
@@ -209,7 +209,7 @@ class CriterionRun:
         self.progress = progress
         self.candidates: dict[str, Candidate] = {}
         self.score_rows: list[dict] = []
-        self.train_ratings = _ratings_frame(train)
+        self.train_ratings = IndexedRatings(_ratings_frame(train))  # joined after every batch of judge calls
         self._rows_by_candidate: dict[str, pd.DataFrame] = {}
         seed = config.seed + 7919 * index
         self.seed = seed

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from evolve.stats import PairedDifference, agreement, paired_mae_difference
+from evolve.stats import IndexedRatings, PairedDifference, agreement, paired_mae_difference
 
 if TYPE_CHECKING:
     from evolve.calibration._engine import Candidate
@@ -59,7 +59,7 @@ class Decision:
 
 def choose_winner(
     initials: Sequence[Candidate], mutants: Sequence[Candidate], fresh: Mapping[str, pd.DataFrame],
-    evolution: Mapping[str, pd.DataFrame], ratings: pd.DataFrame, *, confidence: float, seed: int, gate: bool = True,
+    evolution: Mapping[str, pd.DataFrame], ratings: pd.DataFrame | IndexedRatings, *, confidence: float, seed: int, gate: bool = True,
 ) -> Decision:
     """Pick the winner from finalists judged again on training with fresh seeds.
 
@@ -75,7 +75,7 @@ def choose_winner(
         mutants: The finalist mutants.
         fresh: Fresh training calls per candidate id.
         evolution: Evolution calls per candidate id.
-        ratings: Training ratings.
+        ratings: Training ratings (or their :class:`~evolve.stats.IndexedRatings`).
         confidence: Level of the paired interval.
         seed: Bootstrap seed.
         gate: Require the challenger to be shown better (see above).

@@ -301,6 +301,11 @@ def _groups(frame: pd.DataFrame, pooled: bool) -> Iterator[tuple[dict, pd.DataFr
             yield {"model": ALL, "condition": condition, "topology": topology}, sub
 
 
+def _n_outputs(frame: pd.DataFrame) -> int:
+    """Distinct outputs (pipelines: case, model, condition, topology) among the rows of ``frame``."""
+    return len(set(zip(*(frame[k].tolist() for k in _OUTPUT_KEY), strict=True)))
+
+
 def _in_group(frame: pd.DataFrame, key: dict) -> pd.Series:
     """Rows of ``frame`` in the group ``key`` (``model == "all"`` matches every model)."""
     mask = frame["condition"].eq(key["condition"]) & frame["topology"].eq(key["topology"])
@@ -412,7 +417,7 @@ def _transition_row(key: dict, role: str, rounds: str, t: pd.DataFrame, rs: Clus
     cases = t["case_id"].to_numpy(dtype=object)
     kinds = t["kind"].to_numpy(dtype=object)
     row = {**key, "role": role, "rounds": rounds,
-           "n_pipelines": t[_OUTPUT_KEY].drop_duplicates().shape[0], "n_transitions": len(t)}
+           "n_pipelines": _n_outputs(t), "n_transitions": len(t)}
     is_kind = {kind: (kinds == kind).astype(np.float64) for kind in _KINDS}
     for kind in _KINDS:
         row[kind] = int(is_kind[kind].sum())
@@ -466,13 +471,13 @@ def _table6(scores: pd.DataFrame, units: pd.DataFrame, n_boot: int, seed: int) -
         rs = ClusterMeans(sub["case_id"], n_boot, seed, CONFIDENCE)
         u_sub = units[_in_group(units, key)]
         for component, comp, numbers in parts:
-            calls = sub[(sub["component"] == comp) & sub["number"].isin(numbers)]
+            calls = sub[_part(sub, comp, numbers)]
             if calls.empty:
                 continue
-            u = u_sub[(u_sub["component"] == comp) & u_sub["number"].isin(numbers)]
+            u = u_sub[_part(u_sub, comp, numbers)]
             n_numeric = int((calls["outcome"] == "score").sum())
             row = {**key, "component": component, "criteria": _criteria_label(calls["number"]),
-                   "n_outputs": calls[_OUTPUT_KEY].drop_duplicates().shape[0], "n_calls": len(calls),
+                   "n_outputs": _n_outputs(calls), "n_calls": len(calls),
                    "n_numeric": n_numeric, "n_not_evaluable": int((calls["outcome"] == "not_evaluable").sum()),
                    "n_model_failure": int((calls["outcome"] == "model_failure").sum()),
                    "coverage": n_numeric / len(calls)}
@@ -481,6 +486,12 @@ def _table6(scores: pd.DataFrame, units: pd.DataFrame, n_boot: int, seed: int) -
             row["sd"] = float(numeric.std(ddof=0)) if len(numeric) else math.nan
             out.append(row)
     return out
+
+
+def _part(frame: pd.DataFrame, component: str, numbers: Sequence[int]) -> np.ndarray:
+    """Which rows of ``frame`` judge ``component`` on one of the criteria ``numbers`` (a numpy
+    mask: five of these per group, where pandas comparisons cost more than the rows)."""
+    return (frame["component"].to_numpy() == component) & np.isin(frame["number"].to_numpy(), numbers)
 
 
 def _table7(pipes: pd.DataFrame, quality: pd.DataFrame | None, n_boot: int, seed: int) -> list[dict]:

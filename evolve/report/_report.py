@@ -40,11 +40,14 @@ from evolve.stats import (
     MIN_CASES,
     STATISTICS,
     Agreement,
+    IndexedRatings,
+    Interval,
     PairedDifference,
     agreement,
     agreement_table,
     constant_agreement,
     constant_agreement_table,
+    judge_agreement_table,
     judge_as_rater,
     judge_pairs,
     macro_mean,
@@ -127,7 +130,17 @@ def _stats(pairs: pd.DataFrame, labels: list[int], seed: int, n_boot: int) -> di
     """All agreement statistics with case-clustered 95% intervals, JSON-able (NaN -> None)."""
     if pairs.empty:
         return {}
-    table = agreement_table(pairs[["case_id", "judge", "rater"]], labels, n_boot=n_boot, seed=seed)
+    return _records(agreement_table(pairs[["case_id", "judge", "rater"]], labels, n_boot=n_boot, seed=seed))
+
+
+def _judge_stats(scores: pd.DataFrame, ratings: IndexedRatings, labels: list[int], seed: int, n_boot: int) -> dict:
+    """:func:`_stats` of the pairs of one candidate's judge calls with the ratings."""
+    table = judge_agreement_table(scores, ratings, labels, n_boot=n_boot, seed=seed)
+    return _records(table) if table["mae"].n_pairs else {}
+
+
+def _records(table: dict[str, Interval]) -> dict:
+    """An agreement table's intervals as JSON-able records (NaN -> None)."""
     return {
         name: {
             "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),
@@ -146,13 +159,7 @@ def _constant_stats(value: float, ratings: pd.DataFrame, labels: list[int], seed
     if r.empty:
         return {}
     pairs = pd.DataFrame({"case_id": r["case_id"].to_numpy(), "judge": float(value), "rater": r["score"].to_numpy()})
-    return {
-        name: {
-            "estimate": _nan_to_none(iv.estimate), "low": _nan_to_none(iv.low), "high": _nan_to_none(iv.high),
-            "n_valid": iv.n_valid, "n_boot": iv.n_boot, "n_clusters": iv.n_clusters, "n_pairs": iv.n_pairs,
-        }
-        for name, iv in constant_agreement_table(value, pairs, labels, n_boot=n_boot, seed=seed).items()
-    }
+    return _records(constant_agreement_table(value, pairs, labels, n_boot=n_boot, seed=seed))
 
 
 def _read_audit(run_dir: Path) -> dict[str, dict]:
@@ -300,22 +307,26 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     }
     crit_ratings = ratings[ratings["criterion"] == criterion]
     split_ratings = {s: crit_ratings[crit_ratings["target_id"].isin(t)] for s, t in targets.items()}
+    indexed = {s: IndexedRatings(r) for s, r in split_ratings.items()}  # joined with a dozen candidates each
     calls, evo_calls = rows_by(reeval, ["candidate_id", "split"]), rows_by(evo, ["candidate_id", "split"])
+    by_candidate = reeval.groupby("candidate_id", sort=False)
+    sizes, sums = by_candidate.size().to_dict(), by_candidate[["prompt_tokens", "completion_tokens", "repeated_request"]].sum()
+    spent = {cid: (int(sizes[cid]), int(ptok), int(ctok), int(repeated))
+             for cid, (ptok, ctok, repeated) in zip(sums.index, sums.to_numpy().tolist(), strict=True)}
 
     def ag(cid: str, split: str) -> Agreement:
-        return agreement(calls(cid, split), split_ratings[split])
+        return agreement(calls(cid, split), indexed[split])
 
     def cost(cid: str) -> tuple[int, int, int, int]:
-        frame = reeval[reeval["candidate_id"] == cid]
-        return (len(frame), int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum()),
-                int(frame["repeated_request"].sum()))
+        """Re-evaluation calls, prompt and completion tokens, and calls the cache answered."""
+        return spent.get(cid, (0, 0, 0, 0))
 
     rows = []
     none_id = ccands.loc[ccands["origin"] == "none", "candidate_id"].iloc[0]
     rows.append(_row("no guidance", "no-guidance", none_id, ag(none_id, "train"), ag(none_id, "validation"), *cost(none_id)))
     inits = ccands[ccands["origin"] == "initial"]["candidate_id"].tolist()
     evo_mae = {
-        cid: agreement(evo_calls(cid, "train"), split_ratings["train"]).mae
+        cid: agreement(evo_calls(cid, "train"), indexed["train"]).mae
         for cid in inits
     }
     ranked = [cid for cid in inits if evo_mae[cid] is not None]
@@ -340,9 +351,9 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
                      ag(win["candidate_id"], "train"), ag(win["candidate_id"], "validation"), *cost(win["candidate_id"])))
     ceiling = {}
     for split in ("train", "validation"):
-        mae, n = rater_ceiling(split_ratings[split])
+        mae, n = rater_ceiling(indexed[split])
         # the winner's MAE on the same targets (those with >= 2 physicians), so the two compare
-        loo = judge_as_rater(calls(win["candidate_id"], split), split_ratings[split])
+        loo = judge_as_rater(calls(win["candidate_id"], split), indexed[split])
         pairs = int(loo["judge_pairs"].sum())
         judge_mae = float((loo["judge_mae"].fillna(0) * loo["judge_pairs"]).sum() / pairs) if pairs else None
         ceiling[split] = {"mae": mae, "n_pairs": n, "judge_mae_same_targets": judge_mae, "judge_pairs": pairs,
@@ -376,7 +387,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             "evolution_train_mae": float(win["train_mae"]) if win["train_mae"] else None,
             "text": win["text"],
         },
-        "verdicts": _verdicts(calls, split_ratings["validation"], none_id, best_init, win["candidate_id"], med, n_boot,
+        "verdicts": _verdicts(calls, indexed["validation"], none_id, best_init, win["candidate_id"], med, n_boot,
                               seed),
         "selection": _selection_of(ccands),
         "calls": int(len(crit_scores)),
@@ -393,10 +404,10 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
     entry["archive"] = {"length_bins": archive.length_bins, "bias_bins": archive.bias_bins,
                         "bias_range": float(crit.scale_range)}
     pruned = ccands.loc[ccands["status"] == "pruned", "candidate_id"]
-    partial = {cid: agreement(evo_calls(cid, "train"), split_ratings["train"]).mae for cid in pruned}
+    partial = {cid: agreement(evo_calls(cid, "train"), indexed["train"]).mae for cid in pruned}
     entry["candidates"] = _candidate_records(ccands, partial)
     winner_val = calls(win["candidate_id"], "validation")
-    entry["confusion"] = _confusion(judge_pairs(winner_val, split_ratings["validation"]), labels)
+    entry["confusion"] = _confusion(judge_pairs(winner_val, indexed["validation"]), labels)
     stats: dict = {}
     for r in rows:
         if r["kind"] == "initial" and not r.get("best_initial"):
@@ -407,8 +418,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
             if r["kind"] == "training-median":
                 stats[key][split] = _constant_stats(med, split_ratings[split], labels, seed, n_boot)
                 continue
-            stats[key][split] = _stats(judge_pairs(calls(r["candidate_id"], split), split_ratings[split]), labels, seed,
-                                       n_boot)
+            stats[key][split] = _judge_stats(calls(r["candidate_id"], split), indexed[split], labels, seed, n_boot)
     stats["ceiling"] = {
         split: _stats(rater_pairs(split_ratings[split]), labels, seed, n_boot) for split in ("train", "validation")
     }
@@ -468,7 +478,7 @@ def _prefix_share(scores: pd.DataFrame) -> float | None:
     return prefix_cached_share(scores)
 
 
-def _verdicts(calls: Callable[[str, str], pd.DataFrame], ratings: pd.DataFrame, none_id: str, best_init: str | None,
+def _verdicts(calls: Callable[[str, str], pd.DataFrame], ratings: IndexedRatings, none_id: str, best_init: str | None,
               winner: str, median: float, n_boot: int, seed: int) -> dict:
     """Winner minus best initial, minus no guidance and minus the training median on validation:
     paired MAE differences with a sign-flip test over case clusters (:func:`~evolve.stats.paired_mae_difference`),

@@ -30,7 +30,10 @@ an exception.
 
 **From run tables to pairs.** :func:`agreement`, :func:`judge_pairs`, :func:`rater_ceiling`
 and friends turn a run's long tables (judge ``scores``, physician ``ratings``) into the
-fitness, its coverage and the pairs above; the engine and the report share them.
+fitness, its coverage and the pairs above; the engine and the report share them. Each join
+looks the ratings up by (criterion, target); :class:`IndexedRatings` builds that lookup once
+for a caller that joins many candidates with the same ratings, and every join takes it in
+place of the ratings frame.
 
 **Intervals resample cases, not pairs.** Pairs from the same case share its text, its
 physicians and the judge's reading of it, so they move together. The bootstrap therefore
@@ -39,7 +42,8 @@ takes the percentile interval of the replicates (Efron & Tibshirani 1993). Resam
 would pretend there are as many independent observations as pairs and give intervals that
 are too narrow. Replicates where a statistic is undefined are left out and counted
 (``Interval.n_valid``). :func:`agreement_table` computes all six statistics on the same
-resampled cases in one fast pass, :func:`constant_agreement_table` the three error statistics
+resampled cases in one fast pass (:func:`judge_agreement_table` straight from one candidate's
+judge calls and the ratings), :func:`constant_agreement_table` the three error statistics
 of a constant predictor (the training median); :func:`cluster_bootstrap` does the same for any
 ``statistic(judge, rater)``.
 
@@ -95,6 +99,7 @@ Example::
 
 from evolve.stats._agreement import (
     Agreement,
+    IndexedRatings,
     agreement,
     constant_agreement,
     item_errors,
@@ -112,6 +117,7 @@ from evolve.stats._bootstrap import (
     agreement_table,
     cluster_bootstrap,
     constant_agreement_table,
+    judge_agreement_table,
     percentile_interval,
 )
 from evolve.stats._paired import (
@@ -144,6 +150,7 @@ __all__ = [
     "CONSTANT_STATISTICS",
     "STATISTICS",
     "Agreement",
+    "IndexedRatings",
     "agreement",
     "constant_agreement",
     "item_errors",
@@ -162,6 +169,7 @@ __all__ = [
     "class_balanced_mae",
     "cluster_bootstrap",
     "constant_agreement_table",
+    "judge_agreement_table",
     "percentile_interval",
     "krippendorff_alpha_ordinal",
     "macro_mean",

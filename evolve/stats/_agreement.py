@@ -12,6 +12,7 @@ and the report, which recomputes every number from ``scores.csv`` and the pack's
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -75,7 +76,38 @@ def _rating_index(ratings: pd.DataFrame) -> _RatingIndex:
     return rated
 
 
-def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame,
+class IndexedRatings:
+    """A ratings table with its numeric ratings looked up by (criterion, target id), for
+    joining many sets of judge calls with the same ratings.
+
+    :func:`agreement`, :func:`judge_pairs`, :func:`judge_agreement_table`,
+    :func:`judge_as_rater`, :func:`item_errors` and
+    :func:`~evolve.stats.paired_mae_difference` take one wherever they take ``ratings``: the
+    engine scores every candidate against the same training ratings, and a report joins a dozen
+    candidates with the same validation ratings, so the index is built once instead of once
+    per join. The numbers are read when it is made: build it from a frame you do not change
+    afterwards.
+
+    Args:
+        ratings: One row per rating with ``criterion, target_id, rater_id, score`` (see the
+            module docstring); not-evaluable ratings are left out of the index.
+
+    Attributes:
+        frame: The ratings it was built from.
+    """
+
+    def __init__(self, ratings: pd.DataFrame) -> None:
+        self.frame = ratings
+        self._rated = _rating_index(ratings)
+        self._rater_dtype = ratings["rater_id"].dtype
+
+    @classmethod
+    def of(cls, ratings: pd.DataFrame | IndexedRatings) -> IndexedRatings:
+        """``ratings`` itself when it is already indexed, else its index."""
+        return ratings if isinstance(ratings, IndexedRatings) else cls(ratings)
+
+
+def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings,
            rated: _RatingIndex | None = None) -> tuple[dict[str, list], dict[str, Any]]:
     """The inner join of numeric judge scores with numeric ratings on (criterion, target id).
 
@@ -83,14 +115,15 @@ def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame,
     as a pandas merge, joined through a dict: the engine asks for pairs after every batch of
     judge calls on a few hundred rows, where a merge and a groupby cost tens of milliseconds.
 
-    ``rated``: :func:`_rating_index` of ``ratings`` when the caller joins them more than once.
+    ``rated``: a subset of the ratings' index to join with instead of the whole of it.
 
     Returns:
         ``(columns, dtypes)``: the values of ``criterion, target_id, repeat, judge, [case_id],
         rater_id, rater`` as lists by name, and the dtype each would have in the merged frame.
     """
+    index = IndexedRatings.of(ratings)
     if rated is None:
-        rated = _rating_index(ratings)
+        rated = index._rated
     names = ["criterion", "target_id", "repeat"] + (["case_id"] if "case_id" in scores.columns else [])
     keys = {name: scores[name].tolist() for name in names}  # whole columns: filtering first costs a copy each
     out: dict[str, list] = {name: [] for name in [*names, "judge", "rater_id", "rater"]}
@@ -103,12 +136,12 @@ def _pairs(scores: pd.DataFrame, ratings: pd.DataFrame,
             out["judge"].append(float(score))
             out["rater_id"].append(rater)
             out["rater"].append(rating)
-    dtypes = {**{name: scores[name].dtype for name in names}, "rater_id": ratings["rater_id"].dtype, "judge": np.float64,
+    dtypes = {**{name: scores[name].dtype for name in names}, "rater_id": index._rater_dtype, "judge": np.float64,
               "rater": np.float64}
     return out, dtypes
 
 
-def judge_pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+def judge_pairs(scores: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings) -> pd.DataFrame:
     """Join numeric judge scores with every individual numeric rating of the same target.
 
     Returns:
@@ -124,15 +157,15 @@ def judge_pairs(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
+def agreement(scores: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings) -> Agreement:
     """MAE of judge scores against every individual rating (consilium paper, calibration fitness), with coverage.
 
     Args:
         scores: Judge calls of ONE candidate on one set of targets (any number of repeats).
-        ratings: Ratings of (at least) those targets.
+        ratings: Ratings of (at least) those targets, or their :class:`IndexedRatings`.
     """
     n_calls = int(len(scores))
-    outcome = scores["outcome"]
+    outcomes = Counter(scores["outcome"].tolist())  # three pandas comparisons cost more on a few dozen calls
     cols, _ = _pairs(scores, ratings)
     errors = np.asarray(cols["judge"], dtype=np.float64) - np.asarray(cols["rater"], dtype=np.float64)
     by_repeat: dict[int, list[float]] = {}
@@ -143,9 +176,9 @@ def agreement(scores: pd.DataFrame, ratings: pd.DataFrame) -> Agreement:
         mae=float(np.abs(errors).mean()) if len(errors) else None,
         signed_error=float(errors.mean()) if len(errors) else None,
         repeat_sd=float(np.std(list(per_repeat.values()), ddof=1)) if len(per_repeat) > 1 else None,
-        coverage=float((outcome == "score").mean()) if n_calls else 0.0,
-        n_not_evaluable=int((outcome == "not_evaluable").sum()) if n_calls else 0,
-        n_model_failures=int((outcome == "model_failure").sum()) if n_calls else 0,
+        coverage=outcomes["score"] / n_calls if n_calls else 0.0,
+        n_not_evaluable=outcomes["not_evaluable"],
+        n_model_failures=outcomes["model_failure"],
         n_calls=n_calls,
         n_pairs=len(errors),
         n_targets=int(scores["target_id"].nunique()) if n_calls else 0,
@@ -178,25 +211,26 @@ def constant_agreement(value: float, ratings: pd.DataFrame) -> Agreement:
     )
 
 
-def rater_ceiling(ratings: pd.DataFrame) -> tuple[float | None, int]:
+def rater_ceiling(ratings: pd.DataFrame | IndexedRatings) -> tuple[float | None, int]:
     """Physician-vs-physician MAE: mean |r_a - r_b| over every pair of raters on each target.
+
+    Args:
+        ratings: Long ratings (``criterion, target_id, rater_id, score``) or their
+            :class:`IndexedRatings`; not-evaluable ratings are left out.
 
     Returns:
         ``(mae, n_pairs)``; ``(None, 0)`` when no target has two numeric ratings.
     """
-    r = numeric_ratings(ratings)
     diffs: list[float] = []
-    for _, g in r.groupby(["criterion", "target_id"]):
-        values = g["score"].to_numpy()
-        for i in range(len(values)):
-            for j in range(i + 1, len(values)):
-                diffs.append(abs(values[i] - values[j]))
+    for rated in IndexedRatings.of(ratings)._rated.values():
+        for i, (_, value) in enumerate(rated):
+            diffs.extend(abs(value - other) for _, other in rated[i + 1:])
     if not diffs:
         return None, 0
     return float(np.mean(diffs)), len(diffs)
 
 
-def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings) -> pd.DataFrame:
     """The judge as one more rater (HealthBench-style meta-evaluation), leave one rater out.
 
     For every physician: how far the judge is from them, next to how far the *other*
@@ -207,7 +241,7 @@ def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
 
     Args:
         scores: Judge calls of one candidate (any repeats).
-        ratings: The physicians' ratings of those targets.
+        ratings: The physicians' ratings of those targets, or their :class:`IndexedRatings`.
 
     Returns:
         One row per rater: ``rater_id``, ``n_targets``, ``judge_mae`` (mean |judge - rater|
@@ -215,8 +249,9 @@ def judge_as_rater(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
         ``peers_mae`` (mean |other physician - rater|), ``peer_pairs``; sorted by rater id.
         Empty when no target has two numeric ratings.
     """
-    shared = {key: rated for key, rated in _rating_index(ratings).items() if len({rater for rater, _ in rated}) >= 2}
-    cols, _ = _pairs(scores, ratings, shared)
+    index = IndexedRatings.of(ratings)
+    shared = {key: rated for key, rated in index._rated.items() if len({rater for rater, _ in rated}) >= 2}
+    cols, _ = _pairs(scores, index, shared)
     judged: dict[object, list[float]] = {}  # rater -> [sum |judge - rater|, pairs]
     for rater, judge, rating in zip(cols["rater_id"], cols["judge"], cols["rater"], strict=True):
         _add(judged, rater, abs(judge - rating))
@@ -247,7 +282,7 @@ def _mean(acc: list[float] | None) -> float | None:
     return acc[0] / acc[1] if acc and acc[1] else None
 
 
-def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+def item_errors(scores: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings) -> pd.DataFrame:
     """Per-target error of one candidate, worst first (for the mutation prompt).
 
     Returns:

@@ -10,6 +10,8 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from evolve.errors import DataError
+from evolve.stats._agreement import IndexedRatings, _pairs
 from evolve.stats._pairs import (
     category_codes,
     check_labels,
@@ -76,13 +78,13 @@ def _check_settings(n_boot: int, confidence: float) -> None:
 class _Clusters:
     """Pairs sorted by cluster, with where each cluster's rows start and how many there are."""
 
-    def __init__(self, pairs: pd.DataFrame, cluster: str) -> None:
+    def __init__(self, ids: pd.Series | np.ndarray) -> None:
         try:  # sorted ids: the draws do not depend on the row order of the frame
-            codes, uniques = pd.factorize(pairs[cluster], sort=True)
+            codes, uniques = pd.factorize(ids, sort=True)
         except TypeError:  # ids of mixed, unorderable types: first-appearance order
-            codes, uniques = pd.factorize(pairs[cluster], sort=False)
+            codes, uniques = pd.factorize(ids, sort=False)
         self.n_clusters = len(uniques)
-        self.n_pairs = len(pairs)
+        self.n_pairs = len(ids)
         self.order = np.argsort(codes, kind="stable")
         self.codes = codes.astype(np.intp)
         self.lengths = np.bincount(codes, minlength=self.n_clusters)
@@ -146,7 +148,7 @@ class ClusterMeans:
 
     def __init__(self, case_ids: Iterable[str], n_boot: int, seed: int, confidence: float = 0.95) -> None:
         self.cases = sorted(set(case_ids))
-        self.index = pd.Index(self.cases, dtype=object)
+        self._code = {case: code for code, case in enumerate(self.cases)}
         self.n_boot = n_boot
         self.confidence = confidence
         g = len(self.cases)
@@ -169,7 +171,7 @@ class ClusterMeans:
         v, ids = v[keep], ids[keep]
         if not v.size:
             return math.nan, np.full(self.n_boot, math.nan), 0
-        codes = self.index.get_indexer(ids)
+        codes = np.fromiter((self._code.get(case, -1) for case in ids), dtype=np.intp, count=len(ids))
         if (codes < 0).any():
             raise ValueError("an observation's case is not among the resampled cases")
         sums = np.bincount(codes, weights=v, minlength=len(self.cases))
@@ -231,7 +233,7 @@ def cluster_bootstrap(
     _check_settings(n_boot, confidence)
     check_pairs_frame(pairs, cluster)
     judge, rater = check_pair(pairs["judge"].to_numpy(), pairs["rater"].to_numpy())
-    clusters = _Clusters(pairs, cluster)
+    clusters = _Clusters(pairs[cluster])
     estimate = statistic(judge, rater)
     replicates = np.full(n_boot, np.nan)
     if clusters.n_clusters:
@@ -283,10 +285,14 @@ def agreement_table(
             outside ``labels``.
     """
     scale, judge, rater = _checked(pairs, labels, n_boot, confidence, cluster)
+    return _table(scale, judge, rater, _Clusters(pairs[cluster]), n_boot, seed, confidence)
+
+
+def _table(scale: npt.NDArray[np.float64], judge: np.ndarray, rater: np.ndarray, clusters: _Clusters, n_boot: int,
+           seed: int, confidence: float) -> dict[str, Interval]:
+    """:func:`agreement_table` of checked pairs (its arguments as arrays, the clusters of their ids)."""
     judge_codes = category_codes(judge, scale, "judge")
     rater_codes = category_codes(rater, scale, "rater")
-    clusters = _Clusters(pairs, cluster)
-
     estimates = {
         "mae": mae(judge, rater),
         "signed_error": signed_error(judge, rater),
@@ -303,6 +309,52 @@ def agreement_table(
             for name, values in table_statistics(boot.reshape(-1, k, k), scale).items():
                 replicates[name][start : start + len(values)] = values
     return {name: _interval(estimates[name], replicates[name], confidence, clusters) for name in STATISTICS}
+
+
+def judge_agreement_table(
+    scores: pd.DataFrame,
+    ratings: pd.DataFrame | IndexedRatings,
+    labels: Sequence[float],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Interval]:
+    """:func:`agreement_table` of one candidate's judge calls against the ratings, clustered by
+    case: the same intervals as ``agreement_table(judge_pairs(scores, ratings), labels)``
+    without building the pairs frame (a report asks for a dozen of these per criterion).
+
+    Args:
+        scores: Judge calls (``scores.csv`` rows) with ``criterion, target_id, case_id,
+            repeat, outcome, score``; calls without a numeric score are left out.
+        ratings: The physicians' ratings of those targets, or their
+            :class:`~evolve.stats.IndexedRatings`.
+        labels: The criterion's full ordinal scale, strictly increasing.
+        n_boot: Replicates, >= 1.
+        seed: Seed of the ``numpy.random.default_rng`` stream.
+        confidence: Nominal coverage, strictly between 0 and 1.
+
+    Returns:
+        ``{name: Interval}`` with the keys of :func:`agreement_table`; ``n_pairs`` 0 and ``nan``
+        everywhere when no call pairs with a numeric rating.
+
+    Raises:
+        ValueError: Bad ``labels``, ``n_boot`` or ``confidence``.
+        DataError: ``scores`` has no ``case_id`` column or a missing case id, or a score is
+            outside ``labels``.
+    """
+    _check_settings(n_boot, confidence)
+    scale = check_labels(labels)
+    if "case_id" not in scores.columns:
+        raise DataError(f"judge calls lack a 'case_id' column (have {list(scores.columns)}); fix: pass the run's "
+                        "scores.csv rows, which name the case of every call (the resampling unit)")
+    cols, _ = _pairs(scores, IndexedRatings.of(ratings))
+    ids = pd.Series(cols["case_id"], dtype=scores["case_id"].dtype)
+    if ids.isna().any():
+        raise DataError(f"judge calls have {int(ids.isna().sum())} missing case ids; fix: every call needs the id "
+                        "of the case it belongs to (the resampling unit)")
+    judge, rater = check_pair(np.asarray(cols["judge"], dtype=np.float64), np.asarray(cols["rater"], dtype=np.float64))
+    return _table(scale, judge, rater, _Clusters(ids), n_boot, seed, confidence)
 
 
 def _checked(pairs: pd.DataFrame, labels: Sequence[float], n_boot: int, confidence: float,
@@ -376,7 +428,7 @@ def constant_agreement_table(
     scale, _, rater = _checked(pairs, labels, n_boot, confidence, cluster)
     judge = np.full(rater.shape, float(value))
     rater_codes = category_codes(rater, scale, "rater")
-    clusters = _Clusters(pairs, cluster)
+    clusters = _Clusters(pairs[cluster])
     estimates = {"mae": mae(judge, rater), "signed_error": signed_error(judge, rater),
                  "class_balanced_mae": class_balanced_mae(judge, rater, list(scale))}
     replicates = {name: np.full(n_boot, np.nan) for name in CONSTANT_STATISTICS}

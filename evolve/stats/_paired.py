@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from evolve.stats._agreement import _pairs, _rating_index
+from evolve.stats._agreement import IndexedRatings, _pairs
 
 __all__ = ["MIN_CASES", "PairedDifference", "Verdict", "holm", "paired_difference", "paired_mae_difference", "shift_interval",
            "sign_flip_test"]
@@ -243,7 +243,7 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 
 
 def paired_mae_difference(
-    a: pd.DataFrame, b: pd.DataFrame, ratings: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0,
+    a: pd.DataFrame, b: pd.DataFrame, ratings: pd.DataFrame | IndexedRatings, *, n_boot: int = 2000, seed: int = 0,
     confidence: float = 0.95, min_cases: int = MIN_CASES,
 ) -> PairedDifference:
     """Compare two candidates judged on the same targets with the same seeds (paired by target,
@@ -259,7 +259,8 @@ def paired_mae_difference(
     Args:
         a, b: Judge calls of each candidate (``scores.csv`` rows: ``criterion``, ``target_id``,
             ``case_id``, ``repeat``, ``outcome``, ``score``).
-        ratings: The physicians' ratings of those targets.
+        ratings: The physicians' ratings of those targets, or their
+            :class:`~evolve.stats.IndexedRatings`.
         n_boot: Accepted for compatibility and unused: the interval no longer comes from a
             bootstrap.
         seed: Seed of the random sign patterns (used only above 14 cases, where exact
@@ -274,8 +275,8 @@ def paired_mae_difference(
         ValueError: ``confidence`` is not strictly between 0 and 1.
     """
     del n_boot
-    rated = _rating_index(ratings)
-    (pa, _), (pb, _) = _pairs(a, ratings, rated), _pairs(b, ratings, rated)
+    index = IndexedRatings.of(ratings)
+    (pa, _), (pb, _) = _pairs(a, index), _pairs(b, index)
     key = ("criterion", "target_id", "repeat", "rater_id")
     errors_b: dict[tuple[object, ...], list[float]] = {}  # a dict join: the engine races with it after every batch
     for k, judge, rater in zip(zip(*(pb[name] for name in key)), pb["judge"], pb["rater"], strict=True):

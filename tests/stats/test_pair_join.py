@@ -10,14 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evolve.errors import DataError
 from evolve.stats import (
+    ClusterMeans,
+    IndexedRatings,
     agreement,
+    agreement_table,
     item_errors,
+    judge_agreement_table,
     judge_as_rater,
     judge_pairs,
     numeric_ratings,
     paired_difference,
     paired_mae_difference,
+    rater_ceiling,
     rater_pairs,
 )
 
@@ -160,3 +166,80 @@ def test_rater_pairs_match_the_pandas_self_merge(seed):
     if seed % 5 == 0:  # whole-number scores with a half point
         ratings = ratings.assign(score=ratings["score"].replace({"1": "1.5"}))
     pd.testing.assert_frame_equal(rater_pairs(ratings), merged_rater_pairs(ratings))
+
+
+def grouped_rater_ceiling(ratings: pd.DataFrame) -> tuple[float | None, int]:
+    diffs = []
+    for _, g in numeric_ratings(ratings).groupby(["criterion", "target_id"]):
+        values = g["score"].to_numpy()
+        diffs += [abs(values[i] - values[j]) for i in range(len(values)) for j in range(i + 1, len(values))]
+    return (float(np.mean(diffs)), len(diffs)) if diffs else (None, 0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rater_ceiling_matches_the_pandas_groupby(seed):
+    _, ratings = _frames(seed)
+    if seed % 5 == 0:  # a half point
+        ratings = ratings.assign(score=ratings["score"].replace({"1": "1.5"}))
+    got, reference = rater_ceiling(ratings), grouped_rater_ceiling(ratings)
+    assert got[1] == reference[1] and got[0] == (pytest.approx(reference[0]) if reference[1] else None)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::2])
+def test_every_join_gives_the_same_with_indexed_ratings_as_with_the_frame(seed):
+    scores, ratings = _frames(seed)
+    indexed = IndexedRatings(ratings)
+    assert IndexedRatings.of(indexed) is indexed and indexed.frame is ratings
+    pd.testing.assert_frame_equal(judge_pairs(scores, indexed), judge_pairs(scores, ratings))
+    pd.testing.assert_frame_equal(item_errors(scores, indexed), item_errors(scores, ratings))
+    pd.testing.assert_frame_equal(judge_as_rater(scores, indexed), judge_as_rater(scores, ratings))
+    assert agreement(scores, indexed) == agreement(scores, ratings)
+    assert rater_ceiling(indexed) == rater_ceiling(ratings)
+    if "case_id" in scores.columns:
+        other = scores.assign(score=[str((int(x) + 1) % 4) if x else "" for x in scores["score"]])
+        assert paired_mae_difference(scores, other, indexed, seed=1).model_dump() == pytest.approx(
+            paired_mae_difference(scores, other, ratings, seed=1).model_dump(), nan_ok=True)
+
+
+def test_indexed_ratings_keep_the_numbers_they_were_built_from():
+    scores, ratings = _frames(1)
+    indexed = IndexedRatings(ratings)
+    before = agreement(scores, ratings)
+    ratings["score"] = "3"  # changed afterwards: the index does not see it
+    assert agreement(scores, indexed) == before
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_judge_agreement_table_is_the_table_of_the_judge_pairs(seed):
+    scores, ratings = _frames(seed)
+    if "case_id" not in scores.columns:
+        with pytest.raises(DataError, match="case_id"):
+            judge_agreement_table(scores, ratings, [0, 1, 2, 3], n_boot=20)
+        return
+    got = judge_agreement_table(scores, IndexedRatings(ratings), [0, 1, 2, 3], n_boot=40, seed=seed)
+    reference = agreement_table(judge_pairs(scores, ratings)[["case_id", "judge", "rater"]], [0, 1, 2, 3], n_boot=40,
+                                seed=seed)
+    assert list(got) == list(reference)
+    for name in got:
+        assert got[name].model_dump() == pytest.approx(reference[name].model_dump(), nan_ok=True)
+    assert got["mae"].n_pairs == len(judge_pairs(scores, ratings))
+
+
+def test_judge_agreement_table_refuses_a_missing_case_id_and_a_score_off_the_scale():
+    scores, ratings = _frames(2)  # 13 pairs, judge scores 0-3
+    with pytest.raises(DataError, match="missing case ids"):
+        judge_agreement_table(scores.assign(case_id=None), ratings, [0, 1, 2, 3])
+    with pytest.raises(DataError, match="outside the scale"):
+        judge_agreement_table(scores, ratings, [0, 1, 2])
+
+
+def test_cluster_means_reuse_one_set_of_draws_and_refuse_an_unknown_case():
+    means = ClusterMeans(["b", "a", "b", "c"], n_boot=200, seed=3)
+    estimate, reps, n = means.mean(["b", "a", "b", "x"][:3], [1.0, 2.0, float("nan")])
+    assert (estimate, n) == (1.5, 2)
+    weights = means.weights  # replicate x case (cases sorted: a, b, c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = (weights @ np.array([2.0, 1.0, 0.0])) / (weights @ np.array([1.0, 1.0, 0.0]))
+    np.testing.assert_array_equal(reps, expected)
+    with pytest.raises(ValueError, match="not among the resampled cases"):
+        means.mean(["a", "x"], [1.0, 2.0])
