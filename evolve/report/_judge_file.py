@@ -26,10 +26,9 @@ from evolve.calibrated import (
     SeedPolicy,
     read_candidates,
 )
-from evolve.config import load_run_config
 from evolve.outputs import BaselineRow, CalibrationReport, CriterionReport, SplitStatistics, Verdicts
-from evolve.rubric import RubricBundle, run_prompts_root
-from evolve.runs import CalibrationFolder
+from evolve.report._inputs import RunInputs, read_inputs
+from evolve.rubric import RubricBundle
 from evolve.stats import median_baseline, numeric_ratings
 
 __all__ = ["build_judge_file"]
@@ -67,19 +66,15 @@ def build_judge_file(run_dir: Path | str, report: CalibrationReport, *, prompts_
         RunError: Missing artifacts (``config.json``, ``scores.csv``, ``candidates.csv``, the pack).
         RubricError: The run's rubric cannot be loaded.
     """
-    from evolve.data import load_pack
+    return judge_file_of(read_inputs(run_dir, prompts_root), report)
 
-    run_dir = Path(run_dir)
-    folder = CalibrationFolder(run_dir)
-    config = load_run_config(run_dir)
-    root = run_prompts_root(folder.prompts_root, prompts_root if prompts_root is not None else config.prompts_root)
+
+def judge_file_of(inputs: RunInputs, report: CalibrationReport) -> JudgeFile:
+    """:func:`build_judge_file` of a run's inputs read once (:func:`read_inputs`)."""
+    run_dir, config, pack, scores, ratings = inputs.run_dir, inputs.config, inputs.pack, inputs.scores, inputs.ratings
     rubric_id = report.rubric.id
-    bundle = RubricBundle.load(rubric_id, root=root)
+    bundle = RubricBundle.load(rubric_id, root=inputs.root)
     files = {rel: data.decode("utf-8") for rel, data in bundle.files().items()}
-    scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
-    assert scores is not None  # required
-    pack = load_pack(config.pack, prompts_root=root)
-    ratings = pack.ratings_frame()
     has_statement = {t.target_id: bool(t.statement) for t in pack.targets}
     texts = {c.candidate_id: c.text for c in read_candidates(run_dir, required=("candidate_id", "criterion", "text"))}
     criteria = {}

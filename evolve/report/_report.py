@@ -29,12 +29,13 @@ from evolve.outputs import (
 )
 from evolve.report._frames import rows_by
 from evolve.report._holm import mark_holm
-from evolve.report._judge_file import build_judge_file
+from evolve.report._inputs import RunInputs, read_inputs
+from evolve.report._judge_file import judge_file_of
 from evolve.report._pages import calibration_html
 from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_entries, render_holdout
 from evolve.report._settings import N_BOOT, ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
-from evolve.rubric import Rubric, load_rubric, run_prompts_root, snapshot_changes
+from evolve.rubric import Rubric, load_rubric, snapshot_changes
 from evolve.runs import CalibrationFolder
 from evolve.stats import (
     MIN_CASES,
@@ -206,20 +207,15 @@ def build_report(run_dir: Path, *, n_boot: int = N_BOOT, seed: int = 0,
     Raises:
         RunError: Missing artifacts.
     """
-    from evolve.config import load_run_config
-    from evolve.data import load_pack
+    return _report_of(read_inputs(run_dir, prompts_root), n_boot=n_boot, seed=seed, holdout=holdout)
 
-    run_dir = Path(run_dir)
-    config = load_run_config(run_dir)
-    if prompts_root is not None:  # a run without its own rubric copy reads its rubric from there
-        config = config.model_copy(update={"prompts_root": Path(prompts_root)})
-    folder = CalibrationFolder(run_dir)
-    scores = folder.read_frame(folder.SCORES, dtype={"target_id": str, "case_id": str})
+
+def _report_of(inputs: RunInputs, *, n_boot: int, seed: int, holdout: bool) -> CalibrationReport:
+    """:func:`build_report` of a run's inputs read once (:func:`read_inputs`)."""
+    run_dir, folder, config, root, pack = inputs.run_dir, inputs.folder, inputs.config, inputs.root, inputs.pack
+    scores, ratings = inputs.scores, inputs.ratings
     cands = folder.read_frame(folder.CANDIDATES, keep_default_na=False, dtype=str)
-    assert scores is not None and cands is not None  # required files
-    root = run_prompts_root(folder.prompts_root, config.prompts_root)  # the run's own copy of its rubric
-    pack = load_pack(config.pack, prompts_root=root)
-    ratings = pack.ratings_frame()
+    assert cands is not None  # a required file
     rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     audit = _read_audit(run_dir)
     exclusions = folder.read_frame(folder.EXCLUSIONS, optional=True)
@@ -1036,7 +1032,8 @@ def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, htm
     folder = CalibrationFolder(run_dir)
     with folder.exclusive():  # before reading: a run still being written is refused, naming its writer
         settings = report_settings(settings, n_boot)
-        report = build_report(run_dir, n_boot=settings.replicates, seed=seed, prompts_root=prompts_root, holdout=holdout)
+        inputs = read_inputs(run_dir, prompts_root)  # once for the report and the judge file
+        report = _report_of(inputs, n_boot=settings.replicates, seed=seed, holdout=holdout)
         folder.write(folder.REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         markdown = render_markdown(report)
         folder.write(folder.REPORT_MD, markdown)
@@ -1047,5 +1044,5 @@ def write_report(run_dir: Path, *, n_boot: int | None = None, seed: int = 0, htm
         macro.update(criterion="macro", name=f"macro mean over {len(table)} criteria")
         folder.write(folder.TABLE5, pd.concat([table, pd.DataFrame([macro], columns=TABLE5_COLUMNS)], ignore_index=True).to_csv(index=False))
         folder.write(folder.AGREEMENT, pd.DataFrame(agreement_records(report), columns=AGREEMENT_COLUMNS).to_csv(index=False))
-        write_judge_file(folder / folder.JUDGE, build_judge_file(run_dir, report, prompts_root=prompts_root))
+        write_judge_file(folder / folder.JUDGE, judge_file_of(inputs, report))
     return report

@@ -148,6 +148,20 @@ def test_evolve_report_writes_the_judge_file_of_an_older_run(run: Path) -> None:
     assert load_judge_file(run).criteria["entailment"].winner.text is not None
 
 
+def test_a_report_reads_the_run_once_and_writes_the_judge_file_build_judge_file_gives(run: Path, monkeypatch) -> None:
+    import evolve.data
+    from evolve.report import build_judge_file, build_report, write_report
+
+    loads: list[Path] = []
+    load_pack = evolve.data.load_pack
+    monkeypatch.setattr(evolve.data, "load_pack", lambda path, **kw: loads.append(Path(path)) or load_pack(path, **kw))
+    report = write_report(run, n_boot=20)
+    assert len(loads) == 1  # one read of the pack serves the report and the judge file
+    written = load_judge_file(run).model_dump(exclude={"created_at"})
+    assert written == build_judge_file(run, build_report(run, n_boot=20)).model_dump(exclude={"created_at"})
+    assert report == build_report(run, n_boot=20)
+
+
 def test_bad_judge_files_are_refused_in_words(tmp_path: Path, run: Path) -> None:
     with pytest.raises(RunError, match="no such file"):
         load_judge_file(tmp_path / "nowhere.json")
