@@ -38,7 +38,10 @@ def _build_wheel(tmp: Path, env: dict[str, str]) -> Path:
         else:
             src.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", tmp / "dist", src], cwd=tmp, env=env, timeout=600)
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", tmp / "dist", src], cwd=tmp, env=env,
+                 timeout=600)
+    # setuptools' deprecations are builds that stop working on a date (the license table did, 2027-02-18)
+    assert "SetuptoolsDeprecationWarning" not in built.stdout + built.stderr
     (wheel,) = (tmp / "dist").glob("evolve-*.whl")
     return wheel
 
@@ -85,6 +88,9 @@ def test_wheel_installed_outside_the_checkout_calibrates_the_example(tmp_path):
     wheel = _build_wheel(tmp_path, env)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "evolve/py.typed" in names
+    (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    metadata = zipfile.ZipFile(wheel).read(metadata_name).decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
     assert _shipped_rubric_files() <= names  # every rubric, protocol and initial guidance ships
     assert not [n for n in names if n.startswith(("judge_prompts/", "tests/"))]  # nothing outside the package
 
