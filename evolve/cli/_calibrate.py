@@ -103,8 +103,9 @@ RacingOption = Annotated[Optional[str], typer.Option(
     "--racing", help="'on' (default): judge a mutant on growing batches of training targets and stop it once a paired "
     "test finds it unlikely to beat the best (p < 0.5); 'off': every mutant on every training target (the paper).")]
 SelectionOption = Annotated[Optional[str], typer.Option(
-    "--selection", help="'robust' (default): re-judge the initial prompts and the 2 best mutants with a fresh seed, "
-    "lowest MAE over all their calls wins; 'paper': lowest training MAE (consilium paper, calibration).")]
+    "--selection", help="'robust' (default): re-judge the initial prompts and the 3 best mutants on training with 2 "
+    "fresh seeds each (selection.finalists, selection.finalist_repeats), lowest MAE over all their calls wins; 'paper': "
+    "lowest training MAE (consilium paper, calibration).")]
 SeedOption = Annotated[Optional[int], typer.Option(help="Master seed.")]
 MinCoverageOption = Annotated[Optional[float], typer.Option(
     help="Least share of numeric judge scores for a selectable candidate.")]

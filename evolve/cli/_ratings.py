@@ -26,7 +26,7 @@ TABLE: Any = OptionGroup({
     "layout": Annotated[Optional[str], typer.Option(
         "--layout", help="table: long (one rating per row; default) or wide (one score column per criterion).")],
     "not_evaluable": Annotated[Optional[list[str]], typer.Option(
-        "--not-evaluable", help="table: a cell value that marks a rating not evaluable, e.g. Unsure (repeatable).")],
+        "--not-evaluable", help="table: a cell value that marks a rating not evaluable, e.g. Unsure; '' for blank cells (repeatable).")],
     "score_map": Annotated[Optional[list[str]], typer.Option(
         "--score-map", help="table: CRITERION:LABEL=N maps a label to a score, e.g. 'correctness:Definitely correct=3' "
                             "('*:LABEL=N' for every criterion; repeatable).")],

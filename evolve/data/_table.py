@@ -722,12 +722,13 @@ class _Rows:
         self.n_cells += 1
         text = cell_text(value)
         crit = self._criterion(criterion, where, order) if text or criterion else None
-        if not text:
+        if not text and "" not in self.not_evaluable:  # not_evaluable=[""]: a blank cell is a not-evaluable rating
             if self.skip_empty:
                 self.skipped[criterion] = self.skipped.get(criterion, 0) + 1
                 return
-            self.bad(where, column, "empty score", "Fill in a score, mark it with a --not-evaluable value, "
-                     "or pass --skip-empty to skip empty cells (they are counted).", order)
+            self.bad(where, column, "empty score", "Fill in a score, count blank cells as not evaluable with "
+                     "--not-evaluable '' (Python: not_evaluable=['']), or skip them with --skip-empty (Python: "
+                     "skip_empty=True; they are counted).", order)
             return
         if crit is None:
             return
@@ -832,10 +833,12 @@ def import_frame(
             ``criterion:<id>`` and ``comment:<id>``). Unmapped fields use a column named like
             the field, if present.
         layout: ``"long"`` (one rating per row) or ``"wide"`` (one score column per criterion).
-        not_evaluable: Cell values (after stripping) that mark a rating not evaluable, e.g. ``("Unsure",)``.
+        not_evaluable: Cell values (after stripping) that mark a rating not evaluable, e.g. ``("Unsure",)``;
+            ``""`` makes blank score cells not-evaluable ratings.
         score_map: ``{criterion: {label: score}}`` for cells written as labels; key ``"*"``
             applies to every criterion. Integers are always read as scores.
-        skip_empty: Skip empty score cells (counted in :class:`TableCounts`) instead of failing.
+        skip_empty: Skip empty score cells (counted in :class:`TableCounts`) instead of failing;
+            not together with ``""`` in ``not_evaluable``.
         prompts_root: Where to look a rubric id up first.
         description, source, importer, source_sha256: Manifest fields (a default description
             lists the counts).
@@ -860,6 +863,10 @@ def import_frame(
     if not _ID_RE.match(name):
         raise PackError(f"pack name {name!r} is not a valid name (letters, digits and . _ : / -, starting with a "
                         "letter or digit); pass another name (--name).")
+    marks = frozenset(v.strip() for v in not_evaluable)
+    if skip_empty and "" in marks:
+        raise PackError("blank score cells cannot be both skipped (--skip-empty; Python: skip_empty=True) and counted "
+                        "as not evaluable (--not-evaluable ''; Python: not_evaluable=['']); choose one.")
     problems = Problems(heading or f"cannot import the table of pack {name!r}", PackError, MAX_REPORTED_PROBLEMS)
     present = [str(c) for c in frame.columns]
     if len(set(present)) != len(present):
@@ -872,7 +879,7 @@ def import_frame(
         rated = "rater" in (columns or {}) or any(c in present for c in _DEFAULT_COLUMNS["rater"])
     mapping = _resolve_mapping(present, dict(columns or {}), layout, rub, problems, file, rated=rated)
     problems.raise_if_any()
-    rows = _Rows(rub, mapping, frozenset(v.strip() for v in not_evaluable), dict(score_map or {}), skip_empty, problems,
+    rows = _Rows(rub, mapping, marks, dict(score_map or {}), skip_empty, problems,
                  rated=rated)
     for i, record in enumerate(records):
         rows.add({str(k): v for k, v in record.items()}, where[i], i)

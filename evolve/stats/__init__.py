@@ -18,7 +18,7 @@ three physicians give six rows. Every statistic below is computed over these row
   a small MAE but a large class-balanced MAE.
 - ``qwk`` - quadratic weighted kappa (Cohen 1968): agreement corrected for what the two
   score distributions would give by chance, distant disagreements costing more.
-- ``krippendorff_alpha_ordinal`` - Krippendorff's alpha with the ordinal metric
+- ``krippendorff_alpha`` (:func:`krippendorff_alpha_ordinal`) - Krippendorff's alpha with the ordinal metric
   (Krippendorff 2011/2019), another chance-corrected coefficient that respects order
   without assuming equal spacing, and the one to compare with physician-vs-physician
   reliability.
@@ -29,8 +29,13 @@ An undefined value (no pairs, every score in one category, a constant side) is `
 an exception.
 
 **From run tables to pairs.** :func:`agreement`, :func:`judge_pairs`, :func:`rater_ceiling`
-and friends turn a run's long tables (judge ``scores``, physician ``ratings``) into the
-fitness, its coverage and the pairs above; the engine and the report share them. Each join
+and friends turn a run's long tables into the fitness, its coverage and the pairs above; the
+engine and the report share them. The tables: judge ``scores``, one row per judge call with
+``criterion, target_id, case_id, repeat, outcome, score`` (``outcome`` one of ``score``,
+``not_evaluable``, ``model_failure``; only ``score`` rows pair), as in a run's ``scores.csv``;
+physician ``ratings``, one row per rating with ``criterion, target_id, rater_id, score`` (an
+empty score, a not-evaluable rating, never pairs), as :meth:`evolve.data.RatingPack.ratings_frame`
+gives them. Each join
 looks the ratings up by (criterion, target); :class:`IndexedRatings` builds that lookup once
 for a caller that joins many candidates with the same ratings, and every join takes it in
 place of the ratings frame.

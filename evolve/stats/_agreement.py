@@ -89,8 +89,9 @@ class IndexedRatings:
     afterwards.
 
     Args:
-        ratings: One row per rating with ``criterion, target_id, rater_id, score`` (see the
-            module docstring); not-evaluable ratings are left out of the index.
+        ratings: One row per rating with ``criterion, target_id, rater_id, score``
+            (:meth:`evolve.data.RatingPack.ratings_frame`); ratings without a numeric score (not
+            evaluable) are left out of the index.
 
     Attributes:
         frame: The ratings it was built from.

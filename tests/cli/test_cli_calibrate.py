@@ -197,3 +197,16 @@ def test_a_command_run_in_process_gives_the_callers_sigterm_handler_back(tmp_pat
                                      "--max-attempts", "2", "--batch-size", "1", "--no-audit"])
     assert result.exit_code == 2 and endpoint.calls > 0, result.output  # it ran, and failed in words
     assert signal.getsignal(signal.SIGTERM) is mine
+
+
+def test_the_selection_help_states_the_configured_finalists_and_seeds():
+    """The help is written out (the command line loads no configuration for --help); it must say
+    what the defaults are."""
+    import typer.main
+
+    from evolve.config import SelectionSettings
+
+    command = typer.main.get_command(app).commands["calibrate"]  # type: ignore[attr-defined]
+    (selection,) = [p for p in command.params if "--selection" in p.opts]
+    defaults = SelectionSettings()
+    assert f"the {defaults.finalists} best mutants on training with {defaults.finalist_repeats} fresh seeds" in selection.help

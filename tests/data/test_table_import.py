@@ -217,11 +217,24 @@ def test_empty_score_is_an_error_unless_skipped_and_then_counted():
     frame.loc[1, "score"] = ""
     with pytest.raises(PackError) as exc:
         import_frame(frame, rubric=RUBRIC, name="empty")
-    assert _problem_lines(exc) == ["  - row 3, column 'score': empty score. Fill in a score, mark it with a "
-                                   "--not-evaluable value, or pass --skip-empty to skip empty cells (they are counted)."]
+    assert _problem_lines(exc) == ["  - row 3, column 'score': empty score. Fill in a score, count blank cells as "
+                                   "not evaluable with --not-evaluable '' (Python: not_evaluable=['']), or skip them "
+                                   "with --skip-empty (Python: skip_empty=True; they are counted)."]
     counts = import_frame(frame, rubric=RUBRIC, name="empty", skip_empty=True).counts
     assert (counts.n_rows, counts.n_cells, counts.n_scored, counts.n_skipped_empty) == (4, 4, 3, 1)
     assert counts.n_cells == counts.n_scored + counts.n_not_evaluable + counts.n_skipped_empty
+
+
+def test_blank_cells_are_not_evaluable_ratings_when_asked():
+    frame = LONG.copy()
+    frame.loc[1, "score"] = "  "
+    frame.loc[2, "score"] = None
+    result = import_frame(frame, rubric=RUBRIC, name="blank", not_evaluable=[""])
+    assert [r.not_evaluable for r in result.pack.ratings] == [False, True, True, False]
+    counts = result.counts
+    assert (counts.n_cells, counts.n_scored, counts.n_not_evaluable, counts.n_skipped_empty) == (4, 2, 2, 0)
+    with pytest.raises(PackError, match="cannot be both skipped"):
+        import_frame(frame, rubric=RUBRIC, name="blank", not_evaluable=[""], skip_empty=True)
 
 
 def test_blank_rows_are_skipped_but_keep_row_numbers(tmp_path):
@@ -321,6 +334,9 @@ def test_cli_import_table_writes_a_pack_and_refuses_bad_input_without_writing(tm
     bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "row 4, column 'Support': empty score" in bad.output
     assert not out.exists()  # nothing written
+    blank = runner.invoke(app, [*args, "--not-evaluable", "", "--out", str(tmp_path / "packs" / "blank")])
+    assert blank.exit_code == 0, blank.output  # the blank cell is a not-evaluable rating
+    assert "3 rows, 3 rating cells: 1 scores, 2 not evaluable" in blank.output
     ok = runner.invoke(app, [*args, "--skip-empty", "--name", "my-pack"])
     assert ok.exit_code == 0, ok.output
     assert "2 cases, 2 targets, 2 ratings by 2 raters" in ok.output

@@ -1,0 +1,44 @@
+"""The README's loopback endpoint for a whole calibration serves one, as printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from evolve.cli import app
+from tests.conftest import REPO
+
+START, END = "<!-- loopback-example:start -->", "<!-- loopback-example:end -->"
+
+
+def _example() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1, "README.md must mark its loopback example once"
+    block = text.split(START, 1)[1].split(END, 1)[0].strip()
+    return block.removeprefix("```python\n").removesuffix("\n```") + "\n"
+
+
+def test_the_readme_loopback_endpoint_serves_a_calibration_without_a_failed_call(
+        tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    scope: dict = {}
+    exec(compile(_example(), "README.md (loopback example)", "exec"), scope)  # noqa: S102 - the README's own code
+    server = scope["server"]
+    try:
+        done = CliRunner().invoke(app, [
+            "calibrate", "--pack", str(tiny_pack_dir), "--splits", str(tiny_splits_dir), "--run-id", "readme",
+            "--archives-dir", str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "any",
+            "--accepted", "1", "--max-attempts", "2", "--batch-size", "1"])
+    finally:
+        server.close()
+    assert done.exit_code == 0, done.output
+    run = tmp_path / "archives" / "readme"
+    by_tag = json.loads((run / "report.json").read_text())["usage"]["by_tag"]
+    assert {tag: row["failures"] for tag, row in by_tag.items()} == {
+        "judge": 0, "mutation": 0, "audit": 0, "audit_embedding": 1}  # the one refused: no embeddings served
+    assert by_tag["judge"]["calls"] > 0 and by_tag["mutation"]["calls"] > 0 and by_tag["audit"]["calls"] > 0
+    assert (pd.read_csv(run / "candidates.csv")["status"] == "accepted").any()  # the mutant's answer was read
