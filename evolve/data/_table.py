@@ -721,8 +721,9 @@ class _Rows:
                 comment: str, column: str, where: str, order: int) -> None:
         self.n_cells += 1
         text = cell_text(value)
-        crit = self._criterion(criterion, where, order) if text or criterion else None
-        if not text and "" not in self.not_evaluable:  # not_evaluable=[""]: a blank cell is a not-evaluable rating
+        blank_marks = "" in self.not_evaluable  # not_evaluable=[""]: a blank cell is a not-evaluable rating
+        crit = self._criterion(criterion, where, order) if text or criterion or blank_marks else None
+        if not text and not blank_marks:
             if self.skip_empty:
                 self.skipped[criterion] = self.skipped.get(criterion, 0) + 1
                 return

@@ -235,6 +235,9 @@ def test_blank_cells_are_not_evaluable_ratings_when_asked():
     assert (counts.n_cells, counts.n_scored, counts.n_not_evaluable, counts.n_skipped_empty) == (4, 2, 2, 0)
     with pytest.raises(PackError, match="cannot be both skipped"):
         import_frame(frame, rubric=RUBRIC, name="blank", not_evaluable=[""], skip_empty=True)
+    frame.loc[1, "criterion"] = ""  # a blank rating of no criterion is still an error, named
+    with pytest.raises(PackError, match="row 3, column 'criterion': empty criterion"):
+        import_frame(frame, rubric=RUBRIC, name="blank", not_evaluable=[""])
 
 
 def test_blank_rows_are_skipped_but_keep_row_numbers(tmp_path):
