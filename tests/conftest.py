@@ -311,3 +311,14 @@ def ctrl_c_when():
 
     yield arm
     signal.signal(signal.SIGINT, previous)
+
+
+def readme_python_block(marker: str) -> str:
+    """The Python block between ``<!-- {marker}:start -->`` and ``<!-- {marker}:end -->`` of
+    README.md (each marker once)."""
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.count(start) == 1 and text.count(end) == 1, f"README.md must mark its {marker} block once"
+    block = text.split(start, 1)[1].split(end, 1)[0].strip()
+    assert block.startswith("```python\n") and block.endswith("\n```"), block[:80]
+    return block.removeprefix("```python\n").removesuffix("\n```") + "\n"

@@ -14,6 +14,7 @@ from evolve.errors import DataError
 from evolve.stats._agreement import IndexedRatings, _pairs
 from evolve.stats._pairs import (
     category_codes,
+    check_cluster_ids,
     check_labels,
     check_pair,
     check_pairs_frame,
@@ -350,9 +351,7 @@ def judge_agreement_table(
                         "scores.csv rows, which name the case of every call (the resampling unit)")
     cols, _ = _pairs(scores, IndexedRatings.of(ratings))
     ids = pd.Series(cols["case_id"], dtype=scores["case_id"].dtype)
-    if ids.isna().any():
-        raise DataError(f"judge calls have {int(ids.isna().sum())} missing case ids; fix: every call needs the id "
-                        "of the case it belongs to (the resampling unit)")
+    check_cluster_ids(ids, "the 'case_id' of the judge calls")
     judge, rater = check_pair(np.asarray(cols["judge"], dtype=np.float64), np.asarray(cols["rater"], dtype=np.float64))
     return _table(scale, judge, rater, _Clusters(ids), n_boot, seed, confidence)
 

@@ -116,9 +116,18 @@ def check_pairs_frame(pairs: pd.DataFrame, cluster: str) -> None:
             f"per (judge score, individual rating) and columns {cluster!r}, 'judge', 'rater' "
             "(e.g. evolve.calibration.judge_pairs plus the case id, or evolve.stats.rater_pairs)"
         )
-    if pairs[cluster].isna().any():
+    check_cluster_ids(pairs[cluster], f"pairs column {cluster!r}")
+
+
+def check_cluster_ids(ids: pd.Series, what: str) -> None:
+    """Raise :class:`DataError` naming ``what`` when an id of the resampling unit is missing.
+
+    Raises:
+        DataError: ``ids`` holds a missing value (None, NaN).
+    """
+    if ids.isna().any():
         raise DataError(
-            f"pairs column {cluster!r} has {int(pairs[cluster].isna().sum())} missing values; "
+            f"{what} has {int(ids.isna().sum())} missing values; "
             "fix: every pair needs the id of the case it belongs to (the resampling unit)"
         )
 

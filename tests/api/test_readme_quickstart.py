@@ -10,18 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, readme_python_block
 
-START, END = "<!-- quickstart:start -->", "<!-- quickstart:end -->"
+END = "<!-- quickstart:end -->"
 
 
 def quickstart_code() -> str:
     """The Python block between the quickstart markers of README.md."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert text.count(START) == 1 and text.count(END) == 1, "README.md must mark its quickstart block once"
-    block = text.split(START, 1)[1].split(END, 1)[0].strip()
-    assert block.startswith("```python\n") and block.endswith("\n```"), block[:80]
-    return block.removeprefix("```python\n").removesuffix("\n```") + "\n"
+    return readme_python_block("quickstart")
 
 
 def shown_output() -> str:

@@ -10,23 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
-from tests.conftest import REPO
-
-START, END = "<!-- loopback-example:start -->", "<!-- loopback-example:end -->"
-
-
-def _example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert text.count(START) == 1 and text.count(END) == 1, "README.md must mark its loopback example once"
-    block = text.split(START, 1)[1].split(END, 1)[0].strip()
-    return block.removeprefix("```python\n").removesuffix("\n```") + "\n"
+from tests.conftest import readme_python_block
 
 
 def test_the_readme_loopback_endpoint_serves_a_calibration_without_a_failed_call(
         tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
     scope: dict = {}
-    exec(compile(_example(), "README.md (loopback example)", "exec"), scope)  # noqa: S102 - the README's own code
+    exec(compile(readme_python_block("loopback-example"), "README.md (loopback example)", "exec"), scope)  # noqa: S102 - the README's own code
     server = scope["server"]
     try:
         done = CliRunner().invoke(app, [

@@ -227,7 +227,7 @@ def test_judge_agreement_table_is_the_table_of_the_judge_pairs(seed):
 
 def test_judge_agreement_table_refuses_a_missing_case_id_and_a_score_off_the_scale():
     scores, ratings = _frames(2)  # 13 pairs, judge scores 0-3
-    with pytest.raises(DataError, match="missing case ids"):
+    with pytest.raises(DataError, match="the 'case_id' of the judge calls has 13 missing values"):
         judge_agreement_table(scores.assign(case_id=None), ratings, [0, 1, 2, 3])
     with pytest.raises(DataError, match="outside the scale"):
         judge_agreement_table(scores, ratings, [0, 1, 2])
