@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
+
 READMES = sorted([REPO / "README.md", *REPO.glob("*/README.md")])
 NAME = re.compile(r"\bevolve(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
