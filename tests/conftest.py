@@ -29,26 +29,25 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Typer's ``CliRunner`` builds the click command tree of the app it is given on every
+    """Garbage collection tuned for one process running thousands of short tests (set before
+    collection, whose assert rewriting builds large syntax trees: with Python's defaults it ran
+    22 full collections, about 3 s of CPU): a young collection waits for 20,000 new objects
+    instead of 700 and the older generations are collected 5 and 10 times less often, so the
+    collector stops walking the suite's large, live heap again and again (on tests/cli and
+    tests/report, 3.9 s of garbage collection became 2.1 s). Cycles are freed a little later; no
+    test depends on when.
+
+    Typer's ``CliRunner`` builds the click command tree of the app it is given on every
     ``invoke`` (about 40 ms for ``evolve.cli.app``, which hundreds of tests invoke); the tree
     does not change, so the tests build it once. Any other app is built as before."""
     import typer.testing
 
     from evolve.cli import app
 
+    gc.set_threshold(20_000, 50, 100)
     build = typer.testing._get_command
     built = functools.cache(lambda: build(app))
     typer.testing._get_command = lambda typer_app: built() if typer_app is app else build(typer_app)  # type: ignore[assignment]
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Garbage collection tuned for one process running thousands of short tests: a young
-    collection waits for 20,000 new objects instead of 700 and the older generations are
-    collected 5 and 10 times less often, so the collector stops walking the suite's large, live heap again and again
-    (on tests/cli and tests/report, 3.9 s of garbage collection became 2.1 s). Cycles are freed a
-    little later; no test depends on when."""
-    gc.collect()
-    gc.set_threshold(20_000, 50, 100)
 
 
 LIGHT_REPORT = {"EVOLVE_REPORT_REPLICATES": "50", "EVOLVE_REPORT_FIGURES": "0"}
