@@ -82,7 +82,7 @@ _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RatingPack:
     """A rating pack in memory: manifest, cases, targets and ratings, each in source order.
 
@@ -110,6 +110,14 @@ class RatingPack:
         object.__setattr__(self, "cases", tuple(self.cases))
         object.__setattr__(self, "targets", tuple(self.targets))
         object.__setattr__(self, "ratings", tuple(self.ratings))
+
+    def __repr__(self) -> str:
+        """One line, whatever the pack's size: name, rubric, counts and folder (the records are
+        in :attr:`cases`, :attr:`targets` and :attr:`ratings`)."""
+        where = str(self.path) if self.path is not None else "in memory"
+        rubric = self.manifest.rubric
+        return (f"RatingPack({self.manifest.name!r}: rubric {rubric.id} v{rubric.version}, {len(self.cases)} cases, "
+                f"{len(self.targets)} targets, {len(self.ratings)} ratings; {where})")
 
     # -- lookups (indices are built once, lazily) -------------------------------------------
 

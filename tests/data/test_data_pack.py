@@ -32,6 +32,16 @@ def test_round_trip_is_lossless(tmp_path: Path, prompts_root: Path) -> None:
         assert (again / name).read_bytes() == (out / name).read_bytes()
 
 
+def test_a_pack_prints_as_one_line_of_counts_whatever_its_size(pack_dir: Path, prompts_root: Path) -> None:
+    pack = load_pack(pack_dir, prompts_root=prompts_root)
+    big = RatingPack(None, pack.manifest, pack.cases * 500, pack.targets, pack.ratings * 500)
+    for shown, where in ((repr(pack), str(pack_dir)), (str(big), "in memory")):
+        assert "\n" not in shown and len(shown) < 200 and shown.endswith(f"; {where})")
+    assert f"{len(pack.cases) * 500} cases, {len(pack.targets)} targets, {len(pack.ratings) * 500} ratings" in repr(big)
+    assert f"rubric {pack.manifest.rubric.id} v{pack.manifest.rubric.version}" in repr(pack)
+    assert pack.cases[0].case_id not in repr(big)  # no record is listed
+
+
 def test_files_have_the_documented_shape(pack_dir: Path) -> None:
     csv_text = (pack_dir / "ratings.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0] == ",".join(RATINGS_COLUMNS)
