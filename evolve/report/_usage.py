@@ -60,7 +60,9 @@ def render_usage(usage: Usage | Mapping | None) -> list[str]:
                       "first usage record).", ""]
     out += ["Every model call of the run, over all its processes (a resumed run adds the calls of each resumption; "
             "cache hits cost nothing new). Calls = answered + failed (after their retries); retries are extra "
-            "attempts of calls that were retried.", "",
+            "attempts of calls that were retried. Cache hits are requests the response cache answered, counted "
+            "apart from the calls; the progress line shown during a run counts both together (its \"N calls "
+            "(M cached)\"), and on a resume also the work read back from the run folder as cached.", "",
             "| step | calls | answered | failed | cache hits | retries | prompt tokens | completion tokens |",
             "|---|---|---|---|---|---|---|---|"]
     for tag, c in [*usage.by_tag.items(), ("**total**", usage.total)]:
