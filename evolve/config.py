@@ -229,6 +229,8 @@ class CalibrationConfig(Record):
         run_id: Folder name under ``archives_dir``.
         pack: Rating pack folder.
         splits: Split manifest folder (``frame.txt``, ``train.txt``, ``validation.txt`` ...).
+            ``evolve calibrate`` takes ``splits/<pack name>`` when neither a config file nor
+            ``--splits`` names one.
         prompts_root: Folder of rubric folders looked up before the shipped rubrics
             (:func:`evolve.rubric.rubric_source`); None = ``EVOLVE_PROMPTS_ROOT`` if set, else
             the shipped rubrics only.
@@ -347,6 +349,7 @@ def resolve_config(
     config_file: Path | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> CalibrationConfig:
     """Build a :class:`CalibrationConfig` from preset < file < environment < overrides.
 
@@ -355,12 +358,14 @@ def resolve_config(
         config_file: JSON file with any subset of the config fields.
         overrides: Nested dict of values (None values are ignored), e.g. from the CLI.
         environ: Environment to read (default: ``os.environ``).
+        defaults: Top-level values taken only where no layer gives one (see :func:`~evolve.layering.layered`).
 
     Raises:
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
         BudgetError: Inconsistent budget.
     """
-    data = layered(PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
+    data = layered(PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ,
+                   defaults=defaults)
     if data.get("judge", {}).get("model") is None and data.get("endpoint", {}).get("model"):
         data.setdefault("judge", {})["model"] = data["endpoint"]["model"]
     try:

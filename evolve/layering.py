@@ -145,11 +145,15 @@ def layered(
     config_file: Path | None,
     overrides: dict[str, Any] | None,
     environ: dict[str, str] | None,
+    defaults: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Merge preset < config file < environment < overrides into one nested dict (unvalidated).
 
     Shared by the calibration's ``resolve_config``, the benchmark's ``resolve_bench_config`` and
     OpenTumorBoard's configuration.
+
+    ``defaults``: top-level values taken only where no layer gives one (a command's dated run id
+    or ``splits/<pack name>``, which a config file's own must not lose to).
 
     Raises:
         ConfigError: Unknown preset or unreadable config file.
@@ -172,4 +176,5 @@ def layered(
                               f"{{\"budget\": {{\"accepted\": 4}}}}), not {type(loaded).__name__} {loaded!r:.80}.")
         data = merge(data, loaded)
     data = merge(data, env_overrides(environ))
-    return merge(data, overrides or {})
+    data = merge(data, overrides or {})
+    return {**{k: v for k, v in (defaults or {}).items() if data.get(k) is None}, **data}

@@ -288,6 +288,7 @@ def resolve_bench_config(
     config_file: Path | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> BenchConfig:
     """Build a :class:`BenchConfig` from preset < file < environment < overrides.
 
@@ -300,11 +301,13 @@ def resolve_bench_config(
         config_file: JSON file with any subset of the config fields.
         overrides: Nested dict of values (None values are ignored), e.g. from the CLI.
         environ: Environment to read (default: ``os.environ``).
+        defaults: Top-level values taken only where no layer gives one (see :func:`~evolve.layering.layered`).
 
     Raises:
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
     """
-    data = layered(BENCH_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
+    data = layered(BENCH_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ,
+                   defaults=defaults)
     return validated(BenchConfig, default_models(data), "benchmark configuration")
 
 

@@ -179,16 +179,19 @@ OTB_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def resolve_otb_config(*, preset: str | None = "quick", config_file: Path | None = None,
-                       overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> OtbConfig:
+                       overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
+                       defaults: dict[str, Any] | None = None) -> OtbConfig:
     """Build an :class:`OtbConfig` from preset < file < environment < overrides.
 
     Without ``models`` the endpoint's model generates; the judge model defaults to the
-    endpoint's model.
+    endpoint's model. ``defaults``: top-level values taken only where no layer gives one (see
+    :func:`~evolve.layering.layered`).
 
     Raises:
         ConfigError: Unknown preset, unreadable file or an invalid value (named).
     """
-    data = layered(OTB_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ)
+    data = layered(OTB_PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ,
+                   defaults=defaults)
     return validated(OtbConfig, default_models(data), "OpenTumorBoard configuration")
 
 

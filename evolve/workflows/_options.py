@@ -248,12 +248,12 @@ class CalibrateOptions(RunOptions):
                 raise EvolveError("--pack is required (or --workbooks DIR, or --resume RUN_DIR to continue a run).")
             name = load_pack(pack, prompts_root=root).manifest.name
             config = resolve_config(preset=self.preset, config_file=self.config_file,
-                                    overrides=self._overrides(pack, splits or Path("splits") / name,
-                                                              run_id or f"{name}-{_stamp()}", racing_on))
+                                    overrides=self._overrides(pack, splits, run_id, racing_on),
+                                    defaults={"splits": Path("splits") / name, "run_id": f"{name}-{_stamp()}"})
         config = config.model_copy(update={"endpoint": with_spend(config.endpoint, **self.given())})  # also on resume
         return config.model_copy(update={"endpoint": with_batch(config.endpoint, self.batch_api)})
 
-    def _overrides(self, pack: Path, splits: Path, run_id: str, racing_on: bool | None) -> dict[str, Any]:
+    def _overrides(self, pack: Path, splits: Path | None, run_id: str | None, racing_on: bool | None) -> dict[str, Any]:
         """The layer of a new run's configuration these options make."""
         return {
             "run_id": run_id, "pack": pack, "splits": splits, "prompts_root": self.prompts_root,
@@ -346,7 +346,8 @@ class BenchRunOptions(RunOptions):
         else:
             if self.cases is None:
                 raise EvolveError("--cases FILE_OR_PACK is required (or --resume RUN_DIR to continue a run).")
-            config = resolve_bench_config(preset=self.preset, config_file=self.config_file, overrides=self._overrides(self.cases))
+            config = resolve_bench_config(preset=self.preset, config_file=self.config_file, overrides=self._overrides(self.cases),
+                                          defaults={"run_id": f"bench-{self.cases.stem}-{_stamp()}"})
         return config.model_copy(update={"endpoint": with_spend(config.endpoint, **self.given())})  # also on resume
 
     def _overrides(self, cases: Path) -> dict[str, Any]:
@@ -354,7 +355,7 @@ class BenchRunOptions(RunOptions):
         from evolve.data import parse_column_overrides
 
         return {
-            "run_id": self.run_id or f"bench-{cases.stem}-{_stamp()}",
+            "run_id": self.run_id,
             "archives_dir": self.archives_dir,
             "cases": cases,
             # a CaseColumns object, not a dict: layering drops None values, and ``title=`` maps to None
@@ -409,8 +410,9 @@ class OtbRunOptions(RunOptions):
                 config = config.model_copy(update={"endpoint": config.endpoint.model_copy(
                     update={"max_concurrency": self.max_concurrency})})
         else:
-            config = resolve_otb_config(preset=self.preset, config_file=self.config_file, overrides={
-                "run_id": self.run_id or f"otb-{_stamp()}", "archives_dir": self.archives_dir,
+            config = resolve_otb_config(preset=self.preset, config_file=self.config_file, defaults={
+                "run_id": f"otb-{_stamp()}"}, overrides={
+                "run_id": self.run_id, "archives_dir": self.archives_dir,
                 "board": self.board, "turn": self.turn, "max_items": self.max_items, "prompts": self.prompts,
                 "board_manifest": self.board_manifest, "turn_manifest": self.turn_manifest,
                 "models": tuple(self.models) if self.models else None,
