@@ -729,8 +729,9 @@ def verdict_text(v: PairedVerdict | None) -> str:
 def verdict_warnings(report: CalibrationReport) -> list[str]:
     """Plain-words warnings about winners: worse than no guidance, an evolved winner worse than
     or not distinguishable from the best initial prompt although an evolved prompt was
-    selected, and a winner no better than a constant (the training median); then an accepted
-    budget not met (:func:`shortfall_warnings`)."""
+    selected, a winner no better than a constant (the training median) and a winner the drift
+    audit flagged ``drift`` or ``review``; then an accepted budget not met
+    (:func:`shortfall_warnings`)."""
     out = []
     for r in report.table5:
         out += _criterion_warnings(r)
@@ -758,6 +759,9 @@ def _criterion_warnings(r: Table5Row) -> list[str]:
         out.append(f"criterion {name}: the judge is no better than a constant: its validation MAE "
                    f"{_fmt(r.evolved_val_mae, 3)} is not below the {_fmt(r.median_val_mae, 3)} of always "
                    "answering the training median; do not use its scores for this criterion.")
+    if r.drift in ("drift", "review"):
+        out.append(f"criterion {name}: the drift audit flagged the winning guidance '{r.drift}'; read audit.md "
+                   "before using it.")
     return out
 
 
@@ -944,7 +948,7 @@ def _render_evolution(c: CriterionReport) -> list[str]:
     made = e.judge_calls - e.judge_cache_hits
     return [
         "",
-        f"Evolution: {e.attempts} mutation attempts, {e.accepted} accepted "
+        f"Evolution: {e.attempts} mutation attempt{'' if e.attempts == 1 else 's'}, {e.accepted} accepted "
         f"({', '.join(f'{k}: {v}' for k, v in sorted(e.status_counts.items())) or 'none'}); "
         + (f"{e.pruned} pruned by racing ({e.calls_saved} judge calls saved); " if e.pruned else "")
         + f"{e.elites} elites in {e.archive_cells} cells; {e.judge_calls} training judge answers "

@@ -108,6 +108,16 @@ def test_an_evolved_winner_not_distinguishable_from_the_best_initial_prompt_is_a
     assert [w.split(":", 1)[0] for w in warnings if phrase in w] == ["criterion criterion 0", "criterion criterion 1"]
 
 
+def test_a_winner_the_drift_audit_flagged_is_a_warning_at_the_end_of_a_run_as_in_python():
+    rows = _report(*[("better", 0.01, "mutation")] * 4)["table5"]
+    flagged = {f"criterion criterion {i}": drift for i, drift in enumerate(("drift", "review", "ok", None))}
+    rows = [r.model_copy(update={"drift": drift}) for r, drift in zip(rows, flagged.values(), strict=True)]
+    warned = {w.split(":", 1)[0]: w for r in rows for w in _criterion_warnings(r) if "drift audit" in w}
+    assert sorted(warned) == ["criterion criterion 0", "criterion criterion 1"]
+    assert "flagged the winning guidance 'drift'; read audit.md" in warned["criterion criterion 0"]
+    assert "'review'" in warned["criterion criterion 1"]
+
+
 def test_qwk_against_constant_ratings_is_undefined_not_zero(calibration_runs):
     pairs = pd.DataFrame({"case_id": list("abcdefgh"), "judge": [0, 1, 2, 1, 0, 2, 1, 1], "rater": [1] * 8})
     stats = _stats(pairs, [0, 1, 2], seed=0, n_boot=50)
