@@ -141,19 +141,26 @@ class TableCounts(Record):
 
     def describe(self) -> str:
         """One sentence with every count, e.g. for a pack's description."""
-        skipped = (f"; {self.n_skipped_empty} empty score cells skipped ("
+        skipped = (f"; {_count(self.n_skipped_empty, 'empty score cell')} skipped ("
                    + ", ".join(f"{k or 'no criterion'}: {v}" for k, v in self.skipped_by_criterion.items()) + ")"
                    if self.n_skipped_empty else "")
-        rows = f"{self.n_rows} rows, "
+        rows = f"{_count(self.n_rows, 'row')}, "
         if self.n_records or self.n_rows_blank or self.where:
-            rows = (f"{self.n_rows_read} rows read"
+            rows = (f"{_count(self.n_rows_read, 'row')} read"
                     + (f", {self.n_rows_blank} blank" if self.n_rows_blank else "")
                     + (f", {self.n_rows_not_selected} not matching --where {' '.join(map(repr, self.where))}" if self.where else "")
                     + f", {self.n_rows} imported; ")
-        records = (f"{self.n_records} records ({self.n_records_without_rows} without rows), " if self.n_records else "")
+        records = (f"{_count(self.n_records, 'record')} ({self.n_records_without_rows} without rows), "
+                   if self.n_records else "")
         files = f"{self.n_files} files, " if self.n_files > 1 else ""
-        return (f"{files}{records}{rows}{self.n_cells} rating cells: {self.n_scored} scores, "
-                f"{self.n_not_evaluable} not evaluable{skipped}; {self.n_cases} cases, {self.n_targets} targets")
+        return (f"{files}{records}{rows}{_count(self.n_cells, 'rating cell')}: {_count(self.n_scored, 'score')}, "
+                f"{self.n_not_evaluable} not evaluable{skipped}; {_count(self.n_cases, 'case')}, "
+                f"{_count(self.n_targets, 'target')}")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 @dataclass(frozen=True)

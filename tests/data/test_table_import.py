@@ -339,11 +339,11 @@ def test_cli_import_table_writes_a_pack_and_refuses_bad_input_without_writing(tm
     assert not out.exists()  # nothing written
     blank = runner.invoke(app, [*args, "--not-evaluable", "", "--out", str(tmp_path / "packs" / "blank")])
     assert blank.exit_code == 0, blank.output  # the blank cell is a not-evaluable rating
-    assert "3 rows, 3 rating cells: 1 scores, 2 not evaluable" in blank.output
+    assert "3 rows, 3 rating cells: 1 score, 2 not evaluable" in blank.output
     ok = runner.invoke(app, [*args, "--skip-empty", "--name", "my-pack"])
     assert ok.exit_code == 0, ok.output
     assert "2 cases, 2 targets, 2 ratings by 2 raters" in ok.output
-    assert "3 rows, 3 rating cells: 1 scores, 1 not evaluable; 1 empty score cells skipped" in ok.output
+    assert "3 rows, 3 rating cells: 1 score, 1 not evaluable; 1 empty score cell skipped" in ok.output
     pack = load_pack(out, prompts_root=prompts_root)
     assert pack.manifest.name == "my-pack" and [r.not_evaluable for r in pack.ratings] == [False, True]
     unnamed = runner.invoke(app, [*args, "--skip-empty", "--overwrite"])
