@@ -166,6 +166,7 @@ def _run_calibration(options: CalibrateOptions) -> CalibrationResult | None:
 
             _show_plan(plan_calibration_run(config, resume=resume), price, options.calls_per_hour,
                        CalibrationFolder(config.run_dir).journal_path if resume else None, limits=config.endpoint)
+            typer.echo(f"planned for run {config.run_dir}: pack {config.pack}, splits {config.splits}")  # paths unwrapped
             return None
         if options.export_batch is not None:
             from evolve.cli._batch import export_note

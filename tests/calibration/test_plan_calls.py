@@ -167,6 +167,8 @@ def test_calibrate_plan_cli_asks_only_the_tokenizer_and_writes_nothing(tmp_path,
     # the limits given are held against the plan: 1,000 USD is more than enough, 10 tokens too few
     assert "--max-usd 1000: the whole plan" in out and "fits under it" in out
     assert "--max-tokens 10: even the plan's low end" in out and "passes it" in out
+    # what was planned: the run folder, pack and split folder the layers gave (a config file's, say)
+    assert f"planned for run {tmp_path / 'archives' / 'p'}: pack {pack}, splits {splits}" in out.splitlines()
     assert not (tmp_path / "archives").exists() and not (tmp_path / "cache").exists()
     # --resume of a run that does not exist is the run's own error, before any plan
     bad = runner.invoke(app, ["calibrate", "--resume", str(tmp_path / "archives" / "nope"), "--plan"])
