@@ -23,11 +23,6 @@ if TYPE_CHECKING:  # loaded where a command needs them (the endpoint settings lo
     from evolve.runs import EndpointSettings, Price
 
 
-def count_noun(n: int, noun: str) -> str:
-    """``1 judge call``, ``2 judge calls`` (``noun`` singular; an ``s`` added unless ``n`` is 1)."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 class _Group(TyperGroup):
     """A command group whose ``--help`` flag reads False, not None, when it is not given: typer
     then skips its value conversion (which would import pydantic to check a flag), so a

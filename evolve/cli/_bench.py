@@ -20,7 +20,6 @@ from evolve.cli._app import (
     _show_plan,
     _warn,
     bench_app,
-    count_noun,
     err,
     out,
 )
@@ -147,6 +146,7 @@ def _run_bench(options: BenchRunOptions) -> BenchResult | None:
 
 def _print_bench_run(result: BenchResult) -> None:
     """What a benchmark run did, its report and where it is; exit 1 when nothing was generated."""
+    from evolve.markdown import count_noun
     from evolve.runs import BenchFolder
 
     for s in [r for r in result.runs if not r.ok][:10]:
@@ -209,6 +209,7 @@ def bench_judge(
 ) -> None:
     """Score a benchmark run's outputs with the (calibrated) consilium judge into judge_scores.csv."""
     values = flat(locals())  # the options as given (before any other local name is bound)
+    from evolve.markdown import count_noun
     from evolve.workflows._options import BenchJudgeOptions
 
     result = _judge_bench(BenchJudgeOptions(**values))

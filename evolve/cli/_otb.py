@@ -19,7 +19,6 @@ from evolve.cli._app import (
     _say,
     _show_plan,
     _warn,
-    count_noun,
     err,
     out,
     sub_app,
@@ -50,6 +49,7 @@ otb_app = sub_app("OpenTumorBoard: Specialist Turn and Board Simulation, judged 
 
 
 def _print_summary(run_dir: Path, report: OtbReport | None) -> None:
+    from evolve.markdown import count_noun
     for r in report.tables.main if report is not None else []:
         mean = (": no scored item of" if r.mean is None
                 else f" {r.mean:.2f} [{r.mean_low:.2f}, {r.mean_high:.2f}] over")
@@ -195,6 +195,7 @@ def otb_judge(
 ) -> None:
     """Judge a run's answers again (finished calls come from the cache) and rewrite its report."""
     values = flat(locals())  # the options as given (before any other local name is bound)
+    from evolve.markdown import count_noun
     from evolve.workflows._options import RejudgeOptions
 
     judged = _judge_otb(RejudgeOptions(**values))

@@ -36,6 +36,7 @@ from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
 from evolve.data._util import cell_text, is_missing, sha256_file
 from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, require_extra, text_problem
+from evolve.markdown import count_noun
 from evolve.records import Record
 from evolve.rubric import Criterion, Rubric, RubricBundle, load_rubric
 
@@ -141,26 +142,21 @@ class TableCounts(Record):
 
     def describe(self) -> str:
         """One sentence with every count, e.g. for a pack's description."""
-        skipped = (f"; {_count(self.n_skipped_empty, 'empty score cell')} skipped ("
+        skipped = (f"; {count_noun(self.n_skipped_empty, 'empty score cell')} skipped ("
                    + ", ".join(f"{k or 'no criterion'}: {v}" for k, v in self.skipped_by_criterion.items()) + ")"
                    if self.n_skipped_empty else "")
-        rows = f"{_count(self.n_rows, 'row')}, "
+        rows = f"{count_noun(self.n_rows, 'row')}, "
         if self.n_records or self.n_rows_blank or self.where:
-            rows = (f"{_count(self.n_rows_read, 'row')} read"
+            rows = (f"{count_noun(self.n_rows_read, 'row')} read"
                     + (f", {self.n_rows_blank} blank" if self.n_rows_blank else "")
                     + (f", {self.n_rows_not_selected} not matching --where {' '.join(map(repr, self.where))}" if self.where else "")
                     + f", {self.n_rows} imported; ")
-        records = (f"{_count(self.n_records, 'record')} ({self.n_records_without_rows} without rows), "
+        records = (f"{count_noun(self.n_records, 'record')} ({self.n_records_without_rows} without rows), "
                    if self.n_records else "")
         files = f"{self.n_files} files, " if self.n_files > 1 else ""
-        return (f"{files}{records}{rows}{_count(self.n_cells, 'rating cell')}: {_count(self.n_scored, 'score')}, "
-                f"{self.n_not_evaluable} not evaluable{skipped}; {_count(self.n_cases, 'case')}, "
-                f"{_count(self.n_targets, 'target')}")
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 row``, ``2 rows``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+        return (f"{files}{records}{rows}{count_noun(self.n_cells, 'rating cell')}: {count_noun(self.n_scored, 'score')}, "
+                f"{self.n_not_evaluable} not evaluable{skipped}; {count_noun(self.n_cases, 'case')}, "
+                f"{count_noun(self.n_targets, 'target')}")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ through :func:`md_inline` (a line of text, table-cell safe), :func:`md_code` (an
 span, when one can hold it) or :func:`md_code_block` (a fenced block its text cannot close);
 numbers and the reports' own words need none of them. An estimate with its interval is written
 by :func:`format_interval`, the same way in every report's tables, and a lone number (a
-difference, signed) by :func:`format_number`; neither writes ``-0.000``.
+difference, signed) by :func:`format_number`; neither writes ``-0.000``. A count with its noun
+(``1 judge call``, ``2 judge calls``) is :func:`count_noun`'s, in reports and on the command line.
 """
 
 from evolve.markdown._escape import md_code, md_code_block, md_inline
-from evolve.markdown._numbers import format_interval, format_number
+from evolve.markdown._numbers import count_noun, format_interval, format_number
 
-__all__ = ["format_interval", "format_number", "md_code", "md_code_block", "md_inline"]
+__all__ = ["count_noun", "format_interval", "format_number", "md_code", "md_code_block", "md_inline"]

@@ -44,3 +44,7 @@ def format_number(value: float, *, digits: int = 3, signed: bool = False) -> str
         text = text[1:]
     return f"+{text}" if signed and not text.startswith("-") else text
 
+
+def count_noun(n: int, noun: str) -> str:
+    """``1 judge call``, ``2 judge calls`` (``noun`` singular; an ``s`` added unless ``n`` is 1)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
+from evolve.markdown import count_noun
 from evolve.outputs import (
     ArchiveShape,
     BenchReport,
@@ -190,8 +191,8 @@ def otb_html(report: OtbReport, markdown_text: str, *, figures: bool = True) -> 
 def _no_scored_item(row: OtbMainRow) -> str:
     """``model (no scored item: j judge failures of n items)``."""
     failures = row.judge_failures
-    return (f"{row.model} (no scored item: {failures} judge failure{'' if failures == 1 else 's'} of "
-            f"{row.items} item{'' if row.items == 1 else 's'})")
+    return (f"{row.model} (no scored item: {count_noun(failures, 'judge failure')} of "
+            f"{count_noun(row.items, 'item')})")
 
 
 def _otb_task_figure(task: str, rows: list[OtbMainRow]) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from evolve.calibrated import write_judge_file
 from evolve.config import ArchiveSettings
-from evolve.markdown import format_interval, md_code, md_code_block, md_inline
+from evolve.markdown import count_noun, format_interval, md_code, md_code_block, md_inline
 from evolve.outputs import (
     REPORT_VERSION,
     BaselineRow,
@@ -265,7 +265,7 @@ def shortfall_warnings(report: CalibrationReport) -> list[str]:
             continue
         why = ", ".join(f"{n} {k}" for k, n in sorted(e.status_counts.items()) if k != "accepted")
         n = e.accepted
-        out.append(f"criterion {c.name or criterion}: {n} accepted mutant{'' if n == 1 else 's'} of the "
+        out.append(f"criterion {c.name or criterion}: {count_noun(n, 'accepted mutant')} of the "
                    f"{e.accepted_asked} asked - all {e.attempts} mutation attempts were spent"
                    f"{f' ({why})' if why else ''}; raise --max-attempts (or budget.shared_attempts) for the full "
                    "search, or read this winner as coming from a smaller one.")
@@ -948,7 +948,7 @@ def _render_evolution(c: CriterionReport) -> list[str]:
     made = e.judge_calls - e.judge_cache_hits
     return [
         "",
-        f"Evolution: {e.attempts} mutation attempt{'' if e.attempts == 1 else 's'}, {e.accepted} accepted "
+        f"Evolution: {count_noun(e.attempts, 'mutation attempt')}, {e.accepted} accepted "
         f"({', '.join(f'{k}: {v}' for k, v in sorted(e.status_counts.items())) or 'none'}); "
         + (f"{e.pruned} pruned by racing ({e.calls_saved} judge calls saved); " if e.pruned else "")
         + f"{e.elites} elites in {e.archive_cells} cells; {e.judge_calls} training judge answers "
