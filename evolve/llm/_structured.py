@@ -6,6 +6,7 @@ consilium stages) is built and read here, so all of them are strict-mode safe in
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -44,12 +45,20 @@ def response_format(model: type[BaseModel], name: str) -> dict:
 
     Strict-mode safe: every object property is required and defaults are dropped (hosted
     strict modes refuse optional properties), and a model's docstring - for developers, not
-    for the endpoint - is left out.
+    for the endpoint - is left out. Each call returns a new dict (the caller may change it);
+    the schema is generated once per model and name.
     """
+    return json.loads(_format_text(model, name))
+
+
+@functools.lru_cache(maxsize=256)
+def _format_text(model: type[BaseModel], name: str) -> str:
+    """:func:`response_format` as JSON text, generated once per model and name (pydantic's
+    schema generation is a millisecond a call; the judges of OpenTumorBoard ask per item)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema = _strict(schema)
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    return json.dumps({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}})
 
 
 def parse_json_object(text: str) -> dict:

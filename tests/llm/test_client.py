@@ -231,6 +231,28 @@ def test_schema_length_limits_can_be_left_out_for_strict_hosted_modes():
     assert server.bodies[0]["response_format"] == stripped
 
 
+def test_response_format_is_strict_and_a_callers_change_never_reaches_the_next_call():
+    from pydantic import BaseModel, Field
+
+    from evolve.llm import response_format
+
+    class Verdict(BaseModel):
+        """For developers, not for the endpoint."""
+
+        score: int = Field(ge=1, le=5)
+        rationale: str = Field(default="", max_length=40)
+
+    fmt = response_format(Verdict, "verdict")
+    schema = fmt["json_schema"]["schema"]
+    assert fmt["json_schema"]["name"] == "verdict" and fmt["json_schema"]["strict"] is True
+    assert schema["required"] == ["score", "rationale"] and "default" not in json.dumps(schema)
+    assert "title" not in schema and "description" not in schema
+    schema["properties"]["score"]["maximum"] = 99  # the caller's copy, made once per call
+    again = response_format(Verdict, "verdict")
+    assert again["json_schema"]["schema"]["properties"]["score"]["maximum"] == 5
+    assert response_format(Verdict, "other")["json_schema"]["name"] == "other"
+
+
 def test_a_client_never_closed_lets_the_interpreter_exit_after_an_error():
     """A script that passes its own Client to a run and dies of an error must still exit: the
     traceback keeps the client alive until finalization, when its loop thread is frozen."""
