@@ -11,6 +11,7 @@ back for every reader of a finished run.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -350,6 +351,7 @@ def resolve_config(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
     defaults: dict[str, Any] | None = None,
+    config_data: Mapping[str, Any] | None = None,
 ) -> CalibrationConfig:
     """Build a :class:`CalibrationConfig` from preset < file < environment < overrides.
 
@@ -359,13 +361,14 @@ def resolve_config(
         overrides: Nested dict of values (None values are ignored), e.g. from the CLI.
         environ: Environment to read (default: ``os.environ``).
         defaults: Top-level values taken only where no layer gives one (see :func:`~evolve.layering.layered`).
+        config_data: Settings as a nested dict, at the file's layer (on top of ``config_file``).
 
     Raises:
         ConfigError: Unknown preset, unreadable file or invalid values (names the field).
         BudgetError: Inconsistent budget.
     """
     data = layered(PRESETS, preset=preset, config_file=config_file, overrides=overrides, environ=environ,
-                   defaults=defaults)
+                   defaults=defaults, config_data=config_data)
     if data.get("judge", {}).get("model") is None and data.get("endpoint", {}).get("model"):
         data.setdefault("judge", {})["model"] = data["endpoint"]["model"]
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar, get_args, get_origin
 
@@ -146,6 +147,7 @@ def layered(
     overrides: dict[str, Any] | None,
     environ: dict[str, str] | None,
     defaults: dict[str, Any] | None = None,
+    config_data: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Merge preset < config file < environment < overrides into one nested dict (unvalidated).
 
@@ -154,6 +156,9 @@ def layered(
 
     ``defaults``: top-level values taken only where no layer gives one (a command's dated run id
     or ``splits/<pack name>``, which a config file's own must not lose to).
+
+    ``config_data``: a configuration given as a dict (Python callers), at the config file's
+    layer, on top of the file when both are given.
 
     Raises:
         ConfigError: Unknown preset or unreadable config file.
@@ -175,6 +180,7 @@ def layered(
             raise ConfigError(f"{config_file}: a config file holds one JSON object of settings (e.g. "
                               f"{{\"budget\": {{\"accepted\": 4}}}}), not {type(loaded).__name__} {loaded!r:.80}.")
         data = merge(data, loaded)
+    data = merge(data, dict(config_data or {}))
     data = merge(data, env_overrides(environ))
     data = merge(data, overrides or {})
     return {**{k: v for k, v in (defaults or {}).items() if data.get(k) is None}, **data}

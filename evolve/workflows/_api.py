@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evolve.config import EndpointSettings, resolve_config
+from evolve.config import PRESETS, EndpointSettings, resolve_config
 from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import EvolveError, RubricError, RunError
+from evolve.layering import layered
 from evolve.llm import Client, FakeProvider
 from evolve.markdown import format_number
 from evolve.outputs import CalibrationReport, CalibrationRun, read_run
@@ -198,17 +199,6 @@ class CalibrationSummary(Record):
         return cls.from_report(run_dir, run.report)
 
 
-def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` on top of ``base``, section by section; None in ``over`` keeps ``base``'s value."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merged(out[key], value)
-        elif value is not None:
-            out[key] = value
-    return out
-
-
 def _endpoint(endpoint: Client | EndpointSettings | Mapping[str, Any] | str | None, model: str | None) -> dict[str, Any]:
     """The endpoint overrides of a :func:`calibrate` call."""
     if isinstance(endpoint, Client):
@@ -261,7 +251,7 @@ def calibrate(
     config: Mapping[str, Any] | Path | str | None = None,
     prompts_root: Path | str | None = None,
     run_id: str | None = None,
-    archives_dir: Path | str = "archives",
+    archives_dir: Path | str | None = None,
     split_seed: int = 42,
     progress: ProgressHook | None = None,
 ) -> CalibrationSummary:
@@ -294,15 +284,18 @@ def calibrate(
             as provider ``fake``).
         preset: ``quick`` (minutes on the embedded model), ``paper`` (consilium paper, calibration) or None.
         model: Model id sent to the endpoint (judge and mutation); None = the configuration's.
-        splits: A split folder, a :class:`~evolve.splits.Splits`, or None to split the pack's
-            cases with :func:`~evolve.splits.make_splits` (seed ``split_seed``).
+        splits: A split folder, a :class:`~evolve.splits.Splits`, or None: the configuration's
+            ``splits`` folder if it names one, else the pack's cases split with
+            :func:`~evolve.splits.make_splits` (seed ``split_seed``) into the run folder.
         criteria: Criteria to calibrate; None = every evolvable criterion of the rubric.
         config: Further configuration: a dict nested as a config file (see the README's
             "Configuration keys"), or the path of a JSON config file.
         prompts_root: Where rubric ids are looked up first (then ``$EVOLVE_PROMPTS_ROOT``, then
             the shipped rubrics).
-        run_id: Run folder name under ``archives_dir``; None = ``<pack name>-<UTC time>``.
-        archives_dir: Where run folders go.
+        run_id: Run folder name under ``archives_dir``; None = the configuration's ``run_id``,
+            else ``<pack name>-<UTC time>``.
+        archives_dir: Where run folders go; None = the configuration's ``archives_dir``, else
+            ``archives``.
         split_seed: Seed of the split made when ``splits`` is None.
         progress: Progress hook (:class:`~evolve.runs.ProgressHook`).
 
@@ -317,18 +310,19 @@ def calibrate(
         PackError, SplitError, RubricError: Invalid inputs (before any model call).
         NoWinnerError: Some criterion found no usable guidance (the report covers the others).
     """
-    run_id = run_id or f"{_pack_name(pack)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    config_file = None if isinstance(config, Mapping) or config is None else Path(config)
+    config_data = config if isinstance(config, Mapping) else None
+    run_id, archives_dir, splits = _placed(pack, run_id, archives_dir, splits, preset, config_file, config_data)
     run_dir = Path(archives_dir) / run_id
     rubric_id, root, bundle = _rubric(rubric, prompts_root, run_dir)
     pack_dir = run_dir / PACK_DIR if isinstance(pack, RatingPack) else Path(pack)
     split_dir = Path(splits) if isinstance(splits, (Path, str)) else run_dir / SPLITS_DIR
-    overrides = _merged(dict(config) if isinstance(config, Mapping) else {}, {
+    overrides = {
         "run_id": run_id, "archives_dir": Path(archives_dir), "pack": pack_dir, "splits": split_dir,
         "prompts_root": root, "rubric": rubric_id, "criteria": tuple(criteria) if criteria is not None else None,
         "endpoint": _endpoint(endpoint, model),
-    })
-    resolved = resolve_config(preset=preset, config_file=None if isinstance(config, Mapping) or config is None else Path(config),
-                              overrides=overrides)
+    }
+    resolved = resolve_config(preset=preset, config_file=config_file, config_data=config_data, overrides=overrides)
     made = not run_dir.exists()
     with CalibrationFolder(run_dir).exclusive():  # before anything is written: one process per run folder
         if (run_dir / CalibrationFolder.CONFIG).exists():
@@ -344,6 +338,22 @@ def calibrate(
             raise
     assert result.report is not None  # run_calibration always ends by writing the report
     return CalibrationSummary.from_report(result.run_dir, result.report)
+
+
+def _placed(pack: RatingPack | Path | str, run_id: str | None, archives_dir: Path | str | None,
+            splits: Splits | Path | str | None, preset: str | None, config_file: Path | None,
+            config_data: Mapping[str, Any] | None) -> tuple[str, Path | str, Splits | Path | str | None]:
+    """The run id, archives folder and splits of a :func:`calibrate` call: an argument given
+    wins, then the configuration's (``config``, the environment), then the defaults
+    (``<pack name>-<UTC time>``, ``archives``, a split made into the run folder).
+
+    Raises:
+        ConfigError: An unknown preset or an unreadable config file.
+    """
+    given = layered(PRESETS, preset=preset, config_file=config_file, config_data=config_data, overrides=None,
+                    environ=None)
+    run_id = run_id or given.get("run_id") or f"{_pack_name(pack)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    return str(run_id), archives_dir or given.get("archives_dir") or "archives", splits or given.get("splits")
 
 
 def _write_inputs(run_dir: Path, pack: RatingPack | Path | str, bundle: RubricBundle | None,

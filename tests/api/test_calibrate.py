@@ -119,6 +119,31 @@ def test_endpoint_url_means_an_openai_compatible_server(tmp_path: Path, tiny_pac
     _check_against_report(summary)
 
 
+def test_a_configs_run_id_archives_and_splits_are_used_unless_arguments_name_others(
+        tmp_path: Path, tiny_pack_dir: Path, tiny_splits_dir: Path, fake_client, monkeypatch) -> None:
+    from evolve.workflows._api import _placed
+
+    monkeypatch.setenv("EVOLVE_MODEL", "from-environment")
+    config = {**SMALL, "run_id": "from-config", "archives_dir": str(tmp_path / "mine"), "splits": str(tiny_splits_dir),
+              "endpoint": {"model": "from-config"}}
+    summary = calibrate(tiny_pack_dir, endpoint=fake_client, config=config)
+    assert summary.run_dir == tmp_path / "mine" / "from-config"
+    assert not (summary.run_dir / "splits").exists()  # the configuration's split, not a new one
+    stored = json.loads((summary.run_dir / "config.json").read_text("utf-8"))
+    assert (summary.run_dir / stored["splits"]).resolve() == tiny_splits_dir.resolve()
+    assert stored["endpoint"]["model"] == "from-environment"  # a config is below the environment, as on the command line
+    # arguments beat the configuration, a dict or a file alike; without either, the defaults
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps(config), "utf-8")
+    for data, path in ((config, None), (None, file)):
+        assert _placed(tiny_pack_dir, "arg", tmp_path / "a", tmp_path / "s", "quick", path, data) == (
+            "arg", tmp_path / "a", tmp_path / "s")
+        assert _placed(tiny_pack_dir, None, None, None, "quick", path, data) == (
+            "from-config", str(tmp_path / "mine"), str(tiny_splits_dir))
+    run_id, archives, splits = _placed(tiny_pack_dir, None, None, None, "quick", None, None)
+    assert run_id.startswith("tiny-") and archives == "archives" and splits is None
+
+
 def test_refusals_write_nothing(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
     archives = tmp_path / "archives"
     with pytest.raises(ConfigError, match="embedded"):
