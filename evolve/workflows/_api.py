@@ -22,7 +22,7 @@ from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import EvolveError, RubricError, RunError
 from evolve.layering import layered
 from evolve.llm import Client, FakeProvider
-from evolve.markdown import format_number
+from evolve.markdown import count_noun, format_number
 from evolve.outputs import CalibrationReport, CalibrationRun, read_run
 from evolve.records import Record
 from evolve.rubric import RubricBundle
@@ -74,14 +74,21 @@ class Verdict(Record):
     holm_survives: bool | None = None
 
     def describe(self) -> str:
-        """``better than no_guidance: -0.400 [-0.700, -0.100]`` (or ``same candidate as ...``)."""
+        """``better vs no_guidance: -0.400 [-0.700, -0.100] (p = 0.004, 13 cases)``, worded as in
+        ``report.md``: a better/worse verdict that does not survive Holm's correction over the
+        report's comparisons ends `` - not after Holm's correction``; ``too few cases to tell``
+        gives the count and no p-value; ``same candidate as ...`` when the winner is that baseline."""
         if self.verdict == "same candidate":
             return f"same candidate as {self.baseline}"
         if self.estimate is None:
             return f"{self.verdict} vs {self.baseline}"
         interval = (f"[{format_number(self.low, signed=True)}, {format_number(self.high, signed=True)}]"
                     if self.low is not None and self.high is not None else "[—]")
-        return f"{self.verdict} vs {self.baseline}: {format_number(self.estimate, signed=True)} {interval}"
+        shown_p = self.p_value is not None and self.verdict != "too few cases to tell"  # report.md gives no p there
+        detail = ([f"p = {self.p_value:.3f}"] if shown_p else []) + ([count_noun(self.n_cases, "case")] if self.n_cases else [])
+        text = f"{self.verdict} vs {self.baseline}: {format_number(self.estimate, signed=True)} {interval}"
+        text += f" ({', '.join(detail)})" if detail else ""
+        return text + (" - not after Holm's correction" if self.holm_survives is False else "")
 
 
 class CriterionSummary(Record):

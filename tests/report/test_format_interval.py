@@ -36,4 +36,20 @@ def test_a_verdict_is_described_without_a_negative_zero():
 
     verdict = Verdict(baseline="no_guidance", verdict="no distinguishable difference", estimate=0.0, low=-1e-17,
                       high=0.0, n_pairs=18, n_cases=9)
-    assert verdict.describe() == "no distinguishable difference vs no_guidance: +0.000 [+0.000, +0.000]"
+    assert verdict.describe() == "no distinguishable difference vs no_guidance: +0.000 [+0.000, +0.000] (9 cases)"
+
+
+def test_a_verdict_is_described_as_the_report_words_it():
+    """p-value, cases and Holm's correction, as report.md says them: a "better" that does not
+    survive the correction must not read as a plain "better" in Python."""
+    from evolve.workflows import Verdict
+
+    verdict = Verdict(baseline="best_initial", verdict="better", estimate=-0.462, low=-0.75, high=-0.167, n_pairs=26,
+                      n_cases=13, p_value=0.016, holm_p=0.048, holm_survives=False)
+    assert verdict.describe() == ("better vs best_initial: -0.462 [-0.750, -0.167] (p = 0.016, 13 cases) - not after "
+                                  "Holm's correction")
+    kept = verdict.model_copy(update={"holm_survives": True})
+    assert kept.describe() == "better vs best_initial: -0.462 [-0.750, -0.167] (p = 0.016, 13 cases)"
+    few = Verdict(baseline="no_guidance", verdict="too few cases to tell", estimate=-0.5, low=None, high=None,
+                  n_pairs=4, n_cases=1, p_value=0.5)
+    assert few.describe() == "too few cases to tell vs no_guidance: -0.500 [—] (1 case)"
