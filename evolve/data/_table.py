@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -118,6 +118,8 @@ class TableCounts(Record):
         n_rows_blank: Rows with every cell empty, skipped.
         n_rows_not_selected: Rows not matching ``where``, skipped.
         where: The ``COLUMN=VALUE`` conditions rows had to match.
+        unused_not_evaluable: ``not_evaluable`` values that matched no cell (a sign that the
+            table writes the mark otherwise, or that a reader turned it into an empty cell).
     """
 
     n_rows: int
@@ -134,6 +136,7 @@ class TableCounts(Record):
     n_rows_blank: int = 0
     n_rows_not_selected: int = 0
     where: tuple[str, ...] = ()
+    unused_not_evaluable: tuple[str, ...] = ()
 
     @property
     def n_rows_read(self) -> int:
@@ -154,9 +157,11 @@ class TableCounts(Record):
         records = (f"{count_noun(self.n_records, 'record')} ({self.n_records_without_rows} without rows), "
                    if self.n_records else "")
         files = f"{self.n_files} files, " if self.n_files > 1 else ""
+        unused = (f"; not-evaluable {'value' if len(self.unused_not_evaluable) == 1 else 'values'} "
+                  f"{', '.join(map(repr, self.unused_not_evaluable))} matched no cell" if self.unused_not_evaluable else "")
         return (f"{files}{records}{rows}{count_noun(self.n_cells, 'rating cell')}: {count_noun(self.n_scored, 'score')}, "
                 f"{self.n_not_evaluable} not evaluable{skipped}; {count_noun(self.n_cases, 'case')}, "
-                f"{count_noun(self.n_targets, 'target')}")
+                f"{count_noun(self.n_targets, 'target')}{unused}")
 
 
 @dataclass(frozen=True)
@@ -263,7 +268,7 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", skip_blank_lines=False)
             return frame, [f"{path.name}, row {i + 2}" for i in range(len(frame))]
         if suffix == ".xlsx":
-            frame = pd.read_excel(path, sheet_name=0, dtype=object)
+            frame = pd.read_excel(path, sheet_name=0, dtype=object, keep_default_na=False, na_values=[""])
             return frame, [f"{path.name}, row {i + 2}" for i in range(len(frame))]
         require_extra("parquet", f"{path}: reading a Parquet file")
         frame = pd.read_parquet(path)
@@ -557,6 +562,11 @@ def _resolve_mapping(
                          f"Map it with {_map(name)}.")
     if rated and layout == "wide" and not any(k.startswith("criterion:") for k in columns):
         out.criteria = {c.criterion_id: c.criterion_id for c in rubric.criteria if c.criterion_id in have}
+        for crit_id, column in _near_criteria(rubric, have, out.criteria):
+            problems.add(f"{file}, column {column!r}", f"named almost like criterion {crit_id!r} of rubric {rubric.id!r}, "
+                         "which has no column of its own: its scores would be left out",
+                         f"Rename the column to {crit_id!r}, or map it with --column criterion:{crit_id}={column} "
+                         f"(Python: columns={{'criterion:{crit_id}': {column!r}}}).")
         if not out.criteria:
             problems.add(f"{file}, header", f"no column is named like a criterion of rubric {rubric.id!r} "
                          f"({sorted(known)}); {fix_cols}", f"Map each score column with {_map('criterion:<id>')}.")
@@ -567,6 +577,17 @@ def _resolve_mapping(
             problems.add(f"{file}, header", f"no component column, and rubric {rubric.id!r} has several components "
                          f"({sorted(rubric.components)})", f"Add a component column, or map one with {_map('component')}.")
     return out
+
+
+def _near_criteria(rubric: Rubric, have: Collection[str], matched: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(criterion id, column) for each criterion of a wide table without a column of its name but
+    with one named like it but for case, spaces, hyphens and underscores (``Safety`` for ``safety``)."""
+    def norm(name: str) -> str:
+        return re.sub(r"[\s_-]+", "", name).lower()
+
+    by_norm = {norm(c): c for c in have if c not in matched.values()}
+    return [(c.criterion_id, by_norm[norm(c.criterion_id)]) for c in rubric.criteria
+            if c.criterion_id not in matched and norm(c.criterion_id) in by_norm]
 
 
 def _text(value: Any) -> str:
@@ -597,6 +618,7 @@ class _Rows:
     n_cells: int = 0
     n_not_evaluable: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    marks_used: set[str] = field(default_factory=set)  # not_evaluable values some cell held
 
     def bad(self, where: str, column: str | None, message: str, fix: str, order: int) -> None:
         self.problems.add(f"{where}, column {column!r}" if column else where, message, fix, order=(order,))
@@ -773,6 +795,7 @@ class _Rows:
 
     def _score(self, crit: Criterion, text: str, column: str, where: str, order: int) -> tuple[int | None, bool]:
         if text in self.not_evaluable:
+            self.marks_used.add(text)
             if not crit.allow_not_evaluable:
                 self.bad(where, column, f"{text!r} marks the rating not evaluable, but criterion "
                          f"{crit.criterion_id!r} does not allow that (allow_not_evaluable is false)",
@@ -906,6 +929,7 @@ def _finish(rows: _Rows, rubric: Rubric, name: str, description: str, source: st
         n_rows=rows.n_rows, n_cells=rows.n_cells, n_scored=len(rows.ratings) - rows.n_not_evaluable,
         n_not_evaluable=rows.n_not_evaluable, n_skipped_empty=n_skipped, skipped_by_criterion=dict(rows.skipped),
         n_cases=len(cases), n_targets=len(targets),
+        unused_not_evaluable=tuple(sorted(rows.not_evaluable - rows.marks_used)),
     )
     assert counts.n_cells == counts.n_scored + counts.n_not_evaluable + counts.n_skipped_empty
     manifest = PackManifest(

@@ -85,7 +85,7 @@ def read_source_table(path: Path, original: str) -> Any:
         if path.suffix.lower() == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
         else:
-            frame = pd.read_excel(path, sheet_name=0, dtype=object)
+            frame = pd.read_excel(path, sheet_name=0, dtype=object, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
         raise PackError(f"{path}: the file is empty. Pass {original}.") from None
     except UnicodeDecodeError as exc:

@@ -139,6 +139,22 @@ def test_wide_table_by_default_criterion_columns_and_per_criterion_comments():
     assert {t.target_id for t in again.pack.targets} == ids
 
 
+def test_a_wide_column_named_almost_like_a_criterion_is_named_not_dropped():
+    """'Errors' beside the matched 'support': the second criterion's scores must not vanish."""
+    frame = pd.DataFrame({"case_id": ["c1"], "question": ["Q one?"], "text": ["Answer A."], "rater_id": ["r1"],
+                          "kind": ["rationale"], "support": [None], "Errors": [1]})
+    columns = {"case_text": "question", "target_text": "text", "component": "kind"}
+    with pytest.raises(PackError) as exc:
+        import_frame(frame, rubric=RUBRIC, name="wide", layout="wide", columns=columns, skip_empty=True)
+    assert _problem_lines(exc) == [
+        "  - table, column 'Errors': named almost like criterion 'errors' of rubric 'test-rubric', which has no column of "
+        "its own: its scores would be left out. Rename the column to 'errors', or map it with --column "
+        "criterion:errors=Errors (Python: columns={'criterion:errors': 'Errors'})."]
+    renamed = import_frame(frame.rename(columns={"Errors": "errors"}), rubric=RUBRIC, name="wide", layout="wide",
+                           columns=columns, skip_empty=True)
+    assert (renamed.counts.n_cells, renamed.counts.n_scored, renamed.counts.n_skipped_empty) == (2, 1, 1)
+
+
 def test_wide_table_with_mapped_criterion_columns_and_derived_case_ids():
     rubric = RUBRIC.model_copy(update={"components": {"answer": "an answer"},
                                        "criteria": (RUBRIC.criterion("support"),)})
@@ -238,6 +254,26 @@ def test_blank_cells_are_not_evaluable_ratings_when_asked():
     frame.loc[1, "criterion"] = ""  # a blank rating of no criterion is still an error, named
     with pytest.raises(PackError, match="row 3, column 'criterion': empty criterion"):
         import_frame(frame, rubric=RUBRIC, name="blank", not_evaluable=[""])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
+def test_text_that_looks_missing_stays_text_in_a_spreadsheet_as_in_a_csv(tmp_path, suffix):
+    """'N/A', 'NA' and 'null' are what the rater wrote: pandas' default would read them (in an
+    .xlsx) as empty cells, losing a not-evaluable mark without a word."""
+    frame = LONG.copy()
+    frame["score"] = ["N/A", "", "3", "0"]
+    frame.loc[3, "rater"] = "NA"  # a rater's initials
+    path = _write(frame, tmp_path / f"t{suffix}")
+    result = import_table(path, rubric=RUBRIC, not_evaluable=["N/A"], skip_empty=True)
+    assert [(r.rater_id, r.score, r.not_evaluable) for r in result.pack.ratings] == [
+        ("r1", None, True), ("r1", 3, False), ("NA", 0, False)]
+    counts = result.counts
+    assert (counts.n_cells, counts.n_scored, counts.n_not_evaluable, counts.n_skipped_empty) == (4, 2, 1, 1)
+    assert counts.unused_not_evaluable == () and "matched no cell" not in counts.describe()
+    # a mark no cell holds is named: the table writes it otherwise, or a reader emptied it
+    other = import_table(path, rubric=RUBRIC, not_evaluable=["N/A", "Unsure"], skip_empty=True).counts
+    assert other.unused_not_evaluable == ("Unsure",)
+    assert other.describe().endswith("3 targets; not-evaluable value 'Unsure' matched no cell")
 
 
 def test_blank_rows_are_skipped_but_keep_row_numbers(tmp_path):
