@@ -147,6 +147,8 @@ def _release(folder: Path, held: _Held) -> None:
             for made in held.made:  # only while empty: a run that never wrote anything leaves nothing
                 try:
                     made.rmdir()
+                except FileNotFoundError:
+                    continue  # removed already (the clean-up of a start that failed): its parents may go
                 except OSError:
                     break
     finally:

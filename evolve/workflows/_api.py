@@ -19,7 +19,7 @@ from typing import Any
 
 from evolve.config import PRESETS, EndpointSettings, resolve_config
 from evolve.data import RatingPack, load_pack, write_pack
-from evolve.errors import EvolveError, RubricError, RunError
+from evolve.errors import ConfigError, EvolveError, RubricError, RunError
 from evolve.layering import layered
 from evolve.llm import Client, FakeProvider
 from evolve.markdown import count_noun, format_number
@@ -317,6 +317,9 @@ def calibrate(
         PackError, SplitError, RubricError: Invalid inputs (before any model call).
         NoWinnerError: Some criterion found no usable guidance (the report covers the others).
     """
+    if config is not None and not isinstance(config, (Mapping, Path, str)):
+        raise ConfigError(f"config= takes a dict nested like a config file or the path of a JSON config file, not "
+                          f"{type(config).__name__} {config!r:.80}.")
     config_file = None if isinstance(config, Mapping) or config is None else Path(config)
     config_data = config if isinstance(config, Mapping) else None
     run_id, archives_dir, splits = _placed(pack, run_id, archives_dir, splits, preset, config_file, config_data)

@@ -153,10 +153,14 @@ def test_refusals_write_nothing(tmp_path: Path, tiny_pack_dir: Path, fake_client
         calibrate(tiny_pack_dir, endpoint=42, run_id="a", archives_dir=archives)  # type: ignore[arg-type]
     with pytest.raises(RubricError, match="not a rubric folder"):
         calibrate(tiny_pack_dir, rubric=tmp_path / "nowhere", endpoint=fake_client, run_id="a", archives_dir=archives)
-    # a start that fails before the run begins removes the folder it made
+    with pytest.raises(ConfigError, match="config= takes a dict"):
+        calibrate(tiny_pack_dir, endpoint=fake_client, config=["run_id"], archives_dir=archives)  # type: ignore[arg-type]
+    # a start that fails before the run begins removes the folders it made, the archives folder too
     with pytest.raises(RunError, match="nope"):
         calibrate(tiny_pack_dir, criteria=["nope"], endpoint=fake_client, run_id="a", archives_dir=archives)
-    assert not archives.exists() or not any(archives.iterdir())
+    with pytest.raises(EvolveError, match="nowhere"):
+        calibrate(tiny_pack_dir, splits=tmp_path / "nowhere", endpoint=fake_client, run_id="a", archives_dir=archives)
+    assert not archives.exists()
 
 
 def test_an_existing_run_is_never_overwritten(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
