@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -863,13 +864,45 @@ def calibrate(
     exclusions = structural_exclusions(plan.pack, plan.splits, plan.rubric, plan.criteria, config.conditions)
     atomic_write(run_dir / CalibrationFolder.EXCLUSIONS, exclusions.to_csv(index=False))
     journal.append(Event.RUN_RESUMED if resume else Event.RUN_STARTED, run_id=config.run_id,
-                   criteria=[c.criterion_id for c in plan.criteria])
+                   criteria=[c.criterion_id for c in plan.criteria], inputs=input_fingerprints(plan.pack, plan.splits))
     for warning in plan.warnings:
         journal.append(Event.WARNING, message=warning)
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         winners, failed = _run_criteria(config, client, plan, journal, progress, owns=owns)
     return CalibrationResult(run_dir=run_dir, winners=winners, failed=failed)
+
+
+def input_fingerprints(pack: RatingPack, splits: Splits) -> dict[str, str]:
+    """sha256 of what a calibration computes from, as the journal's ``run_started`` records it:
+    ``splits`` (the train, validation and holdout case ids) and ``pack`` (its cases, targets and
+    ratings). A resume compares them, so a split or pack changed in place is named, never used."""
+    def digest(value: Any) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+    parts = {"train": splits.train, "validation": splits.validation, "holdout": splits.holdout}
+    records = [[r.model_dump(mode="json") for r in rows] for rows in (pack.cases, pack.targets, pack.ratings)]
+    return {"splits": digest(parts), "pack": digest(records)}
+
+
+def _check_same_inputs(config: CalibrationConfig, pack: RatingPack, splits: Splits) -> None:
+    """Refuse to resume a run on a split or pack that changed since it started (runs whose
+    journal recorded no fingerprints resume unchecked).
+
+    Raises:
+        RunError: Names the input that changed, where it is read from, and the fixes.
+    """
+    started = next((e for e in CalibrationFolder(config.run_dir).journal().events()
+                    if e.get("event") == Event.RUN_STARTED and isinstance(e.get("inputs"), dict)), None)
+    if started is None:
+        return
+    now = input_fingerprints(pack, splits)
+    where = {"splits": f"split {config.splits}", "pack": f"rating pack {config.pack}"}
+    changed = [where[k] for k in ("splits", "pack") if k in started["inputs"] and started["inputs"][k] != now[k]]
+    if changed:
+        raise RunError(f"{config.run_dir}: the {' and the '.join(changed)} changed since the run started, so resuming "
+                       "would mix two calibrations. Put back what the run started with, or start a new --run-id (with "
+                       "the same --seed, the calls the two share come from the response cache).")
 
 
 @dataclass(frozen=True)
@@ -919,6 +952,8 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
     pack = load_pack(config.pack, prompts_root=root, require_ratings=True)
     splits = load_splits(config.splits)
     check_splits(splits, pack)
+    if resume:
+        _check_same_inputs(config, pack, splits)
     rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     if config.rubric is not None and config.rubric != rubric.id:
         raise RunError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import threading
 from collections import defaultdict
@@ -183,6 +184,29 @@ def test_resume_refuses_a_changed_configuration(tmp_path, tiny_pack_dir, tiny_sp
     changed = config.model_copy(update={"seed": 7})
     with pytest.raises(RunError, match="seed"):
         calibrate(changed, client=fake_client, resume=True)
+
+
+def test_resume_refuses_a_split_or_pack_changed_in_place(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    """The same paths with other contents would mix two calibrations in one run folder."""
+    from evolve.data import load_pack, write_pack
+    from evolve.splits import load_splits, make_splits, write_splits
+
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir)
+    calibrate(config, client=fake_client)
+    split, pack = load_splits(tiny_splits_dir), load_pack(tiny_pack_dir)
+    moved = make_splits(pack, holdout_fraction=0.2, validation_fraction=0.4, seed=4)  # the fixture's, seed 3
+    assert moved.validation != split.validation
+    write_splits(moved, tiny_splits_dir, overwrite=True)
+    with pytest.raises(RunError, match=r"the split .*tiny changed since the run started"):
+        calibrate(config, client=fake_client, resume=True)
+    write_splits(split, tiny_splits_dir, overwrite=True)
+    first = pack.ratings[0]
+    rescored = dataclasses.replace(pack, ratings=(first.model_copy(update={"score": 1 - first.score}), *pack.ratings[1:]))
+    write_pack(rescored, tiny_pack_dir, overwrite=True)
+    with pytest.raises(RunError, match=r"the rating pack .*tiny changed since the run started.*new --run-id"):
+        calibrate(config, client=fake_client, resume=True)
+    write_pack(pack, tiny_pack_dir, overwrite=True)
+    assert calibrate(config, client=fake_client, resume=True).winners  # put back: it resumes
 
 
 def test_scores_are_written_as_integers_even_beside_failures(tmp_path, tiny_pack_dir, tiny_splits_dir):
