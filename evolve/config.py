@@ -378,9 +378,11 @@ def resolve_config(
         loc = ".".join(str(p) for p in first["loc"])
         msg = f"configuration field '{loc}': " if loc else "configuration: "
         msg += f"{readable_error(first, CalibrationConfig)}."
+        if first.get("type") == "extra_forbidden":
+            raise ConfigError(msg + " Correct or remove the key in the config file (Python: the config= dict).") from exc
         if loc.startswith("budget"):
             raise BudgetError(msg + " Adjust the budget options.") from exc
-        raise ConfigError(msg + " Fix the value in the config file or on the command line.") from exc
+        raise ConfigError(msg + " Fix the value in the config file (Python: config=) or on the command line.") from exc
 
 
 CONFIG_PATHS: Final = ("pack", "splits", "prompts_root", "archives_dir", "cache_path")

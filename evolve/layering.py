@@ -10,6 +10,7 @@ allowed range and where to fix it.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Mapping
@@ -75,6 +76,14 @@ def _field_info(model: Any, loc: tuple[Any, ...]) -> Any:
     return info
 
 
+def _known_keys(model: Any, loc: tuple[Any, ...]) -> list[str] | None:
+    """The field names of the model at ``loc`` inside ``model`` (``()``: ``model`` itself), or None."""
+    annotation = model if not loc else getattr(_field_info(model, loc), "annotation", None)
+    found = next((a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)),
+                 None)
+    return list(found.model_fields) if found is not None else None
+
+
 def allowed_range(model: Any, loc: tuple[Any, ...]) -> str | None:
     """The bounds of the numeric field at ``loc`` of ``model`` in words (``"at least 16 and at
     most 131072"``), or None when it has none."""
@@ -96,6 +105,12 @@ def readable_error(error: Any, model: type[BaseModel] | None = None) -> str:
     if error.get("type") == "string_pattern_mismatch" and error.get("loc", ())[-1:] == ("run_id",):
         return ("a run id is a folder name of letters, digits, '.', '_' and '-' (not '.' or '..', which would "
                 "put the run outside the archives folder); choose another --run-id")
+    if error.get("type") == "extra_forbidden" and model is not None:
+        if (known := _known_keys(model, tuple(error.get("loc", ()))[:-1])) is not None:
+            key = str(error.get("loc", ("",))[-1])
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            return f"unknown key {key!r}: {hint}the keys here are {', '.join(known)}"
     if error.get("type") in _BOUND_ERRORS:
         allowed = (allowed_range(model, tuple(error.get("loc", ()))) if model is not None else None) \
             or str(error.get("msg", "")).removeprefix("Input should be ")

@@ -62,6 +62,19 @@ def test_out_of_range_calibration_values_are_named(overrides, shown) -> None:
     assert shown in str(err.value)
 
 
+@pytest.mark.parametrize(("overrides", "shown"), [
+    ({"budget": {"accpted": 3}}, "'budget.accpted': unknown key 'accpted': did you mean 'accepted'? the keys here are "
+                                 "accepted, max_attempts,"),
+    ({"run_idd": "x"}, "'run_idd': unknown key 'run_idd': did you mean 'run_id'?"),
+    ({"endpoint": {"zzz": 1}}, "'endpoint.zzz': unknown key 'zzz': the keys here are provider, base_url,"),
+])
+def test_an_unknown_key_is_named_with_the_nearest_and_the_keys_it_could_be(overrides, shown) -> None:
+    with pytest.raises(ConfigError) as err:
+        _calibration(**overrides)
+    assert shown in str(err.value) and str(err.value).endswith(
+        "Correct or remove the key in the config file (Python: the config= dict).")
+
+
 def test_judge_max_tokens_above_the_embedded_slot_is_refused() -> None:
     with pytest.raises(ConfigError) as err:
         _calibration(judge={"max_tokens": 9000})
