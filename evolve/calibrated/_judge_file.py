@@ -290,16 +290,30 @@ def _first_error(exc: Exception) -> str:
 def write_judge_file(path: Path | str, judge: JudgeFile) -> Path:
     """Write ``judge`` as JSON (indent 2) to ``path`` (a folder: its ``judge.json``), atomically.
 
+    A judge file already there that says the same but for ``created_at`` is left as it is, so
+    its bytes and sha256 stay (``evolve report`` rebuilding a run's report does not change the
+    judge someone pinned).
+
     Returns:
-        The file written.
+        The file written (or kept).
 
     Raises:
         RunError: The file cannot be written (naming it).
     """
     file = _judge_path(path)
+    if _same_judge(file, judge):
+        return file
     try:
         atomic_write(file, judge.model_dump_json(indent=2) + "\n")
     except OSError as exc:
         raise RunError(f"{file}: cannot write the judge file ({exc}); check the folder and free space.") from exc
     return file
 
+
+def _same_judge(file: Path, judge: JudgeFile) -> bool:
+    """Whether ``file`` holds ``judge`` but for ``created_at`` (False when absent or unreadable)."""
+    try:
+        existing = JudgeFile.model_validate_json(file.read_bytes())
+    except (OSError, ValueError):  # absent, unreadable, or another format: written anew
+        return False
+    return existing.model_copy(update={"created_at": judge.created_at}) == judge

@@ -191,6 +191,23 @@ def test_write_judge_file_round_trips(run: Path, tmp_path: Path) -> None:
     judge = load_judge_file(run)
     path = write_judge_file(tmp_path, judge)  # a folder: its judge.json
     assert path == tmp_path / JUDGE_FILE and JudgeFile.model_validate_json(path.read_text()) == judge
+    before = path.read_bytes()
+    assert write_judge_file(tmp_path, judge.model_copy(update={"created_at": "2031-01-01T00:00:00+00:00"})) == path
+    assert path.read_bytes() == before  # the same judge but for its time: kept, and its sha256 with it
+    write_judge_file(tmp_path, judge.model_copy(update={"run_id": "other"}))
+    assert load_judge_file(path).run_id == "other"
+
+
+def test_rebuilding_a_report_keeps_the_judge_file_it_already_wrote(run: Path) -> None:
+    from evolve.report import write_report
+
+    file = run / JUDGE_FILE
+    pinned = load_judge_file(run).model_copy(update={"created_at": "2020-01-01T00:00:00+00:00",
+                                                     "source_run": str(run.absolute())})  # (the fixture copied it)
+    file.write_text(pinned.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    before = file.read_bytes()
+    write_report(run)
+    assert file.read_bytes() == before
 
 
 def test_benchmark_guidance_reads_a_judge_file_or_an_older_run(run: Path) -> None:
