@@ -36,7 +36,7 @@ from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_ent
 from evolve.report._settings import N_BOOT, ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, snapshot_changes
-from evolve.runs import CalibrationFolder
+from evolve.runs import CalibrationFolder, Event, Journal
 from evolve.stats import (
     MIN_CASES,
     STATISTICS,
@@ -251,7 +251,15 @@ def _report_of(inputs: RunInputs, *, n_boot: int, seed: int, holdout: bool) -> C
         report.setdefault("table5", []).append(_table5_record(criterion, entry))
     report["macro"] = _macro(report.get("table5", []))
     typed = CalibrationReport.model_validate(report)
-    return typed.model_copy(update={"warnings": [*typed.warnings, *shortfall_warnings(typed)]})
+    return typed.model_copy(update={"warnings": [*run_warnings(folder.journal()), *shortfall_warnings(typed)]})
+
+
+def run_warnings(journal: Journal) -> list[str]:
+    """The warnings a run gave before it started (a budget too small to search, a validation
+    set too small for a verdict, a rubric still holding placeholder text), as journaled, once
+    each though a resume repeats them."""
+    seen = [str(e.get("message", "")) for e in journal.events() if e.get("event") == Event.WARNING]
+    return list(dict.fromkeys(w for w in seen if w))
 
 
 def shortfall_warnings(report: CalibrationReport) -> list[str]:
@@ -730,12 +738,13 @@ def verdict_warnings(report: CalibrationReport) -> list[str]:
     """Plain-words warnings about winners: worse than no guidance, an evolved winner worse than
     or not distinguishable from the best initial prompt although an evolved prompt was
     selected, a winner no better than a constant (the training median) and a winner the drift
-    audit flagged ``drift`` or ``review``; then an accepted budget not met
-    (:func:`shortfall_warnings`)."""
+    audit flagged ``drift`` or ``review``; then the warnings the run gave before it started
+    (:func:`run_warnings`) and an accepted budget not met (:func:`shortfall_warnings`)."""
     out = []
     for r in report.table5:
         out += _criterion_warnings(r)
-    return out + shortfall_warnings(report)
+    shortfall = shortfall_warnings(report)
+    return out + [w for w in report.warnings if w not in shortfall] + shortfall  # then the run's own (run_warnings)
 
 
 def _criterion_warnings(r: Table5Row) -> list[str]:
