@@ -619,6 +619,7 @@ class _Rows:
     n_not_evaluable: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     marks_used: set[str] = field(default_factory=set)  # not_evaluable values some cell held
+    spaced: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # derived ids by texts without spacing
 
     def bad(self, where: str, column: str | None, message: str, fix: str, order: int) -> None:
         self.problems.add(f"{where}, column {column!r}" if column else where, message, fix, order=(order,))
@@ -687,6 +688,8 @@ class _Rows:
             if not raw_id:
                 return None
         case_id = raw_id if col is not None else f"c-{_short_hash(text)}"
+        if col is None and not self._one_spacing(("case", text), case_id, "case_text", "case", where, order):
+            return None
         if not case_id:
             self.bad(where, col, "empty case id", "Fill in the case id.", order)
             return None
@@ -701,6 +704,20 @@ class _Rows:
         else:
             self._agree(self.cases[case_id], values, "case", case_id, where, order)
         return case_id
+
+    def _one_spacing(self, key: tuple[str, ...], derived_id: str, column: str, kind: str, where: str,
+                     order: int) -> bool:
+        """Whether a case or target whose id is derived from its texts is not one seen before
+        but for spaces and line breaks (a trailing space would make a second target, splitting
+        one answer's ratings in two); a problem is recorded when it is."""
+        bare = tuple(" ".join(part.split()) for part in key)
+        first_id, first_where = self.spaced.setdefault(bare, (derived_id, where))
+        if first_id == derived_id:
+            return True
+        self.bad(where, self.mapping.fields.get(column), f"the {kind} text differs from the one in {first_where} only "
+                 f"in spaces or line breaks, so it would be read as another {kind}",
+                 f"Make the two texts the same, or give each {kind} an id with {_map(kind)}.", order)
+        return False
 
     def _target(self, row: Mapping[str, Any], case_id: str, where: str, order: int) -> str | None:
         text = _text(self.get(row, "target_text"))
@@ -720,6 +737,9 @@ class _Rows:
             return None
         col = self.mapping.fields.get("target")
         target_id = cell_text(self.get(row, "target")) if col is not None else f"t-{_short_hash(case_id, component, text, statement)}"
+        if col is None and not self._one_spacing(("target", case_id, component, text, statement), target_id,
+                                                 "target_text", "target", where, order):
+            return None
         if not target_id or not _ID_RE.match(target_id):
             self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (letters, digits and . _ : / -, "
                      "starting with a letter or digit)", f"Correct the id, or map another column with {_map('target')}.",

@@ -276,6 +276,29 @@ def test_text_that_looks_missing_stays_text_in_a_spreadsheet_as_in_a_csv(tmp_pat
     assert other.describe().endswith("3 targets; not-evaluable value 'Unsure' matched no cell")
 
 
+def test_texts_differing_only_in_spacing_are_named_not_made_into_two_targets():
+    """Without id columns, a case or target is known by its texts: a trailing space would make a
+    second target and split one answer's ratings between two."""
+    frame = LONG.drop(columns=["case", "target"])
+    frame.loc[1, "target_text"] = "Invented answer one. "
+    frame.loc[3, "case_text"] = "Invented  question two?"  # the only text of its case: its spacing is its own
+    frame.loc[2, "case_text"] = "Invented question one?\n"
+    with pytest.raises(PackError) as exc:
+        import_frame(frame, rubric=RUBRIC, name="spaced")
+    assert _problem_lines(exc) == [
+        "  - row 3, column 'target_text': the target text differs from the one in row 2 only in spaces or line breaks, "
+        "so it would be read as another target. Make the two texts the same, or give each target an id with --column "
+        "target=COLUMN (Python: columns={'target': 'COLUMN'}).",
+        "  - row 4, column 'case_text': the case text differs from the one in row 2 only in spaces or line breaks, so "
+        "it would be read as another case. Make the two texts the same, or give each case an id with --column "
+        "case=COLUMN (Python: columns={'case': 'COLUMN'}).",
+    ]
+    with_ids = LONG.copy()
+    with_ids.loc[1, "target_text"] = "Invented answer one. "  # ids given: the rows of one target must agree
+    with pytest.raises(PackError, match="target 't1' has a different target_text here than in row 2"):
+        import_frame(with_ids, rubric=RUBRIC, name="spaced")
+
+
 def test_blank_rows_are_skipped_but_keep_row_numbers(tmp_path):
     path = tmp_path / "t.csv"
     LONG.to_csv(path, index=False)
