@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 import typer
 
@@ -42,12 +42,17 @@ SELECTION: Any = OptionGroup({
     "where": Annotated[Optional[list[str]], typer.Option(
         "--where", help="COLUMN=VALUE: keep only rows whose cell is exactly VALUE (repeatable), e.g. "
         "'metadata.field=Healthcare / Medicine'.")],
+    "layout": Annotated[Optional[str], typer.Option(
+        "--layout", help="Rated tables: long (one rating per row) or wide (one score column per criterion); default: "
+        "wide when --column maps criterion:<id>, else long.")],
+    "skip_empty": Annotated[bool, typer.Option(
+        "--skip-empty", help="Rated tables: skip empty score cells (they are counted) instead of failing.")],
     "cases": Annotated[Optional[Path], typer.Option(
         "--cases", help="A case-id file (one id per line, or a .csv/.jsonl with case_id): score only those cases, e.g. "
         "splits/NAME/holdout.txt.")],
     "criteria": Annotated[Optional[list[str]], typer.Option(
         "--criteria", "--criterion", help="Criterion to score (repeatable; default: every criterion of the judge file).")],
-})
+}, {"skip_empty": False})
 """How the targets are read (a table's columns and cells) and which of them are scored."""
 
 
@@ -132,11 +137,25 @@ def _judge_options(values: dict[str, Any], endpoint: EndpointSettings) -> JudgeR
         targets=values["targets"], judge=values["judge_path"], run_id=values["run_id"], archives_dir=values["archives_dir"],
         columns=parse_table_columns(values["column"] or []), not_evaluable=tuple(values["not_evaluable"] or ()),
         score_map=parse_score_map(values["score_map"] or []), rows=values["rows"],
-        where=tuple(f"{c}={v}" for c, v in parse_where(values["where"] or [])), cases=values["cases"],
+        where=tuple(f"{c}={v}" for c, v in parse_where(values["where"] or [])), layout=_layout(values["layout"]),
+        skip_empty=values["skip_empty"], cases=values["cases"],
         criteria=tuple(values["criteria"]) if values["criteria"] else None, resume=values["resume"], endpoint=endpoint,
         model=values["model"], n_boot=values["n_boot"], html=values["html"])
     folder = options.folder()
     return options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
+
+
+def _layout(value: str | None) -> Literal["long", "wide"] | None:
+    """``--layout``, checked.
+
+    Raises:
+        ConfigError: Neither long nor wide.
+    """
+    from evolve.errors import ConfigError
+
+    if value not in (None, "long", "wide"):
+        raise ConfigError(f"--layout {value!r}: choose long or wide.")
+    return "wide" if value == "wide" else "long" if value == "long" else None
 
 
 def _plan_or_export(options: JudgeRunOptions, endpoint: EndpointSettings, values: dict[str, Any]) -> None:

@@ -44,6 +44,8 @@ def read_targets(
     score_map: Mapping[str, Mapping[str, int]] | None = None,
     rows: str | None = None,
     where: Sequence[str] = (),
+    layout: Literal["long", "wide"] | None = None,
+    skip_empty: bool = False,
 ) -> ScoringTargets:
     """Read targets for a judge file's rubric.
 
@@ -62,6 +64,9 @@ def read_targets(
         score_map: Rating labels -> scores (rated tables; as ``evolve ratings import table --score-map``).
         rows: JSONL files only: the dotted path whose every element is one row (``answers.*.claims.*``).
         where: ``COLUMN=VALUE`` conditions a table row must meet to be read.
+        layout: A rated table's layout (as ``evolve ratings import table --layout``); None: wide
+            when ``columns`` maps ``criterion:<id>`` keys, else long.
+        skip_empty: Rated tables: skip empty score cells (counted) instead of refusing them.
 
     Raises:
         PackError: A missing file, a pack on another rubric, or bad cells - every one named by
@@ -69,20 +74,20 @@ def read_targets(
     """
     bundle = judge.bundle()
     cols = dict(columns or {})
-    layout: Literal["long", "wide"] = "wide" if any(k.startswith("criterion:") for k in cols) else "long"
+    layout = layout or ("wide" if any(k.startswith("criterion:") for k in cols) else "long")
     if isinstance(source, RatingPack):
         validate_pack(source, rubric=bundle.rubric)
         return ScoringTargets(source, bool(source.ratings), f"rating pack {source.manifest.name!r} (in memory)")
     if not isinstance(source, (str, Path)):
         result = import_frame(source, rubric=bundle, name="targets", columns=cols, layout=layout,
-                              not_evaluable=not_evaluable, score_map=score_map, rated=None,
+                              not_evaluable=not_evaluable, score_map=score_map, skip_empty=skip_empty, rated=None,
                               heading="cannot read the targets table")
         return ScoringTargets(result.pack, bool(result.pack.ratings), "a DataFrame", result.counts)
     path = Path(source)
     if path.is_dir():
         return _pack_targets(path, judge)
     result = import_table(path, rubric=bundle, columns=cols, layout=layout, not_evaluable=not_evaluable, score_map=score_map,
-                          rows=rows, where=list(where), rated=None)
+                          skip_empty=skip_empty, rows=rows, where=list(where), rated=None)
     return ScoringTargets(result.pack, bool(result.pack.ratings), f"table {path.name}", result.counts)
 
 

@@ -8,7 +8,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -40,6 +40,9 @@ class JudgeRunOptions(BaseModel):
         score_map: Rating labels -> scores per criterion (rated tables; ``"*"``: every criterion).
         rows: JSONL only: the dotted path whose every element is one row (``answers.*.claims.*``).
         where: ``COLUMN=VALUE`` conditions rows must meet (e.g. ``metadata.field=Healthcare / Medicine``).
+        layout: A rated table's layout, ``long`` or ``wide`` (None: wide when ``columns`` maps
+            ``criterion:<id>`` keys, else long).
+        skip_empty: Rated tables: skip empty score cells (counted) instead of refusing them.
         cases: A case-id file (e.g. a split's ``holdout.txt``): score only those cases.
         criteria: Criterion ids to score (default: every criterion of the judge file).
         resume: Continue the run folder (finished calls come from the cache).
@@ -62,6 +65,8 @@ class JudgeRunOptions(BaseModel):
     score_map: dict[str, dict[str, int]] = Field(default_factory=dict)
     rows: str | None = None
     where: tuple[str, ...] = ()
+    layout: Literal["long", "wide"] | None = None
+    skip_empty: bool = False
     cases: Path | None = None
     criteria: tuple[str, ...] | None = None
     resume: bool = False
@@ -204,6 +209,8 @@ def _config(options: JudgeRunOptions, judge: JudgeFile, targets: ScoringTargets,
         "score_map": options.score_map,
         "rows": options.rows,
         "where": list(options.where),
+        **({"layout": options.layout} if options.layout else {}),  # only when given: older runs resume as before
+        **({"skip_empty": True} if options.skip_empty else {}),
         "cases": folder.portable(options.cases) if options.cases is not None else None,
         "criteria": list(options.criteria) if options.criteria else None,
         "model": options.model,
@@ -249,7 +256,8 @@ def run_judge(
     """
     judge = judge or load_judge_file(options.judge)
     targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
-                           score_map=options.score_map, rows=options.rows, where=options.where)
+                           score_map=options.score_map, rows=options.rows, where=options.where, layout=options.layout,
+                           skip_empty=options.skip_empty)
     if options.cases is not None:
         targets = select_cases(targets, options.cases)
     check_statements(judge, targets, chosen_criteria(judge, options.criteria))  # before the folder exists
@@ -354,6 +362,8 @@ class CalibratedJudge:
         where: Sequence[str] = (),
         not_evaluable: Sequence[str] = (),
         score_map: Mapping[str, Mapping[str, int]] | None = None,
+        layout: Literal["long", "wide"] | None = None,
+        skip_empty: bool = False,
         cases: Path | str | None = None,
         criteria: Sequence[str] | None = None,
         resume: bool = False,
@@ -375,6 +385,8 @@ class CalibratedJudge:
             columns: ``field -> column`` mapping.
             rows, where, not_evaluable, score_map: As for ``evolve ratings import table`` (nested JSONL
                 rows, ``COLUMN=VALUE`` row conditions, rated tables' not-evaluable cells and label map).
+            layout, skip_empty: A rated table's layout (``long``/``wide``; None: wide when ``columns``
+                maps ``criterion:<id>`` keys) and whether its empty score cells are skipped (counted).
             cases: A case-id file (e.g. ``splits/<name>/holdout.txt``): score only those cases.
             criteria: Criterion ids (default: all).
             resume: Continue ``run_dir`` (finished calls free from the cache).
@@ -393,7 +405,7 @@ class CalibratedJudge:
             targets=Path(targets) if isinstance(targets, str) else targets, judge=self.path, run_id=run_id,
             archives_dir=Path(archives_dir), run_dir=Path(run_dir) if run_dir is not None else None, columns=dict(columns or {}),
             rows=rows, where=tuple(where), not_evaluable=tuple(not_evaluable),
-            score_map={k: dict(v) for k, v in (score_map or {}).items()},
+            score_map={k: dict(v) for k, v in (score_map or {}).items()}, layout=layout, skip_empty=skip_empty,
             cases=Path(cases) if cases is not None else None, criteria=tuple(criteria) if criteria else None,
             resume=resume, endpoint=settings, n_boot=n_boot, html=html)
         return run_judge(options, client=client, progress=progress, judge=self.file, on_warning=_warn)

@@ -258,6 +258,22 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
                                        "--column", "target_text=answer"])
         assert unstated.exit_code == 2 and "--column statement=COLUMN" in unstated.output.replace("\n", "")
         assert "Traceback" not in unstated.output
+        wide = tmp_path / "rated.csv"
+        pd.DataFrame({"question": ["Q1?", "Q1?", "Q2?"], "answer": ["A (truth 1)", "A (truth 1)", "C (truth 0)"],
+                      "claim": ["s1", "s1", "s3"], "rater": ["r1", "r2", "r1"], "entailment": ["1", "", "0"]}).to_csv(
+            wide, index=False)
+        rated = ["judge", str(wide), "--judge", str(archives / "cal"), "--archives-dir", str(archives), "--base-url",
+                 endpoint.base_url, "--column", "case_text=question", "--column", "target_text=answer",
+                 "--column", "statement=claim", "--layout", "wide"]
+        refused = runner.invoke(app, rated + ["--run-id", "refused"])
+        assert refused.exit_code == 2 and "row 3, column 'entailment': empty score" in refused.output
+        skipped = runner.invoke(app, rated + ["--run-id", "wide", "--skip-empty"])
+        assert skipped.exit_code == 0, skipped.output
+        summary = json.loads((archives / "wide" / "summary.json").read_text())
+        assert summary["rated"] is True and summary["criteria"]["entailment"]["counts"]["n_scored"] == 2
+        config = json.loads((archives / "wide" / "config.json").read_text())
+        assert (config["layout"], config["skip_empty"]) == ("wide", True)
+        assert runner.invoke(app, rated + ["--layout", "tall"]).exit_code == 2
 
 
 def test_load_judge_names_the_fix_when_there_is_no_judge_file(tmp_path):
@@ -363,6 +379,16 @@ def test_nested_jsonl_rows_and_where_as_the_table_importer_reads_them(tmp_path, 
     assert len(items) == 3 * 2 * 2  # medicine records x answers x claims
     config = json.loads((summary.run_dir / "config.json").read_text())
     assert config["rows"] == "answers.*.claims.*" and config["where"] == ["field=Medicine"]
+
+
+def test_a_wide_rated_frame_with_blank_cells_is_read_as_the_importer_reads_it(tmp_path, calibrated, client):
+    frame = pd.DataFrame({"case_text": ["Q1?", "Q1?", "Q2?"], "target_text": ["A (truth 1)", "A (truth 1)", "C (truth 0)"],
+                          "statement": ["s1", "s1", "s3"], "rater": ["r1", "r2", "r1"], "entailment": ["1", "", "0"]})
+    judge = evolve.load_judge(calibrated)
+    with pytest.raises(PackError, match="row 3, column 'entailment': empty score"):
+        judge.score(frame, client=client, run_dir=tmp_path / "refused", layout="wide")
+    summary = judge.score(frame, client=client, run_dir=tmp_path / "wide", layout="wide", skip_empty=True)
+    assert summary.rated and summary.criteria["entailment"].n_items == 2
 
 
 def test_python_users_see_the_judge_files_warnings(tmp_path, calibrated, client):
