@@ -32,11 +32,12 @@ def check_resumable(run_dir: Path, marker: str, resume: bool, *, what: str = "a 
         if not resume:
             raise RunError(
                 f"{run_dir} already holds {what}. Pass {resume_flag} to continue it (finished calls are "
-                "free from the cache), or choose another --run-id."
+                "free from the cache; Python: resume=True), or choose another --run-id (Python: run_id=)."
             )
         return True
     if resume:
-        raise RunError(f"{run_dir}: nothing to resume (no {marker}). Start the run without --resume.")
+        raise RunError(f"{run_dir}: nothing to resume (no {marker}). Start the run without --resume (Python: "
+                       "resume=False).")
     return False
 
 

@@ -114,7 +114,8 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
                             "Map the column that holds it: --column statement=COLUMN (Python: columns={'statement': COLUMN}).")
         raise PackError(f"{targets.source}: {len(wrong)} target(s) have a statement ({first}), but criterion "
                         f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
-                        "Leave the statement column unmapped.")
+                        "Drop or rename the table's statement column (a column named 'statement' is read as one), "
+                        "or leave it unmapped (no --column statement=...; Python: no 'statement' in columns=).")
 
 
 @locks_run(lambda *_, run_dir, **__: run_dir)  # one process writes a run folder

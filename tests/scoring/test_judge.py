@@ -130,7 +130,7 @@ def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path,
     assert provider.calls - before == paid
     assert again.criteria["entailment"] == c
     # without --resume an existing run folder is refused
-    with pytest.raises(RunError, match="--resume"):
+    with pytest.raises(RunError, match=r"--resume .*Python: resume=True\), or choose another --run-id \(Python: run_id=\)"):
         judge.score(pack, client=client, run_dir=tmp_path / "scored")
 
 
@@ -180,7 +180,8 @@ def test_targets_without_the_statement_the_judge_was_calibrated_with_are_refused
     assert not (tmp_path / "nostatement").exists() and provider.calls == before  # nothing written, nothing paid
     unstated = judge.file.model_copy(update={"criteria": {
         "entailment": judge.file.criteria["entailment"].model_copy(update={"statement": "absent"})}})
-    with pytest.raises(PackError, match="calibrated on targets without one"):
+    with pytest.raises(PackError, match=r"calibrated on targets without one.*Drop or rename the table's statement "
+                                        r"column \(a column named 'statement' is read as one\)"):
         score_targets(unstated, read_targets(frame.assign(statement="S"), unstated),
                                      client=client, run_dir=tmp_path / "stated", config={})
     assert not (tmp_path / "stated").exists()
