@@ -568,8 +568,12 @@ def _resolve_mapping(
                          f"Rename the column to {crit_id!r}, or map it with --column criterion:{crit_id}={column} "
                          f"(Python: columns={{'criterion:{crit_id}': {column!r}}}).")
         if not out.criteria:
+            per_rater = sorted(c for c in have if any(k.lower() in c.lower() and k.lower() != c.lower() for k in known))
+            reshape = (f" Columns such as {', '.join(map(repr, per_rater[:3]))} look like one column per rater and "
+                       "criterion, which no mapping reads (a wide row is one rater's): reshape the table to one row per "
+                       "rater first, e.g. with pandas.melt, then read it long or wide." if per_rater else "")
             problems.add(f"{file}, header", f"no column is named like a criterion of rubric {rubric.id!r} "
-                         f"({sorted(known)}); {fix_cols}", f"Map each score column with {_map('criterion:<id>')}.")
+                         f"({sorted(known)}); {fix_cols}", f"Map each score column with {_map('criterion:<id>')}.{reshape}")
     if "component" not in out.fields and "component" not in columns:
         if len(rubric.components) == 1:
             out.component = next(iter(rubric.components))

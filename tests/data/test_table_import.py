@@ -155,6 +155,14 @@ def test_a_wide_column_named_almost_like_a_criterion_is_named_not_dropped():
     assert (renamed.counts.n_cells, renamed.counts.n_scored, renamed.counts.n_skipped_empty) == (2, 1, 1)
 
 
+def test_one_column_per_rater_and_criterion_is_named_with_the_reshape_it_needs():
+    frame = pd.DataFrame({"case_text": ["Q"], "target_text": ["A"], "kind": ["answer"], "rater": ["-"],
+                          "support_dr_a": [1], "support_dr_b": [2]})
+    with pytest.raises(PackError, match=r"Columns such as 'support_dr_a', 'support_dr_b' look like one column per "
+                                        r"rater and criterion.*reshape the table to one row per rater first"):
+        import_frame(frame, rubric=RUBRIC, name="per-rater", layout="wide", columns={"component": "kind"})
+
+
 def test_wide_table_with_mapped_criterion_columns_and_derived_case_ids():
     rubric = RUBRIC.model_copy(update={"components": {"answer": "an answer"},
                                        "criteria": (RUBRIC.criterion("support"),)})
