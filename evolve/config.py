@@ -22,7 +22,7 @@ from evolve.judge import JudgeSettings, with_legacy_layout
 from evolve.layering import layered, readable_error
 from evolve.llm import MAX_OUTPUT_TOKENS, MAX_SEED
 from evolve.records import Record
-from evolve.runs import CalibrationFolder, EndpointSettings, output_limit_problem
+from evolve.runs import KINDS, CalibrationFolder, EndpointSettings, folder_kind, output_limit_problem
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -419,11 +419,26 @@ def load_run_config(run_dir: Path | str) -> CalibrationConfig:
         RunError: Missing or invalid file (the message names it and what to check).
     """
     path = Path(run_dir) / CalibrationFolder.CONFIG
+    if (kind := folder_kind(run_dir)) not in (None, "calibration"):
+        raise RunError(f"{run_dir} holds {KINDS[kind]}, not a calibration run. {_READ_INSTEAD[kind]}")
     if not path.exists():
         held = "the folder holds" if Path(run_dir).is_dir() else "no such folder, so"
         raise RunError(f"{run_dir}: not a calibration run - {held} no {CalibrationFolder.CONFIG} (a run stopped before it started, or a "
                        "wrong path). Check the path; a run stopped before it started is begun again with the command that started it.")
     try:
         return parse_run_config(Path(run_dir))
-    except (OSError, ValueError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RunError(f"{path}: not a calibration run's configuration ({exc.error_count()} invalid field(s), the first "
+                       f"'{'.'.join(map(str, first['loc']))}': {readable_error(first, CalibrationConfig)}). Is this "
+                       "a calibration run folder?") from exc
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
         raise RunError(f"{path}: cannot read the run configuration ({exc}). Is this a run folder?") from exc
+
+
+_READ_INSTEAD: Final = {
+    "scoring": "Its report is report.md and summary.json in the folder (Python: evolve.outputs.read_run).",
+    "bench": "Read it with `evolve bench report` (Python: evolve.outputs.read_run).",
+    "otb": "Read it with `evolve otb report` (Python: evolve.outputs.read_run).",
+}
+"""Where the report of a run that is not a calibration is read."""

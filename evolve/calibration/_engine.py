@@ -789,7 +789,7 @@ OLDER_RULES: dict[int, str] = {
 
 
 def _check_resume(config: CalibrationConfig, resume: bool) -> None:
-    if not check_resumable(config.run_dir, CalibrationFolder.CONFIG, resume):
+    if not check_resumable(config.run_dir, CalibrationFolder.CONFIG, resume, what="a calibration run", kind="calibration"):
         return
     path = config.run_dir / CalibrationFolder.CONFIG
     try:

@@ -323,7 +323,7 @@ def _check_resume(config: BenchConfig, resume: bool, fresh: BenchManifest) -> No
             configuration, case file, pipeline version or a prompt template differs.
     """
     if not check_resumable(config.run_dir, MANIFEST_FILE, resume, what="a benchmark run",
-                           resume_flag=f"--resume {config.run_dir}"):
+                           resume_flag=f"--resume {config.run_dir}", kind="bench"):
         return
     path = config.run_dir / MANIFEST_FILE
     try:

@@ -267,7 +267,7 @@ def check_resume_settings(config: OtbConfig, resume: bool) -> bool:
             stored configuration is unreadable or differs.
     """
     folder = OtbFolder(config.run_dir)
-    if not check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run"):
+    if not check_resumable(folder.path, folder.CONFIG, resume, what="an OpenTumorBoard run", kind="otb"):
         return False
     try:  # validated, so fields added since the run started compare at their defaults
         stored = read_otb_config(folder.path, own_rubric=False)

@@ -34,7 +34,7 @@ from evolve.report._pages import forest_row
 from evolve.report._report import build_report
 from evolve.report._settings import report_settings
 from evolve.rubric import run_prompts_root
-from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder
+from evolve.runs import KINDS, BenchFolder, CalibrationFolder, ComparisonFolder, folder_kind
 from evolve.stats import MIN_CASES, paired_mae_difference, shift_interval, sign_flip_test
 
 if TYPE_CHECKING:
@@ -69,11 +69,15 @@ _ROWS = (("winner", "winner"), ("no-guidance", "no guidance"), ("best-initial", 
 def _kind(run_dir: Path) -> str:
     if not run_dir.is_dir():
         raise RunError(f"{run_dir}: no such folder. Pass run folders under archives/, e.g. archives/<run_id>.")
-    if (run_dir / CalibrationFolder.CONFIG).is_file():
+    kind = folder_kind(run_dir)
+    if kind == "calibration":
         CalibrationFolder(run_dir).require(CalibrationFolder.SCORES)  # an unfinished run: says how to resume it
         return "calibration"
-    if (run_dir / BenchFolder.MANIFEST).is_file():
+    if kind == "bench":
         return "bench"
+    if kind is not None:
+        raise RunError(f"{run_dir} holds {KINDS[kind]}: `evolve compare` compares calibration runs, or bench runs. "
+                       "Pass the folders `evolve calibrate` or `evolve bench run` wrote under archives/.")
     raise RunError(f"{run_dir}: neither a calibration run (config.json and scores.csv) nor a bench run (manifest.json). "
                    "Pass the folders `evolve calibrate` or `evolve bench run` wrote under archives/.")
 

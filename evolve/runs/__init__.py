@@ -53,6 +53,7 @@ from evolve.lazy import lazy_members
 from evolve.runs._endpoint import EndpointSettings, context_window, output_limit_problem
 from evolve.runs._files import atomic_write, holds_interrupt, replace_folder
 from evolve.runs._folder import (
+    KINDS,
     BenchFolder,
     CalibrationFolder,
     ComparisonFolder,
@@ -60,6 +61,7 @@ from evolve.runs._folder import (
     RunFolder,
     ScoringFolder,
     distinct_slugs,
+    folder_kind,
     model_slug,
 )
 from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_endpoint_usage, run_usage
@@ -104,6 +106,8 @@ __getattr__ = lazy_members(__name__, _LAZY, globals())
 
 __all__ = [
     "CALL_COUNTS",
+    "KINDS",
+    "folder_kind",
     "JournalBatchLedger",
     "run_batch_options",
     "CHARS_PER_TOKEN",

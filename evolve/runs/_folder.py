@@ -18,7 +18,8 @@ from evolve.runs._lock import LOCK_FILE, lock_holder, run_lock
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "ScoringFolder", "distinct_slugs", "model_slug"]
+__all__ = ["KINDS", "BenchFolder", "CalibrationFolder", "OtbFolder", "RunFolder", "ScoringFolder", "distinct_slugs", "folder_kind",
+           "model_slug"]
 
 
 def model_slug(model: str) -> str:
@@ -367,3 +368,31 @@ class OtbFolder(RunFolder):
     def summary(self, task: str, model: str) -> Path:
         """``<task>/<model slug>/summary.json``."""
         return self.task_dir(task, model) / "summary.json"
+
+
+KINDS = {"calibration": "a calibration run (evolve calibrate)", "scoring": "a scoring run (evolve judge)",
+         "bench": "a benchmark run (evolve bench run)", "otb": "an OpenTumorBoard run (evolve otb run)"}
+"""The kinds of run folder :func:`folder_kind` tells apart, named for messages."""
+
+
+def folder_kind(path: Path | str) -> str | None:
+    """Which kind of run a folder holds (a key of :data:`KINDS`), by the file each kind writes
+    before its first call: ``manifest.json`` (bench), ``run_config.json`` (OpenTumorBoard),
+    ``config.json`` naming ``targets`` and a ``judge`` (scoring) or not (calibration).
+
+    Returns:
+        The kind, or None when the folder holds none of them (or its ``config.json`` is not
+        a JSON object: the kind's own reader then names the problem).
+    """
+    path = Path(path)
+    if (path / BenchFolder.MANIFEST).is_file():
+        return "bench"
+    if (path / OtbFolder.CONFIG).is_file():
+        return "otb"
+    try:
+        data = json.loads((path / CalibrationFolder.CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return "scoring" if "targets" in data and "judge" in data else "calibration"

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from evolve.errors import RunError
+from evolve.runs._folder import KINDS, folder_kind
 
 __all__ = ["check_resumable", "check_same_settings"]
 
 
-def check_resumable(run_dir: Path, marker: str, resume: bool, *, what: str = "a run", resume_flag: str = "--resume") -> bool:
-    """Whether there is a run to resume in ``run_dir``, after refusing the two mistakes.
+def check_resumable(run_dir: Path, marker: str, resume: bool, *, what: str = "a run", resume_flag: str = "--resume",
+                    kind: str | None = None) -> bool:
+    """Whether there is a run to resume in ``run_dir``, after refusing the three mistakes: a
+    folder holding another kind of run, a run started again, nothing to resume.
 
     Args:
         run_dir: The run folder.
@@ -20,14 +23,20 @@ def check_resumable(run_dir: Path, marker: str, resume: bool, *, what: str = "a 
         resume: Whether the user asked to resume.
         what: How to name the run in messages (``"a benchmark run"``).
         resume_flag: The option to suggest for continuing it.
+        kind: The kind of run this is (a key of :data:`~evolve.runs.KINDS`); a folder holding
+            another kind is refused, resumed or not (None: not checked).
 
     Returns:
         True when the folder holds a run (and ``resume`` is set); False for a fresh start.
 
     Raises:
-        RunError: The folder holds a run and ``resume`` is false, or ``resume`` is set and there
-            is nothing to resume.
+        RunError: The folder holds another kind of run; or it holds a run and ``resume`` is
+            false; or ``resume`` is set and there is nothing to resume.
     """
+    found = folder_kind(run_dir) if kind is not None else None
+    if found is not None and found != kind:
+        raise RunError(f"{run_dir} holds {KINDS[found]}, not {what}: nothing of it is read or written. Choose another "
+                       "--run-id (Python: run_id=) or archives folder.")
     if (Path(run_dir) / marker).exists():
         if not resume:
             raise RunError(

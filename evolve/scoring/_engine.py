@@ -166,7 +166,7 @@ def score_targets(
     folder = ScoringFolder(run_dir)
     chosen = chosen_criteria(judge, criteria)
     check_statements(judge, targets, chosen)
-    resuming = check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run")
+    resuming = check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run", kind="scoring")
     if resuming:
         check_same_settings(folder / folder.CONFIG, folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str)),
                             ignore=("run_id", "endpoint"), hint="give the same targets, judge and options")
