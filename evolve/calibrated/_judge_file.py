@@ -127,6 +127,10 @@ class CriterionJudge(Record):
             ``required`` (every one did), ``absent`` (none did) or ``either`` (some did, or a
             file written before this was recorded). New targets must match, or they are scored
             with prompts the calibration never validated.
+        reference: For a criterion whose rubric entry sets ``show_reference``: whether the
+            cases it was calibrated on carried a reference answer, which the judge prompt then
+            shows (``required``, ``absent`` or ``either``, as ``statement``); ``either`` for
+            other criteria and for files written before this was recorded.
     """
 
     criterion_id: str
@@ -141,6 +145,7 @@ class CriterionJudge(Record):
     anchor: list[AnchorTarget]
     holdout: dict[str, Any] | None = None
     statement: Literal["required", "absent", "either"] = "either"
+    reference: Literal["required", "absent", "either"] = "either"
 
 
 class SeedPolicy(Record):

@@ -76,13 +76,16 @@ def judge_file_of(inputs: RunInputs, report: CalibrationReport) -> JudgeFile:
     bundle = RubricBundle.load(rubric_id, root=inputs.root)
     files = {rel: data.decode("utf-8") for rel, data in bundle.files().items()}
     has_statement = {t.target_id: bool(t.statement) for t in pack.targets}
+    has_reference = {c.case_id: bool(c.reference_answer) for c in pack.cases}
     texts = {c.candidate_id: c.text for c in read_candidates(run_dir, required=("candidate_id", "criterion", "text"))}
     criteria = {}
     for cid, entry in report.criteria.items():
         crit_scores = scores[scores["criterion"] == cid]
         crit_ratings = ratings[ratings["criterion"] == cid]
-        criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(bundle.rubric.criterion(cid).scores),
-                                   _statement(crit_scores, has_statement))
+        crit = bundle.rubric.criterion(cid)
+        shown = _carried(crit_scores["case_id"], has_reference) if crit.show_reference else "either"
+        criteria[cid] = _criterion(cid, entry, crit_scores, crit_ratings, texts, list(crit.scores),
+                                   _carried(crit_scores["target_id"], has_statement), shown)
     return JudgeFile(
         run_id=config.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         source_run=str(run_dir.absolute()), rubric_id=rubric_id, rubric_version=bundle.rubric.version,
@@ -93,7 +96,8 @@ def judge_file_of(inputs: RunInputs, report: CalibrationReport) -> JudgeFile:
 
 
 def _criterion(cid: str, entry: CriterionReport, scores: pd.DataFrame, ratings: pd.DataFrame, texts: dict[str, str],
-               labels: list[int], statement: Literal["required", "absent", "either"]) -> CriterionJudge:
+               labels: list[int], statement: Literal["required", "absent", "either"],
+               reference: Literal["required", "absent", "either"]) -> CriterionJudge:
     """One criterion of the judge file from its report entry, scores and ratings."""
     reeval = scores[scores["phase"] == "reeval"]
     train_targets = set(reeval.loc[reeval["split"] == "train", "target_id"])
@@ -113,12 +117,14 @@ def _criterion(cid: str, entry: CriterionReport, scores: pd.DataFrame, ratings: 
         no_better_than_constant=bool(flag) if flag is not None else _no_better(entry.rows),
         drift=entry.audit.flag if entry.audit is not None else None, anchor=_anchor(reeval, winner_id, ratings),
         holdout=entry.holdout.model_dump() if entry.holdout is not None else None, statement=statement,
+        reference=reference,
     )
 
 
-def _statement(scores: pd.DataFrame, has_statement: dict[str, bool]) -> Literal["required", "absent", "either"]:
-    """Whether every, no or some target the criterion was judged on carried a statement."""
-    seen = {has_statement.get(str(t), False) for t in scores["target_id"].unique()}
+def _carried(ids: pd.Series, has: dict[str, bool]) -> Literal["required", "absent", "either"]:
+    """Whether every, no or some target (or case) the criterion was judged on carried a
+    statement (or reference answer): ``ids`` of the judged rows, ``has`` per id."""
+    seen = {has.get(str(i), False) for i in ids.unique()}
     return "required" if seen == {True} else "absent" if seen == {False} else "either"
 
 

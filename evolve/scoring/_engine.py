@@ -88,16 +88,19 @@ def chosen_criteria(judge: JudgeFile, criteria: Sequence[str] | None) -> list[Cr
 
 
 def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence[Criterion]) -> None:
-    """Refuse targets whose statement does not match what the criterion was calibrated on.
+    """Refuse targets whose statement, or whose case's reference answer, does not match what
+    the criterion was calibrated on.
 
     The judge prompt shows a target's statement (K-QA's gold statement, ExpertQA's claim) when
     it has one, so a criterion calibrated on targets that all had one
     (:attr:`CriterionJudge.statement` ``required``) would judge a target without one with a
-    prompt it never validated, and the other way round for ``absent``.
+    prompt it never validated, and the other way round for ``absent``. The same holds for the
+    case's reference answer of a criterion that shows it (:attr:`CriterionJudge.reference`).
 
     Raises:
         PackError: Naming the criterion, how many targets differ, the first of them, and the fix.
     """
+    _check_references(judge, targets, chosen)
     for crit in chosen:
         rule = judge.criteria[crit.criterion_id].statement
         if rule == "either":
@@ -116,6 +119,28 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
                         f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
                         "Drop or rename the table's statement column (a column named 'statement' is read as one), "
                         "or leave it unmapped (no --column statement=...; Python: no 'statement' in columns=).")
+
+
+def _check_references(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence[Criterion]) -> None:
+    """:func:`check_statements` for the reference answers of criteria that show them."""
+    cases = {c.case_id: c for c in targets.pack.cases}
+    for crit in chosen:
+        rule = judge.criteria[crit.criterion_id].reference
+        if rule == "either" or not crit.show_reference:
+            continue
+        used = {t.case_id for t in targets.pack.targets if t.component in crit.components}
+        wrong = [cases[c] for c in sorted(used) if bool(cases[c].reference_answer) != (rule == "required")]
+        if not wrong:
+            continue
+        first = ", ".join(f"{c.case_id} {shorten(c.text, 40)!r}" for c in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+        if rule == "required":
+            raise PackError(f"{targets.source}: {len(wrong)} case(s) have no reference answer ({first}), but criterion "
+                            f"{crit.criterion_id!r} was calibrated on cases that each had one (the judge prompt shows it). "
+                            "Map the column that holds it: --column reference=COLUMN (Python: columns={'reference': COLUMN}).")
+        raise PackError(f"{targets.source}: {len(wrong)} case(s) have a reference answer ({first}), but criterion "
+                        f"{crit.criterion_id!r} was calibrated on cases without one, so its prompts never showed one. "
+                        "Drop or rename the table's reference column (a column named 'reference' or 'reference_answer' "
+                        "is read as one), or leave it unmapped.")
 
 
 @locks_run(lambda *_, run_dir, **__: run_dir)  # one process writes a run folder

@@ -10,7 +10,7 @@ import pytest
 
 import evolve
 from evolve.data import RatingPack, load_pack, write_pack
-from evolve.errors import ConfigError, EvolveError, RubricError, RunError
+from evolve.errors import ConfigError, EvolveError, PackError, RubricError, RunError
 from evolve.rubric import RubricBundle
 from evolve.splits import load_splits
 from evolve.stats import MIN_CASES
@@ -142,6 +142,31 @@ def test_a_configs_run_id_archives_and_splits_are_used_unless_arguments_name_oth
             "from-config", str(tmp_path / "mine"), str(tiny_splits_dir))
     run_id, archives, splits = _placed(tiny_pack_dir, None, None, None, "quick", None, None)
     assert run_id.startswith("tiny-") and archives == "archives" and splits is None
+
+
+def test_a_judge_shown_reference_answers_refuses_new_cases_without_one(tmp_path: Path, fake_client) -> None:
+    """A criterion whose rubric shows the case's reference answer was validated with it in every
+    prompt: new cases without one would be judged with prompts never validated."""
+    import dataclasses
+
+    from evolve.data import RubricRef
+
+    shipped = RubricBundle.load("kqa-entailment")
+    shown = shipped.rubric.criteria[0].model_copy(update={"show_reference": True})
+    bundle = RubricBundle(rubric=shipped.rubric.model_copy(update={"id": "kqa-shown", "criteria": (shown,)}),
+                          protocol=shipped.protocol, guidance=shipped.guidance)
+    tiny = make_tiny_pack()  # every case has a reference answer
+    pack = dataclasses.replace(tiny, manifest=tiny.manifest.model_copy(
+        update={"rubric": RubricRef(id="kqa-shown", version=bundle.rubric.version)}))
+    summary = calibrate(pack, rubric=bundle, endpoint=fake_client, run_id="shown", archives_dir=tmp_path, config=SMALL)
+    judge = evolve.load_judge(summary.run_dir)
+    assert judge.file.criteria["entailment"].reference == "required"
+    new = pd.DataFrame({"case_text": ["Q?"], "target_text": ["A (truth 2)"], "statement": ["s"]})
+    with pytest.raises(PackError, match=r"1 case\(s\) have no reference answer .*--column reference=COLUMN"):
+        judge.score(new, client=fake_client, run_dir=tmp_path / "unreferenced")
+    assert not (tmp_path / "unreferenced").exists()
+    scored = judge.score(new.assign(reference="The reference."), client=fake_client, run_dir=tmp_path / "referenced")
+    assert scored.criteria["entailment"].n_scored == 1
 
 
 def test_refusals_write_nothing(tmp_path: Path, tiny_pack_dir: Path, fake_client) -> None:
