@@ -961,11 +961,11 @@ def _render_evolution(c: CriterionReport) -> list[str]:
         f"({', '.join(f'{k}: {v}' for k, v in sorted(e.status_counts.items())) or 'none'}); "
         + (f"{e.pruned} pruned by racing ({e.calls_saved} judge calls saved); " if e.pruned else "")
         + f"{e.elites} elites in {e.archive_cells} cells; {e.judge_calls} training judge answers "
-        f"({made} made, {e.judge_cache_hits} from the cache); "
+        f"({made} distinct requests, {e.judge_cache_hits} repeating one, which the response cache answers); "
         f"mutation tokens {e.mutation_prompt_tokens}/{e.mutation_completion_tokens}.",
-        f"All judge calls for this criterion: {c.calls - c.cached_calls} made and {c.cached_calls} "
-        f"answered by the response cache, "
-        f"tokens {c.prompt_tokens}/{c.completion_tokens}"
+        f"All judge answers for this criterion: {c.calls - c.cached_calls} distinct requests and {c.cached_calls} "
+        "repeating an earlier one (the response cache answers those; what the run's processes really sent is under "
+        f"Calls and tokens), tokens {c.prompt_tokens}/{c.completion_tokens}"
         + (f"; the server's prefix cache served {c.prefix_cached_share:.0%} of the prompt tokens sent."
            if c.prefix_cached_share is not None else "."),
         "",

@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from evolve.markdown import md_code
-from evolve.outputs import Usage
+from evolve.outputs import CallCounts, Usage
 from evolve.report._spend import render_spend, spend_report
 from evolve.runs import Journal, run_endpoint_usage, run_usage
 
 __all__ = ["prefix_cached_share", "render_endpoint_usage", "render_prefix_share", "render_usage", "usage_report"]
 
-_FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens", "in_flight")
+_FIELDS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens", "in_flight",
+           "cached_prompt_tokens", "billed_prompt_tokens", "billed_completion_tokens")
 
 
 def usage_report(journal: Journal) -> dict:
@@ -58,21 +59,36 @@ def render_usage(usage: Usage | Mapping | None) -> list[str]:
     if usage is None or not usage.by_tag:
         return out + ["No usage in `journal.jsonl` (a run made before evolve journaled it, or killed before its "
                       "first usage record).", ""]
+    paid = _paid_tokens_known(usage.total)
     out += ["Every model call of the run, over all its processes (a resumed run adds the calls of each resumption; "
             "cache hits cost nothing new). Calls = answered + failed (after their retries); retries are extra "
-            "attempts of calls that were retried. Cache hits are requests the response cache answered, counted "
-            "apart from the calls; the progress line shown during a run counts both together (its \"N calls "
-            "(M cached)\"), and on a resume also the work read back from the run folder as cached.", "",
-            "| step | calls | answered | failed | cache hits | retries | prompt tokens | completion tokens |",
+            "attempts of calls that were retried. An answer the judge then refuses (not JSON, a score off the "
+            "scale) is an answered call here and a model failure in the coverage columns above. Cache hits are "
+            "requests the response cache answered, counted apart from the calls; the progress line shown during a "
+            "run counts both together (its \"N calls (M cached)\"), and on a resume also the work read back from "
+            "the run folder as cached. "
+            + ("Tokens are those of the calls sent (paid); with the cache hits' the run represents "
+               f"{usage.total.prompt_tokens} prompt and {usage.total.completion_tokens} completion tokens."
+               if paid else "Tokens include the cache hits' (a run journaled before paid tokens were counted apart)."),
+            "",
+            f"| step | calls | answered | failed | cache hits | retries | {'paid ' if paid else ''}prompt tokens | "
+            f"{'paid ' if paid else ''}completion tokens |",
             "|---|---|---|---|---|---|---|---|"]
     for tag, c in [*usage.by_tag.items(), ("**total**", usage.total)]:
-        cells = [c.calls + c.failures, c.calls, c.failures, c.cache_hits, c.retries, c.prompt_tokens, c.completion_tokens]
+        tokens = (c.billed_prompt_tokens, c.billed_completion_tokens) if paid else (c.prompt_tokens, c.completion_tokens)
+        cells = [c.calls + c.failures, c.calls, c.failures, c.cache_hits, c.retries, *tokens]
         out.append(f"| {tag} | " + " | ".join(str(v) for v in cells) + " |")
     if (in_flight := usage.total.in_flight) > 0:
         out += ["", f"{in_flight} more call{'s were' if in_flight != 1 else ' was'} in flight when a process of the run "
                 "was interrupted or killed: sent, never counted as answered, possibly paid (a resume asks "
                 f"{'them' if in_flight != 1 else 'it'} again)."]
     return out + [""] + render_spend(usage.spend) + render_endpoint_usage(usage.by_endpoint)
+
+
+def _paid_tokens_known(total: CallCounts) -> bool:
+    """Whether the journal counted paid tokens apart (runs journaled before it did have calls
+    with tokens but no paid tokens; a run served wholly from the cache has neither)."""
+    return total.billed_prompt_tokens > 0 or total.calls == 0 or total.prompt_tokens == 0
 
 
 def render_endpoint_usage(by_endpoint: Mapping[str, Mapping] | None) -> list[str]:
