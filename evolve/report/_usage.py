@@ -63,7 +63,7 @@ def render_usage(usage: Usage | Mapping | None) -> list[str]:
     out += ["Every model call of the run, over all its processes (a resumed run adds the calls of each resumption; "
             "cache hits cost nothing new). Calls = answered + failed (after their retries); retries are extra "
             "attempts of calls that were retried. An answer the judge then refuses (not JSON, a score off the "
-            "scale) is an answered call here and a model failure in the coverage columns above. Cache hits are "
+            "scale) is an answered call here and a model failure where the report counts outcomes. Cache hits are "
             "requests the response cache answered, counted apart from the calls; the progress line shown during a "
             "run counts both together (its \"N calls (M cached)\"), and on a resume also the work read back from "
             "the run folder as cached. "

@@ -29,7 +29,7 @@ def test_totals_hold_every_count_and_the_table_gives_paid_tokens(tmp_path: Path)
     assert "| step | calls | answered | failed | cache hits | retries | paid prompt tokens | paid completion tokens |" in text
     assert "| judge | 2 | 2 | 0 | 3 | 0 | 200 | 20 |" in lines and "| **total** | 3 | 3 | 0 | 3 | 0 | 240 | 30 |" in lines
     assert "with the cache hits' the run represents 540 prompt and 60 completion tokens" in text
-    assert "a model failure in the coverage columns" in text
+    assert "a model failure where the report counts outcomes" in text
 
 
 def test_a_run_wholly_from_the_cache_paid_nothing_and_an_old_journal_says_what_its_tokens_are() -> None:
