@@ -45,6 +45,22 @@ app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_m
 ratings_app = sub_app("Rating packs: import your own table or a public data set, check packs.")
 splits_app = sub_app("Case-disjoint split manifests.")
 bench_app = sub_app("Benchmark runner: generate consilium second opinions, judge them, tables.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from evolve import __version__
+
+        typer.echo(f"evolve {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version of evolve and exit.")) -> None:
+    """Calibrate LLM judges of clinical text against physician ratings."""
+
+
 app.add_typer(ratings_app, name="ratings")
 app.add_typer(splits_app, name="splits")
 app.add_typer(bench_app, name="bench")

@@ -160,12 +160,12 @@ PriceBatchOutOption = Annotated[Optional[float], typer.Option(
 # A hard spending limit of the whole run (every process, resumptions included; allowed with --resume: raise it to continue).
 MaxUsdOption = Annotated[Optional[float], typer.Option(
     "--max-usd", callback=in_range(0, 10_000_000), help="Stop the run cleanly (resumable) before a model call could take "
-    "its spending past this many USD at --price-in/--price-out (needs prices). Cache hits are free. Raise it with "
-    "--resume to continue.")]
+    "its spending past this many USD at --price-in/--price-out (needs prices). Cache hits are free. To continue, raise it "
+    "and run the command again (with --resume where the command takes it): finished calls are not paid twice.")]
 MaxTokensOption = Annotated[Optional[int], typer.Option(
     "--max-tokens", callback=in_range(0, 10**13), help="Stop the run cleanly (resumable) before a model call could take "
-    "the tokens it paid for (prompt and completion) past this number. Cache hits are free. Raise it with --resume to "
-    "continue.")]
+    "the tokens it paid for (prompt and completion) past this number. Cache hits are free. To continue, raise it and "
+    "run the command again (with --resume where the command takes it): finished calls are not paid twice.")]
 # The Batch API path (calibrate, judge): result-neutral, so also allowed with --resume.
 BatchApiOption = Annotated[Optional[bool], typer.Option(
     "--batch/--no-batch", help="Send the non-interactive phases (initial evaluation, finalist re-judging, "

@@ -59,7 +59,7 @@ def ratings_import(
     source: str = typer.Argument(..., help="Importer: table, expertqa, kqa or savage."),
     paths: list[Path] = typer.Argument(..., help="table: one or more table files of one format (.csv/.jsonl/.parquet/"
                                        ".xlsx), read as one table in the order given; expertqa: the folder with "
-                                       "rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file."),
+                                       "rand_test.jsonl and rand_val.jsonl; kqa: the data set's folder; savage: the .xlsx file or its folder."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Pack folder to write, e.g. ratings/kqa."),
     overwrite: bool = typer.Option(False, help="Replace an existing pack folder."),
     prompts_root: PromptsRootOption = None,

@@ -726,7 +726,7 @@ def verdict_text(v: PairedVerdict | None) -> str:
         return "same candidate"
     text = f"{format_interval(v.estimate, v.low, v.high)} {v.verdict}"
     if v.verdict == "too few cases to tell":
-        return f"{text} ({v.n_cases} cases)"
+        return f"{text} ({count_noun(v.n_cases, 'case')})"
     if v.p_value is not None:
         text += f" (p = {v.p_value:.3f})"
     if v.holm_survives is False:

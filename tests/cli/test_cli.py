@@ -17,6 +17,13 @@ runner = CliRunner()
 EXAMPLE = REPO / "ratings" / "example"
 
 
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"evolve {version('evolve')}\n"
+
+
 def test_ratings_check_prints_counts():
     result = runner.invoke(app, ["ratings", "check", str(EXAMPLE)])
     assert result.exit_code == 0, result.output
