@@ -112,12 +112,17 @@ err = _LazyConsole(stderr=True, markup=False, highlight=False, soft_wrap=True)
 out = _LazyConsole(markup=False, highlight=False, soft_wrap=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, stopping a run as Ctrl-C does (journaled, its server stopped) but named as itself:
+    the journal records ``Terminated: SIGTERM`` and the command exits 143 (128 + 15), not 130."""
+
+
 def _interrupt_on_sigterm() -> None:
     """Treat SIGTERM like Ctrl-C so a killed run journals the interruption and stops its server."""
     import signal
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise Terminated("SIGTERM")
 
     signal.signal(signal.SIGTERM, handler)
 
@@ -154,7 +159,7 @@ def _or_fail(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str]) -> Iterator[None]:
     """Around a command's work: an :class:`~evolve.errors.EvolveError` is printed as one error
     with the command that continues the run (``resume()``), exit 2; Ctrl-C (or SIGTERM, see
-    :func:`_interrupt_on_sigterm`) prints ``interrupted()``, exit 130. The SIGTERM handler the
+    :func:`_interrupt_on_sigterm`) prints ``interrupted()``, exit 130 (143 for SIGTERM). The SIGTERM handler the
     work installed is taken down after it, so a process that runs commands in-process (a test,
     a notebook) gets its own back."""
     import signal
@@ -164,9 +169,9 @@ def _guarded(resume: Callable[[], str | None], interrupted: Callable[[], str]) -
         yield
     except EvolveError as exc:
         _fail(exc, resume=resume())
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print(interrupted())
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=143 if isinstance(exc, Terminated) else 130) from None
     finally:
         if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
             signal.signal(signal.SIGTERM, sigterm)

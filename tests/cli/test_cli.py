@@ -24,6 +24,31 @@ def test_version_is_the_installed_distributions():
     assert result.exit_code == 0 and result.stdout == f"evolve {version('evolve')}\n"
 
 
+def test_sigterm_stops_a_command_as_itself_exit_143_not_ctrl_cs_130():
+    import os
+    import signal
+    import time
+
+    import pytest
+    import typer
+
+    from evolve.cli._app import Terminated, _guarded, _interrupt_on_sigterm
+
+    mine = signal.getsignal(signal.SIGTERM)
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    for stop, code in ((lambda: os.kill(os.getpid(), signal.SIGTERM), 143), (ctrl_c, 130)):
+        with pytest.raises(typer.Exit) as exit_:
+            with _guarded(lambda: None, lambda: "interrupted"):
+                _interrupt_on_sigterm()
+                stop()
+                time.sleep(5)  # the handler raises before this ends
+        assert exit_.value.exit_code == code
+    assert signal.getsignal(signal.SIGTERM) is mine
+    assert f"{Terminated.__name__}: {Terminated('SIGTERM')}" == "Terminated: SIGTERM"  # as a journal records it
+
+
 def test_ratings_check_prints_counts():
     result = runner.invoke(app, ["ratings", "check", str(EXAMPLE)])
     assert result.exit_code == 0, result.output
