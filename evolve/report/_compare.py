@@ -190,8 +190,24 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
             "criteria": criteria, "differences": differences, "comparisons": mark_holm(differences, ALPHA),
-            "notes": list(dict.fromkeys(n for r in reports for n in r.rubric.notes))
+            "notes": list(dict.fromkeys(n for r in reports for n in r.rubric.notes)) + _partly_shared(shared, labels, scores)
             + ([HOW_TO_SHARE] if any(d["verdict"] == NO_SHARED_TARGETS for d in differences) else [])}
+
+
+def _partly_shared(criteria: list[str], labels: list[str], scores: list[pd.DataFrame]) -> list[str]:
+    """A note per criterion whose runs re-scored different validation targets: their side-by-side
+    MAEs are then on different targets, and the paired differences rest on the shared ones."""
+    notes = []
+    for criterion in criteria:
+        sets = [set(s.loc[s["criterion"] == criterion, "target_id"]) for s in scores]
+        common = set.intersection(*sets)
+        if all(t == common for t in sets) or not common:  # the same targets; or none shared (HOW_TO_SHARE)
+            continue
+        each = ", ".join(f"{label} {len(t)}" for label, t in zip(labels, sets))
+        notes.append(f"criterion {criterion}: the runs re-scored different validation targets ({each}; {len(common)} "
+                     "shared), so their side-by-side MAEs are on different targets and the paired differences rest on "
+                     f"the {len(common)} shared. {HOW_TO_SHARE}")
+    return notes
 
 
 def _side(label: str, entry: CriterionReport) -> dict:

@@ -67,6 +67,21 @@ def test_two_judge_models_are_compared_pairwise_on_shared_targets(calibration_ru
     assert len(decoded_images(parse(out / "report.html"))) == 1
 
 
+def test_runs_that_rescored_different_targets_say_so(calibration_runs, tmp_path):
+    """Side-by-side MAEs over different targets would read as a comparison: the note says which."""
+    guided, lenient = calibration_runs
+    fewer = Path(shutil.copytree(lenient, tmp_path / "fewer"))
+    scores = pd.read_csv(fewer / "scores.csv", dtype=str, keep_default_na=False)
+    validation = scores[(scores["phase"] == "reeval") & (scores["split"] == "validation")]
+    dropped = validation["target_id"].iloc[0]
+    scores[~((scores["phase"] == "reeval") & (scores["target_id"] == dropped))].to_csv(fewer / "scores.csv", index=False)
+    n = validation["target_id"].nunique()
+    notes = build_comparison([guided, fewer], n_boot=50).notes
+    assert any(f"criterion entailment: the runs re-scored different validation targets (guided (judge-guided) {n}, "
+               f"fewer ({LENIENT_MODEL}) {n - 1}; {n - 1} shared)" in note and "the same --seed" in note for note in notes)
+    assert not any("different validation targets" in note for note in build_comparison([guided, lenient], n_boot=50).notes)
+
+
 def test_runs_on_another_split_are_refused_in_words_and_nothing_is_written(calibration_runs, tiny_frame, tmp_path):
     pack, splits = tiny_frame
     other = make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.4, seed=4)
