@@ -235,7 +235,9 @@ def plan_calibration_run(config: CalibrationConfig, *, resume: bool = False, cou
         left_notes.append(f"{cached_initial:,} initial-evaluation calls are already in the response cache (an earlier "
                           "run with the same seeds): free, not counted")
     counted = ("the calls left: phases its journal records as finished (done) replay from the response cache, "
-               "free, and so do the finished calls of a phase under way" if events else "the whole run")
+               "free; a phase under way is counted whole (an evolution less its attempts made), though its finished "
+               "calls will come free too: an upper bound" if events else "the whole run" + (", less the initial-evaluation calls the cache already "
+                                                           "holds (below)" if cached_initial else ""))
     notes = [f"Calls a resumed or repeated run already made come from the response cache, free; the plan counts "
              f"{counted}. Failed calls are retried (up to {config.endpoint.max_retries} times each): retries are not "
              f"counted.", *(f"  {n}" for n in left_notes), *(f"warning: {w}" for w in plan.warnings)]
