@@ -106,7 +106,7 @@ REPLAYED_EVENTS = frozenset({
     Event.CRITERION_STARTED, Event.CANDIDATE_EVALUATED, Event.CANDIDATE_PRUNED, Event.FINALISTS_JUDGED,
     Event.MUTATION_ATTEMPT, Event.EVOLUTION_FINISHED,
     Event.ARCHIVE_SNAPSHOT, Event.MEASURES_CLIPPED, Event.WINNER_SELECTED, Event.REEVALUATION_FINISHED,
-    Event.AUDIT_STARTED, Event.AUDIT_FINISHED,
+    Event.AUDIT_STARTED, Event.AUDIT_FINISHED, Event.RACING_NOISE,
 })
 """Events a resumed run reproduces while it replays finished work from the response cache:
 one that repeats, field for field, an event written before the last resume is not written again."""

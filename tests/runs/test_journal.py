@@ -18,16 +18,18 @@ def test_a_replayed_event_is_skipped_and_a_changed_one_is_written(tmp_path):
     first.append(Event.CANDIDATE_EVALUATED, criterion="c1", candidate_id="c1:a", train_mae=0.5)
     first.append(Event.CANDIDATE_EVALUATED, criterion="c1", candidate_id="c1:b", train_mae=None)  # failed calls
     first.append(Event.WARNING, message="slow")
+    first.append(Event.RACING_NOISE, criterion="c1", noise_sd=0.25, pairs=8)
 
     resumed = Journal(tmp_path / "journal.jsonl")
     resumed.append(Event.RUN_RESUMED, run_id="r")
     resumed.append(Event.CANDIDATE_EVALUATED, criterion="c1", candidate_id="c1:a", train_mae=0.5)  # from the cache
     resumed.append(Event.CANDIDATE_EVALUATED, criterion="c1", candidate_id="c1:b", train_mae=0.75)  # repaired
     resumed.append(Event.WARNING, message="slow")  # not a replayed kind: always written
+    resumed.append(Event.RACING_NOISE, criterion="c1", noise_sd=0.25, pairs=8)  # measured again from the cache
 
-    assert resumed.replayed == 1
-    assert _events(resumed) == ["run_started", "candidate_evaluated", "candidate_evaluated", "warning", "run_resumed",
-                                "candidate_evaluated", "warning"]
+    assert resumed.replayed == 2
+    assert _events(resumed) == ["run_started", "candidate_evaluated", "candidate_evaluated", "warning", "racing_noise",
+                                "run_resumed", "candidate_evaluated", "warning"]
     assert list(resumed.events())[-2]["train_mae"] == 0.75
 
 
