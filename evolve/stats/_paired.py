@@ -189,6 +189,8 @@ def shift_interval(case_sums: np.ndarray, case_counts: np.ndarray, *, confidence
 
     if not rejected(float(means.max()) + spread) or not rejected(float(means.min()) - spread):
         return math.nan, math.nan
+    if means.max() == means.min():  # every case the same mean: any other shift is rejected, exactly
+        return estimate, estimate
     ends = []
     for far in (float(means.min()) - spread, float(means.max()) + spread):
         kept = estimate

@@ -89,7 +89,8 @@ def test_a_better_on_every_one_of_eight_cases_is_better_with_exact_p():
     assert d.estimate == -1.0 and d.n_pairs == 8 and d.n_cases == 8
     assert d.p_value == pytest.approx(2 / 256)
     assert d.method == "exact sign-flip test over 8 cases"
-    assert d.verdict == "better" and d.low <= d.estimate < d.high < 0
+    # every case differs by exactly -1, so every other shift is rejected: the interval is that point
+    assert d.verdict == "better" and d.low == d.estimate == d.high == -1.0
 
 
 def test_the_same_data_on_seven_cases_is_too_few_to_tell_but_still_reported():
@@ -156,6 +157,15 @@ def test_the_interval_ends_are_the_shifts_where_the_test_turns():
     eps = 1e-6
     assert sign_flip_test(sums - (high - eps) * counts) >= 0.05 > sign_flip_test(sums - (high + eps) * counts)
     assert sign_flip_test(sums - (low + eps) * counts) >= 0.05 > sign_flip_test(sums - (low - eps) * counts)
+
+
+def test_cases_that_all_differ_by_the_same_mean_give_that_point_exactly():
+    """Two runs that answered alike (every difference 0) have the interval [0, 0], not the
+    bisection's +-1e-10; the same for any common shift. Too few cases still give none."""
+    assert shift_interval(np.zeros(8), np.full(8, 4.0)) == (0.0, 0.0)
+    assert shift_interval(np.full(8, 2.0), np.full(8, 4.0)) == (0.5, 0.5)
+    low, high = shift_interval(np.zeros(3), np.ones(3))
+    assert math.isnan(low) and math.isnan(high)
 
 
 def test_paired_difference_on_raw_differences_matches_the_scores_path():
