@@ -954,6 +954,10 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
     check_splits(splits, pack)
     if resume:
         _check_same_inputs(config, pack, splits)
+        if any(e.get("event") == Event.RUN_FINISHED for e in CalibrationFolder(config.run_dir).journal().events()):
+            notes.append(f"{config.run_dir} finished before: resuming replays it from the response cache (a call only "
+                         "for what was never cached, such as failed answers) and writes its report, tables and audit "
+                         "again.")
     rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     if config.rubric is not None and config.rubric != rubric.id:
         raise RunError(

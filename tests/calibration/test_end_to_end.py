@@ -209,6 +209,17 @@ def test_resume_refuses_a_split_or_pack_changed_in_place(tmp_path, tiny_pack_dir
     assert calibrate(config, client=fake_client, resume=True).winners  # put back: it resumes
 
 
+def test_resuming_a_finished_run_says_what_it_will_do(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
+    from evolve.calibration import plan_calibration
+    from evolve.workflows import run_calibration
+
+    config = _config(tmp_path, tiny_pack_dir, tiny_splits_dir).model_copy(update={"audit": False})
+    assert not any("finished before" in n for n in plan_calibration(config).notes)
+    run_calibration(config, client=fake_client)
+    [note] = [n for n in plan_calibration(config, resume=True).notes if "finished before" in n]
+    assert "replays it from the response cache" in note and "writes its report, tables and audit again" in note
+
+
 def test_scores_are_written_as_integers_even_beside_failures(tmp_path, tiny_pack_dir, tiny_splits_dir):
     """A column holding scores and empty cells (failures) stays integer: '2', not '2.0'."""
     answers = iter(range(10_000))
