@@ -697,7 +697,9 @@ def render_table5(report: CalibrationReport) -> list[str]:
         "## Table 5 — judge guidance calibration",
         "",
         "MAE against every individual physician rating, re-scored with fresh seeds; train / validation. "
-        "Δ val = evolved − best initial on validation (negative: the evolved guidance agrees better). "
+        "Δ val = evolved − best initial on validation (negative: the evolved guidance agrees better), each MAE over "
+        "its own scored calls; the paired verdicts below use only the pairs both scored, so where some calls failed "
+        "the two can differ a little. "
         "SD = repeat-to-repeat SD of the validation MAE; coverage = share of validation calls with a numeric score; "
         "signed = mean(judge − physician) on validation. Ceiling val = physician-vs-physician MAE on the validation "
         "targets rated by two or more physicians, then the evolved judge's MAE on those same targets and the pair counts "
