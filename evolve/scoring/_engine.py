@@ -100,47 +100,40 @@ def check_statements(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence
     Raises:
         PackError: Naming the criterion, how many targets differ, the first of them, and the fix.
     """
-    _check_references(judge, targets, chosen)
-    for crit in chosen:
-        rule = judge.criteria[crit.criterion_id].statement
-        if rule == "either":
-            continue
-        wrong = [t for t in targets.pack.targets
-                 if t.component in crit.components and bool(t.statement) != (rule == "required")]
-        if not wrong:
-            continue
-        # the text beside the id: a table's derived ids appear nowhere in the table
-        first = ", ".join(f"{t.target_id} {shorten(t.text, 40)!r}" for t in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
-        if rule == "required":
-            raise PackError(f"{targets.source}: {len(wrong)} target(s) have no statement ({first}), but criterion "
-                            f"{crit.criterion_id!r} was calibrated on targets that each had one (the judge prompt shows it). "
-                            "Map the column that holds it: --column statement=COLUMN (Python: columns={'statement': COLUMN}).")
-        raise PackError(f"{targets.source}: {len(wrong)} target(s) have a statement ({first}), but criterion "
-                        f"{crit.criterion_id!r} was calibrated on targets without one, so its prompts never showed one. "
-                        "Drop or rename the table's statement column (a column named 'statement' is read as one), "
-                        "or leave it unmapped (no --column statement=...; Python: no 'statement' in columns=).")
-
-
-def _check_references(judge: JudgeFile, targets: ScoringTargets, chosen: Sequence[Criterion]) -> None:
-    """:func:`check_statements` for the reference answers of criteria that show them."""
     cases = {c.case_id: c for c in targets.pack.cases}
     for crit in chosen:
-        rule = judge.criteria[crit.criterion_id].reference
-        if rule == "either" or not crit.show_reference:
-            continue
-        used = {t.case_id for t in targets.pack.targets if t.component in crit.components}
-        wrong = [cases[c] for c in sorted(used) if bool(cases[c].reference_answer) != (rule == "required")]
-        if not wrong:
-            continue
-        first = ", ".join(f"{c.case_id} {shorten(c.text, 40)!r}" for c in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
-        if rule == "required":
-            raise PackError(f"{targets.source}: {len(wrong)} case(s) have no reference answer ({first}), but criterion "
-                            f"{crit.criterion_id!r} was calibrated on cases that each had one (the judge prompt shows it). "
-                            "Map the column that holds it: --column reference=COLUMN (Python: columns={'reference': COLUMN}).")
-        raise PackError(f"{targets.source}: {len(wrong)} case(s) have a reference answer ({first}), but criterion "
-                        f"{crit.criterion_id!r} was calibrated on cases without one, so its prompts never showed one. "
-                        "Drop or rename the table's reference column (a column named 'reference' or 'reference_answer' "
-                        "is read as one), or leave it unmapped.")
+        made = judge.criteria[crit.criterion_id]
+        mine = [t for t in targets.pack.targets if t.component in crit.components]
+        # the text beside the id: a table's derived ids appear nowhere in the table
+        _refuse_mismatch(targets.source, crit.criterion_id, made.statement, "target", "statement", "statement",
+                         [(t.target_id, t.text, bool(t.statement)) for t in mine], "a column named 'statement'")
+        if crit.show_reference:
+            used = sorted({t.case_id for t in mine})
+            _refuse_mismatch(targets.source, crit.criterion_id, made.reference, "case", "reference answer", "reference",
+                             [(c, cases[c].text, bool(cases[c].reference_answer)) for c in used],
+                             "a column named 'reference' or 'reference_answer'")
+
+
+def _refuse_mismatch(source: str, criterion: str, rule: str, kind: str, what: str, field: str,
+                     items: list[tuple[str, str, bool]], default_column: str) -> None:
+    """Raise when an item has (or lacks) ``what`` against ``rule`` (``required``/``absent``;
+    ``either`` checks nothing); ``items`` are ``(id, text, has it)``.
+
+    Raises:
+        PackError: How many differ, the first three with their text, and the fix.
+    """
+    wrong = [(i, text) for i, text, has in items if rule != "either" and has != (rule == "required")]
+    if not wrong:
+        return
+    first = ", ".join(f"{i} {shorten(text, 40)!r}" for i, text in wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+    if rule == "required":
+        raise PackError(f"{source}: {len(wrong)} {kind}(s) have no {what} ({first}), but criterion {criterion!r} was "
+                        f"calibrated on {kind}s that each had one (the judge prompt shows it). Map the column that holds "
+                        f"it: --column {field}=COLUMN (Python: columns={{'{field}': COLUMN}}).")
+    raise PackError(f"{source}: {len(wrong)} {kind}(s) have a {what} ({first}), but criterion {criterion!r} was "
+                    f"calibrated on {kind}s without one, so its prompts never showed one. Drop or rename the table's "
+                    f"{field} column ({default_column} is read as one), or leave it unmapped (no --column {field}=...; "
+                    f"Python: no '{field}' in columns=).")
 
 
 @locks_run(lambda *_, run_dir, **__: run_dir)  # one process writes a run folder
