@@ -21,8 +21,9 @@ server:
   journaled before it is polled (:class:`JournalBatchLedger`) so a resume never pays twice;
 * :class:`CalibrationFolder`, :class:`BenchFolder`, :class:`OtbFolder`, :class:`ScoringFolder`,
   :class:`ComparisonFolder` - where each file of a run (or of a cross-run report under
-  ``reports/``) lives, never a file name written out elsewhere; :func:`atomic_write` - every
-  file a run writes appears whole or not at all;
+  ``reports/``) lives, never a file name written out elsewhere; :func:`folder_kind` - which
+  kind of run a folder holds (:data:`KINDS`), so no command reads or writes one as another;
+  :func:`atomic_write` - every file a run writes appears whole or not at all;
 * :meth:`RunFolder.exclusive` (:func:`run_lock`) - one writing process per run folder: an
   operating-system lock the kernel releases when its holder dies, so ``kill -9`` never leaves a
   stale lock; a second writer gets :class:`~evolve.errors.RunLockedError` naming the holder.
