@@ -191,7 +191,7 @@ def _print_calibration(result: CalibrationResult) -> None:
     if result.report is not None:  # run_calibration always ends by writing it
         _print_verdicts(result.report)
     _say(f"use the calibrated judge on new outputs: evolve judge TARGETS --judge {result.run_dir} "
-         "(TARGETS: a rating pack folder or a .csv/.jsonl/.parquet table with case_text and target_text)")
+         "(TARGETS: a rating pack folder or a .csv/.jsonl/.parquet/.xlsx table with case_text and target_text)")
 
 
 def _print_verdicts(report: CalibrationReport) -> None:

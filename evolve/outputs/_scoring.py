@@ -192,6 +192,8 @@ class ScoringReport(Record):
         prefix_cached_share: Share of prompt tokens sent that the server's prefix cache served.
         spend: Spending against a limit or prices; None without either.
         comparisons: Holm's correction over every verdict.
+        warnings: What the judge file says against using a criterion's judge (no better than a
+            constant, a drift flag, another model), as the run gave them.
     """
 
     version: Literal[1] = SCORING_REPORT_VERSION
@@ -206,3 +208,4 @@ class ScoringReport(Record):
     prefix_cached_share: float | None = None
     spend: SpendRecord | None = None
     comparisons: Comparisons
+    warnings: list[str] = []

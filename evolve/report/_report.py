@@ -36,7 +36,7 @@ from evolve.report._scoring import HOLDOUT_COLUMNS, holdout_columns, holdout_ent
 from evolve.report._settings import N_BOOT, ReportSettings, report_settings
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
 from evolve.rubric import Rubric, load_rubric, snapshot_changes
-from evolve.runs import CalibrationFolder, Event, Journal
+from evolve.runs import CalibrationFolder, run_warnings
 from evolve.stats import (
     MIN_CASES,
     STATISTICS,
@@ -252,14 +252,6 @@ def _report_of(inputs: RunInputs, *, n_boot: int, seed: int, holdout: bool) -> C
     report["macro"] = _macro(report.get("table5", []))
     typed = CalibrationReport.model_validate(report)
     return typed.model_copy(update={"warnings": [*run_warnings(folder.journal()), *shortfall_warnings(typed)]})
-
-
-def run_warnings(journal: Journal) -> list[str]:
-    """The warnings a run gave before it started (a budget too small to search, a validation
-    set too small for a verdict, a rubric still holding placeholder text), as journaled, once
-    each though a resume repeats them."""
-    seen = [str(e.get("message", "")) for e in journal.events() if e.get("event") == Event.WARNING]
-    return list(dict.fromkeys(w for w in seen if w))
 
 
 def shortfall_warnings(report: CalibrationReport) -> list[str]:
@@ -741,7 +733,7 @@ def verdict_warnings(report: CalibrationReport) -> list[str]:
     or not distinguishable from the best initial prompt although an evolved prompt was
     selected, a winner no better than a constant (the training median) and a winner the drift
     audit flagged ``drift`` or ``review``; then the warnings the run gave before it started
-    (:func:`run_warnings`) and an accepted budget not met (:func:`shortfall_warnings`)."""
+    (:func:`~evolve.runs.run_warnings`) and an accepted budget not met (:func:`shortfall_warnings`)."""
     out = []
     for r in report.table5:
         out += _criterion_warnings(r)

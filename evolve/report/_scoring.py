@@ -33,7 +33,7 @@ from evolve.report._html import figure_html, page, section, tables, tables_page
 from evolve.report._settings import ReportSettings, report_settings
 from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share
-from evolve.runs import ScoringFolder
+from evolve.runs import ScoringFolder, run_warnings
 from evolve.stats import (
     ClusterMeans,
     agreement_table,
@@ -185,7 +185,7 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
                   "rubric_version": judge.rubric_version, "model": config.get("model") or judge.judge.model},
         "rated": ratings is not None and len(ratings) > 0, "confidence": confidence, "n_boot": n_boot,
         "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
-        "prefix_cached_share": prefix_cached_share(calls),
+        "prefix_cached_share": prefix_cached_share(calls), "warnings": run_warnings(folder.journal()),
     }
     if spend := spend_report(folder.journal()):  # a spending limit or prices: what the run spent against them
         report["spend"] = spend
@@ -275,8 +275,10 @@ def scoring_markdown(report: ScoringReport) -> str:
     lines += ["", "The physician-anchored mean (prediction-powered inference, PPI++: Angelopoulos et al., Science 2023; "
               "Angelopoulos, Duchi & Zrnic 2023) corrects the judge's mean by its error on the judge file's rated "
               "validation targets. " + " ".join(md_inline(n) for n in notes)]
+    for w in report.warnings:  # the judge file's own (a constant's agreement, a drift flag, another model)
+        lines += ["", f"**Warning:** {md_inline(w)}"]
     for cid, c in report.criteria.items():
-        if c.no_better_than_constant:
+        if c.no_better_than_constant and not report.warnings:  # a summary written before warnings were kept
             lines += ["", f"Warning: on validation, the {md_inline(cid)} judge was no better than a constant (the training median)."]
     rated = {cid: c.rated for cid, c in report.criteria.items() if c.rated is not None}
     if rated:

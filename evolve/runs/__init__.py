@@ -65,7 +65,17 @@ from evolve.runs._folder import (
     folder_kind,
     model_slug,
 )
-from evolve.runs._journal import CALL_COUNTS, JOURNAL_VERSION, REPLAYED_EVENTS, RESUME_EVENTS, Event, Journal, run_endpoint_usage, run_usage
+from evolve.runs._journal import (
+    CALL_COUNTS,
+    JOURNAL_VERSION,
+    REPLAYED_EVENTS,
+    RESUME_EVENTS,
+    Event,
+    Journal,
+    run_endpoint_usage,
+    run_usage,
+    run_warnings,
+)
 from evolve.runs._lock import lock_holder, locks_run, run_lock
 from evolve.runs._progress import CallMeter, NoProgress, Price, ProgressHook, on_call, price_of, report_step
 from evolve.runs._resume import check_resumable, check_same_settings
@@ -109,6 +119,7 @@ __all__ = [
     "CALL_COUNTS",
     "KINDS",
     "folder_kind",
+    "run_warnings",
     "JournalBatchLedger",
     "run_batch_options",
     "CHARS_PER_TOKEN",

@@ -11,7 +11,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_endpoint_usage", "run_usage"]
+__all__ = ["CALL_COUNTS", "JOURNAL_VERSION", "REPLAYED_EVENTS", "RESUME_EVENTS", "Event", "Journal", "run_endpoint_usage", "run_usage",
+           "run_warnings"]
 
 JOURNAL_VERSION = 1
 
@@ -278,3 +279,12 @@ def run_endpoint_usage(journal: Journal) -> dict[str, dict[str, int]]:
                     if isinstance(value, int | float):
                         into[key] = into.get(key, 0) + int(value)
     return total
+
+
+def run_warnings(journal: Journal) -> list[str]:
+    """The warnings a run journaled (``warning`` events: before a calibration starts, a budget too
+    small to search, a validation set too small for a verdict, placeholder rubric text; for a
+    scoring run, what its judge file says against using it), once each though a resume
+    repeats them, in the order first given."""
+    seen = [str(e.get("message", "")) for e in journal.events() if e.get("event") == Event.WARNING.value]
+    return list(dict.fromkeys(w for w in seen if w))

@@ -400,5 +400,12 @@ def test_python_users_see_the_judge_files_warnings(tmp_path, calibrated, client)
     path = tmp_path / "judge.json"
     path.write_text(judge.model_copy(update={"criteria": {"entailment": entry}}).model_dump_json(), encoding="utf-8")
     frame = pd.DataFrame({"case_text": ["Q?"], "target_text": ["An answer (truth 1)"], "statement": ["s"]})
+    entry = entry.model_copy(update={"drift": "drift"})
+    path.write_text(judge.model_copy(update={"criteria": {"entailment": entry}}).model_dump_json(), encoding="utf-8")
     with pytest.warns(UserWarning, match="no better than a constant"):
-        evolve.load_judge(path).score(frame, client=client, run_dir=tmp_path / "warned")
+        summary = evolve.load_judge(path).score(frame, client=client, run_dir=tmp_path / "warned")
+    # and stay with the run, for whoever reads its report later
+    stored = json.loads((summary.run_dir / "summary.json").read_text("utf-8"))["warnings"]
+    assert len(stored) == 2 and "no better than a constant" in stored[0] and "drift" in stored[1]
+    md = (summary.run_dir / "report.md").read_text("utf-8")
+    assert md.count("**Warning:**") == 2 and "no better than a constant" in md
