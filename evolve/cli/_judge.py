@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -21,6 +21,7 @@ from evolve.cli._options import (
     OptionGroup,
     flat,
     grouped,
+    table_layout,
 )
 
 if TYPE_CHECKING:
@@ -137,25 +138,12 @@ def _judge_options(values: dict[str, Any], endpoint: EndpointSettings) -> JudgeR
         targets=values["targets"], judge=values["judge_path"], run_id=values["run_id"], archives_dir=values["archives_dir"],
         columns=parse_table_columns(values["column"] or []), not_evaluable=tuple(values["not_evaluable"] or ()),
         score_map=parse_score_map(values["score_map"] or []), rows=values["rows"],
-        where=tuple(f"{c}={v}" for c, v in parse_where(values["where"] or [])), layout=_layout(values["layout"]),
+        where=tuple(f"{c}={v}" for c, v in parse_where(values["where"] or [])), layout=table_layout(values["layout"]),
         skip_empty=values["skip_empty"], cases=values["cases"],
         criteria=tuple(values["criteria"]) if values["criteria"] else None, resume=values["resume"], endpoint=endpoint,
         model=values["model"], n_boot=values["n_boot"], html=values["html"])
     folder = options.folder()
     return options.model_copy(update={"run_id": folder.name, "archives_dir": folder.parent})
-
-
-def _layout(value: str | None) -> Literal["long", "wide"] | None:
-    """``--layout``, checked.
-
-    Raises:
-        ConfigError: Neither long nor wide.
-    """
-    from evolve.errors import ConfigError
-
-    if value not in (None, "long", "wide"):
-        raise ConfigError(f"--layout {value!r}: choose long or wide.")
-    return "wide" if value == "wide" else "long" if value == "long" else None
 
 
 def _plan_or_export(options: JudgeRunOptions, endpoint: EndpointSettings, values: dict[str, Any]) -> None:

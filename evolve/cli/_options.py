@@ -14,11 +14,24 @@ import inspect
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
-__all__ = ["ENDPOINT", "MAX_N_BOOT", "PLAN", "SPEND", "Given", "OptionGroup", "flat", "grouped", "in_range"]
+__all__ = ["ENDPOINT", "MAX_N_BOOT", "PLAN", "SPEND", "Given", "OptionGroup", "flat", "grouped", "in_range", "table_layout"]
+
+
+def table_layout(value: str | None) -> Literal["long", "wide"] | None:
+    """``--layout`` of a table (``ratings import table``, ``judge``), checked; None when not given.
+
+    Raises:
+        ConfigError: Neither long nor wide.
+    """
+    if value not in (None, "long", "wide"):
+        from evolve.errors import ConfigError
+
+        raise ConfigError(f"--layout {value!r}: choose long or wide.")
+    return "wide" if value == "wide" else "long" if value == "long" else None
 
 
 def in_range(low: float, high: float) -> Callable[[Any], Any]:

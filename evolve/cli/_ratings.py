@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from evolve.cli._app import _fail, _or_fail, _say, err, escape, out, ratings_app, splits_app
-from evolve.cli._options import Given, OptionGroup, PromptsRootOption, grouped, in_range
+from evolve.cli._options import Given, OptionGroup, PromptsRootOption, grouped, in_range, table_layout
 from evolve.errors import EvolveError
 
 if TYPE_CHECKING:
@@ -125,11 +125,9 @@ def _import_pack(source: str, paths: list[Path], table: Given, *, name: str | No
     if table.rubric is None:
         raise ConfigError("`ratings import table` needs --rubric ID (the rubric the ratings use; "
                           "`evolve rubric new` writes one).")
-    if table.layout not in (None, "long", "wide"):
-        raise ConfigError(f"--layout {table.layout!r}: choose long or wide.")
     result = import_table(
         paths, rubric=table.rubric, name=name or out_dir.name, columns=parse_table_columns(table.columns or []),
-        layout="wide" if table.layout == "wide" else "long", not_evaluable=table.not_evaluable or (),
+        layout=table_layout(table.layout) or "long", not_evaluable=table.not_evaluable or (),
         score_map=parse_score_map(table.score_map or []), skip_empty=table.skip_empty, prompts_root=root,
         rows=table.rows, where=parse_where(table.where or []),
     )
