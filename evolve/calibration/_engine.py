@@ -885,20 +885,37 @@ def input_fingerprints(pack: RatingPack, splits: Splits) -> dict[str, str]:
     return {"splits": digest(parts), "pack": digest(records)}
 
 
-def _check_same_inputs(config: CalibrationConfig, pack: RatingPack, splits: Splits) -> None:
-    """Refuse to resume a run on a split or pack that changed since it started (runs whose
-    journal recorded no fingerprints resume unchecked).
+def _resume_notes(config: CalibrationConfig, pack: RatingPack, splits: Splits) -> list[str]:
+    """Check a resume against its journal, read once: refuse a split or pack that changed since
+    the run started (runs whose journal recorded no fingerprints resume unchecked), and say so
+    when the run had finished.
+
+    Returns:
+        The note for a finished run, or nothing.
 
     Raises:
         RunError: Names the input that changed, where it is read from, and the fixes.
     """
-    started = next((e for e in CalibrationFolder(config.run_dir).journal().events()
-                    if e.get("event") == Event.RUN_STARTED and isinstance(e.get("inputs"), dict)), None)
-    if started is None:
-        return
-    now = input_fingerprints(pack, splits)
+    inputs: dict | None = None
+    finished = False
+    for e in CalibrationFolder(config.run_dir).journal().events():
+        if inputs is None and e.get("event") == Event.RUN_STARTED and isinstance(e.get("inputs"), dict):
+            inputs = e["inputs"]
+        finished = finished or e.get("event") == Event.RUN_FINISHED
+    if inputs:  # fingerprinted when it started
+        _check_same_inputs(config, inputs, input_fingerprints(pack, splits))
+    return [f"{config.run_dir} finished before: resuming replays it from the response cache (a call only for what was "
+            "never cached, such as failed answers) and writes its report, tables and audit again."] if finished else []
+
+
+def _check_same_inputs(config: CalibrationConfig, started: dict, now: dict[str, str]) -> None:
+    """Refuse the resume when a fingerprint the run started with differs from ``now``.
+
+    Raises:
+        RunError: Names the input that changed, where it is read from, and the fixes.
+    """
     where = {"splits": f"split {config.splits}", "pack": f"rating pack {config.pack}"}
-    changed = [where[k] for k in ("splits", "pack") if k in started["inputs"] and started["inputs"][k] != now[k]]
+    changed = [where[k] for k in ("splits", "pack") if k in started and started[k] != now[k]]
     if changed:
         raise RunError(f"{config.run_dir}: the {' and the '.join(changed)} changed since the run started, so resuming "
                        "would mix two calibrations. Put back what the run started with, or start a new --run-id (with "
@@ -953,11 +970,7 @@ def plan_calibration(config: CalibrationConfig, *, resume: bool = False) -> Cali
     splits = load_splits(config.splits)
     check_splits(splits, pack)
     if resume:
-        _check_same_inputs(config, pack, splits)
-        if any(e.get("event") == Event.RUN_FINISHED for e in CalibrationFolder(config.run_dir).journal().events()):
-            notes.append(f"{config.run_dir} finished before: resuming replays it from the response cache (a call only "
-                         "for what was never cached, such as failed answers) and writes its report, tables and audit "
-                         "again.")
+        notes += _resume_notes(config, pack, splits)
     rubric = load_rubric(pack.manifest.rubric.id, root=root, version=pack.manifest.rubric.version)
     if config.rubric is not None and config.rubric != rubric.id:
         raise RunError(
