@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,20 @@ from evolve.errors import (
 )
 from evolve.llm._secrets import Scrubber
 from evolve.llm._types import ChatRequest, ChatResponse
+
+
+@functools.cache
+def _tls_context() -> Any:
+    """The process's one TLS context for model endpoints, made on first use.
+
+    Building a context reads the certificate bundle (about 24 ms of CPU), which httpx would
+    otherwise do for every client, and a provider makes one client per event loop. It is made
+    as httpx makes its default (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` are honoured when first
+    read, else certifi's bundle), so sharing it changes no verification.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 @runtime_checkable
@@ -135,7 +150,8 @@ class OpenAICompatibleProvider:
         """
         loop = asyncio.get_running_loop()
         if loop not in self._clients:
-            self._clients[loop] = self._openai.AsyncOpenAI(**self._settings)
+            http_client = self._openai.DefaultAsyncHttpxClient(verify=_tls_context())
+            self._clients[loop] = self._openai.AsyncOpenAI(**self._settings, http_client=http_client)
         return self._clients[loop]
 
     async def aclose(self) -> None:

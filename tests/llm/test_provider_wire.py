@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import ssl
 import time
 
 import pytest
 
 from evolve.llm import ChatRequest, Client, Message, get_provider
+from evolve.llm._providers import _tls_context
 from evolve.testing import LoopbackChatServer
 
 
@@ -42,6 +44,26 @@ def test_calls_reuse_connections_and_closing_the_client_closes_them(caplog: pyte
         assert _wait_for(lambda: server.open_connections == 0)
         assert len(server.bodies) == 21
     assert not [r for r in caplog.records if "Event loop is closed" in r.getMessage()]
+
+
+def test_every_client_of_every_provider_verifies_with_one_tls_context_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the certificate bundle costs about 24 ms of CPU; a provider makes a client per
+    event loop, and a process may hold several providers (endpoints)."""
+    made: list[ssl.SSLContext] = []
+    real = ssl.create_default_context
+    monkeypatch.setattr(ssl, "create_default_context", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    _tls_context.cache_clear()
+    try:
+        with LoopbackChatServer(lambda body: "ok") as server:
+            for key in ("k1", "k2"):
+                provider = get_provider("openai_compatible", base_url=server.base_url, api_key=key)
+                for _ in range(2):
+                    with Client(provider) as client:
+                        assert client.complete(_requests(1, key)[0]).text == "ok"
+        assert len(made) == 1
+        assert made[0].verify_mode == ssl.CERT_REQUIRED and made[0].check_hostname
+    finally:
+        _tls_context.cache_clear()
 
 
 def test_a_server_that_dies_drops_its_kept_alive_connections() -> None:
