@@ -1058,12 +1058,17 @@ def budget_warnings(config: CalibrationConfig, n_criteria: int) -> list[str]:
     Returns:
         One sentence per problem: fewer than three mutants per criterion (too few real
         proposals to find, let alone show, an improvement), or a shared attempt budget whose
-        share per criterion is below the accepted budget.
+        share per criterion is below the accepted budget. A budget of no accepted mutant is a
+        baseline run, said as such.
     """
     b = config.budget
     attempts = min(b.attempts_for(i, n_criteria) for i in range(n_criteria))
     out = []
-    if min(b.accepted, attempts) < MIN_PROPOSALS:
+    if b.accepted == 0:
+        out.append("budget.accepted is 0: nothing is evolved, so each criterion's winner is its best initial "
+                   "guidance, judged against the baselines on validation (a baseline run). Raise budget.accepted "
+                   "(--accepted) to calibrate.")
+    elif min(b.accepted, attempts) < MIN_PROPOSALS:
         out.append(f"the budget affords at most {min(b.accepted, attempts)} mutant(s) per criterion (accepted "
                    f"{b.accepted}, attempts {attempts}): too few to find, let alone show, an improvement - this run "
                    f"demonstrates the machinery. Raise budget.accepted and budget.max_attempts (--accepted and "

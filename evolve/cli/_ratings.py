@@ -279,26 +279,28 @@ def splits_make(
     --cases, --frame-manifest, --frame-size, sizes or --preset the frame is fixed first and the
     holdout is its exact complement in source order (see splits/README.md).
     """
-    target, result = _or_fail(_make_splits, pack_dir, out_dir, frame, holdout_fraction=holdout_fraction,
-                              validation_fraction=validation_fraction, seed=seed, overwrite=overwrite,
-                              prompts_root=prompts_root)
+    target, result, unchanged = _or_fail(_make_splits, pack_dir, out_dir, frame, holdout_fraction=holdout_fraction,
+                                         validation_fraction=validation_fraction, seed=seed, overwrite=overwrite,
+                                         prompts_root=prompts_root)
     for note in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(note))}", markup=True)
     splits = result.splits
     out.print(
-        f"wrote {target}: frame {len(splits.frame)} (train {len(splits.train)}, validation "
-        f"{len(splits.validation)}), held-out {len(splits.holdout)} cases")
+        f"{'unchanged (already written)' if unchanged else 'wrote'} {target}: frame {len(splits.frame)} (train "
+        f"{len(splits.train)}, validation {len(splits.validation)}), held-out {len(splits.holdout)} cases")
 
 
 def _make_splits(pack_dir: Path, out_dir: Path | None, frame: Given, *, holdout_fraction: float | None,
-                 validation_fraction: float | None, seed: int, overwrite: bool, prompts_root: Path | None) -> tuple[Path, Any]:
-    """``splits make``: the partition built and written; the folder and the build's result.
+                 validation_fraction: float | None, seed: int, overwrite: bool,
+                 prompts_root: Path | None) -> tuple[Path, Any, bool]:
+    """``splits make``: the partition built and written; the folder, the build's result and
+    whether the folder already held exactly these splits.
 
     Raises:
         EvolveError: As :func:`~evolve.splits.build_splits` and :func:`~evolve.splits.write_splits`.
     """
     from evolve.data import load_pack
-    from evolve.splits import build_splits, write_splits
+    from evolve.splits import build_splits, holds_splits, write_splits
 
     pack = load_pack(pack_dir, prompts_root=prompts_root)
     result = build_splits(
@@ -308,8 +310,9 @@ def _make_splits(pack_dir: Path, out_dir: Path | None, frame: Given, *, holdout_
         holdout_fraction=holdout_fraction, validation_fraction=validation_fraction, seed=seed,
     )
     target = out_dir or Path("splits") / pack.manifest.name
+    unchanged = holds_splits(target, result.splits)
     write_splits(result.splits, target, overwrite=overwrite)
-    return target, result
+    return target, result, unchanged
 
 
 def _case_universe(cases: Path | None, case_column: list[str] | None):

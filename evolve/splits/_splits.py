@@ -480,10 +480,18 @@ def _render(splits: Splits) -> dict[str, str]:
     return files
 
 
+def holds_splits(directory: Path | str, splits: Splits) -> bool:
+    """Whether ``directory`` already holds exactly the files :func:`write_splits` would write
+    for ``splits`` (so writing them again changes nothing)."""
+    directory = Path(directory)
+    return all((directory / name).is_file() and (directory / name).read_text(encoding="utf-8") == text
+               for name, text in _render(splits).items())
+
+
 def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = False) -> Path:
     """Write ``split.json`` and the four id lists (one case id per line) into ``directory``.
 
-    Re-writing identical splits is a no-op. If the directory already holds *different*
+    Re-writing identical splits is a no-op (:func:`holds_splits`): the files are left as they are. If the directory already holds *different*
     split files, nothing is written unless ``overwrite=True`` (silently replacing a holdout
     would let held-out cases leak into training). Each file is replaced atomically.
 
@@ -494,6 +502,8 @@ def write_splits(splits: Splits, directory: Path | str, *, overwrite: bool = Fal
         SplitError: Different splits already exist there and ``overwrite`` is false.
     """
     directory = Path(directory)
+    if holds_splits(directory, splits):
+        return directory
     files = _render(splits)
     existing = [name for name in files if (directory / name).exists()]
     if existing and not overwrite:

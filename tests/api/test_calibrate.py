@@ -11,10 +11,11 @@ import pytest
 import evolve
 from evolve.data import RatingPack, load_pack, write_pack
 from evolve.errors import ConfigError, EvolveError, PackError, RubricError, RunError
+from evolve.llm import Client
 from evolve.rubric import RubricBundle
 from evolve.splits import load_splits
 from evolve.stats import MIN_CASES
-from evolve.testing import LoopbackChatServer
+from evolve.testing import FakeProvider, LoopbackChatServer
 from evolve.workflows import CalibrationSummary, CriterionSummary, calibrate
 from tests.conftest import fake_endpoint, make_tiny_pack, request_of
 
@@ -60,6 +61,22 @@ def test_pack_folder_rubric_id_and_client(tmp_path: Path, tiny_pack_dir: Path, f
     assert set(splits.train) | set(splits.validation) | set(splits.holdout) == {c.case_id for c in load_pack(tiny_pack_dir).cases}
     assert not (summary.run_dir / "pack").exists()  # a pack folder is read where it is
 
+
+
+def test_no_accepted_mutant_is_a_baseline_run_of_the_initial_guidance(tmp_path: Path, tiny_pack_dir: Path) -> None:
+    """``--accepted 0 --max-attempts 0`` (README, Calibrate): nothing is mutated; the winner is an
+    initial prompt, judged against the baselines on validation like any winner."""
+    tags: list[str] = []
+    client = Client(FakeProvider(lambda request: tags.append(request.tag) or fake_endpoint(request)))
+    with client, pytest.warns(UserWarning, match="budget.accepted is 0: nothing is evolved"):
+        summary = calibrate(tiny_pack_dir, rubric="kqa-entailment", endpoint=client, run_id="base",
+                            archives_dir=tmp_path / "archives", config={"budget": {"accepted": 0, "max_attempts": 0}})
+    entailment = summary.criteria["entailment"]
+    assert "mutation" not in tags and tags.count("judge") > 0
+    assert entailment.origin == "initial" and {"no_guidance", "training_median"} <= set(entailment.verdicts)
+    warnings = json.loads((summary.run_dir / "report.json").read_text("utf-8"))["warnings"]
+    assert any("a baseline run" in w for w in warnings) and "too few to find" not in str(warnings)
+    _check_against_report(summary)
 
 def _frame() -> pd.DataFrame:
     pack = make_tiny_pack()

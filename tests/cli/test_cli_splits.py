@@ -134,6 +134,8 @@ def test_fraction_splits_unchanged(tmp_path: Path) -> None:
     _ok(["splits", "make", str(pack), "--out", str(out)])
     meta = json.loads((out / "split.json").read_text())
     assert "frame_origin" not in meta and meta["counts"] == {"frame": 16, "holdout": 4, "train": 11, "validation": 5}
+    again = _ok(["splits", "make", str(pack), "--out", str(out)])  # the same splits again: nothing to write
+    assert again.stdout.startswith(f"unchanged (already written) {out}: frame 16 (train 11, validation 5)")
 
 
 def test_a_message_stays_on_one_line_in_a_narrow_terminal(tmp_path: Path) -> None:

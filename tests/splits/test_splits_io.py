@@ -9,7 +9,7 @@ import pytest
 
 from evolve.data import RatingPack
 from evolve.errors import SplitError
-from evolve.splits import check_splits, load_splits, make_splits, write_splits
+from evolve.splits import check_splits, holds_splits, load_splits, make_splits, write_splits
 
 from .conftest import SHARED_DATA
 
@@ -30,7 +30,10 @@ def test_round_trip_and_format(pack: RatingPack, tmp_path: Path) -> None:
 
 def test_rewriting_identical_splits_is_fine_but_different_needs_overwrite(pack: RatingPack, tmp_path: Path) -> None:
     out = write_splits(make_splits(pack), tmp_path / "sp")
+    assert holds_splits(out, make_splits(pack)) and not holds_splits(out, make_splits(pack, seed=1))
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     write_splits(make_splits(pack), out)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # left as they were
     with pytest.raises(SplitError, match="overwrite=True"):
         write_splits(make_splits(pack, seed=1), out)
     write_splits(make_splits(pack, seed=1), out, overwrite=True)
