@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -38,6 +39,7 @@ from evolve.cli._options import (
     grouped,
     in_range,
 )
+from evolve.errors import EvolveError
 
 if TYPE_CHECKING:
     from evolve.consilium import BenchResult, JudgeBenchResult
@@ -233,8 +235,10 @@ def _judge_bench(options: BenchJudgeOptions) -> JudgeBenchResult | None:
     from evolve.workflows._options import with_spend
 
     run_dir = options.run_dir
-    with _guarded(lambda: f"evolve bench judge {run_dir}",
-                  lambda: "interrupted; judge_scores.csv was not written (finished calls are cached: run it again)"):
+    options = _continued_judging(options)
+    with _guarded(lambda: _judge_command(options),
+                  lambda: f"interrupted; judge_scores.csv was not written (finished calls are cached). Continue with: "
+                          f"{_judge_command(options)}"):
         price, limited = _run_spend(options.spend(), load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
         guidance, prompts_root = options.guidance, options.prompts_root
         if options.plan:
@@ -253,6 +257,47 @@ def _judge_bench(options: BenchJudgeOptions) -> JudgeBenchResult | None:
                                progress=_RichProgress(bar, price), free_form_roles=options.free_form_roles,
                                prompts_root=prompts_root, client=client)
     return None  # not reached: _guarded exits on an error
+
+
+def _continued_judging(options: BenchJudgeOptions) -> BenchJudgeOptions:
+    """``options``, continuing the run's judging with its own settings when that judging
+    stopped part-way and none of ``--guidance``, ``--repeats``, ``--free-form-roles`` is given
+    (a note says so); a finished judging with guidance about to be replaced by one without is
+    warned about."""
+    from evolve.consilium import last_judging
+
+    with contextlib.suppress(EvolveError):  # not a bench run: the command itself says so
+        last = last_judging(options.run_dir)
+        if last is None:
+            return options
+        given = options.guidance is not None or options.repeats is not None or options.free_form_roles
+        if not last.finished and not given:
+            _warn(f"continuing the judging that stopped part-way with its settings: guidance "
+                  f"{last.calibration_run or 'none'}, {last.repeats} repeat(s)"
+                  f"{', free-form roles' if last.free_form_roles else ''}", "note")
+            return options.model_copy(update={"guidance": last.calibration_run, "repeats": last.repeats,
+                                              "free_form_roles": last.free_form_roles})
+        if last.calibration_run is not None and options.guidance is None:
+            _warn(f"the run's scores were judged with the guidance of {last.calibration_run}; this judging has none "
+                  f"and replaces them (pass --guidance {last.calibration_run} to keep it)")
+    return options
+
+
+def _judge_command(options: BenchJudgeOptions) -> str:
+    """The ``evolve bench judge`` command line that repeats this judging (its settings and prices)."""
+    parts = [f"evolve bench judge {options.run_dir}"]
+    if options.guidance is not None:
+        parts.append(f"--guidance {options.guidance}")
+    if options.repeats is not None:
+        parts.append(f"--repeats {options.repeats}")
+    if options.free_form_roles:
+        parts.append("--free-form-roles")
+    for name in ("price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out"):
+        if (value := getattr(options, name)) is not None:
+            parts.append(f"--{name.replace('_', '-')} {value}")
+    if options.batch_api:
+        parts.append("--batch")
+    return " ".join(parts)
 
 
 def _print_split_fallbacks(result: Any) -> None:

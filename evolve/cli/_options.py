@@ -181,11 +181,12 @@ MaxTokensOption = Annotated[Optional[int], typer.Option(
     "run the command again (with --resume where the command takes it): finished calls are not paid twice.")]
 # The Batch API path (calibrate, judge): result-neutral, so also allowed with --resume.
 BatchApiOption = Annotated[Optional[bool], typer.Option(
-    "--batch/--no-batch", help="Send the non-interactive phases (initial evaluation, finalist re-judging, "
-    "re-evaluation, held-out and `evolve judge` scoring) through the endpoint's OpenAI-style Batch API: answered "
-    "within its 24 h window at batch prices (--price-batch-in/--price-batch-out); racing and mutation stay "
-    "interactive. Each batch is journaled before it is polled, so a killed run's --resume polls it instead of paying "
-    "again. Needs --base-url (the embedded server has no Batch API).")]
+    "--batch/--no-batch", help="Send the calls that can wait through the endpoint's OpenAI-style Batch API, answered "
+    "within its 24 h window at batch prices (--price-batch-in/--price-batch-out): calibrate's initial evaluation, "
+    "finalist re-judging, re-evaluation and held-out scoring (racing and mutation stay interactive); every judge call "
+    "of `evolve judge`, `bench judge` and `otb judge`. Each batch is journaled before it is polled, so running the "
+    "command again (--resume where it takes it) polls it instead of paying again. Needs an endpoint with a Batch API "
+    "(the run's --base-url; the embedded server has none).")]
 ExportBatchOption = Annotated[Optional[Path], typer.Option(
     "--export-batch", help="Write the requests this command would send that are known before it runs (calibrate: the "
     "initial prompts' and the no-guidance baseline's judge calls; judge: all) as Batch API JSONL for an offline runner "

@@ -329,6 +329,56 @@ def _judged_targets(run: CaseRun, panels_done: set[tuple[str, str, str]], free_f
     return chosen
 
 
+@dataclass(frozen=True)
+class JudgingSettings:
+    """The settings a benchmark run was last judged with, as its journal recorded them.
+
+    Attributes:
+        calibration_run: The judge file behind the guidance (a calibration run folder or its
+            ``judge.json``, as given), None for no guidance.
+        repeats: Judge calls per target and criterion.
+        free_form_roles: Role components of free-form pipelines were judged too.
+        finished: Whether that judging finished (``judge_scores.csv`` holds its scores);
+            False for one stopped part-way (a limit, an error, an interrupt).
+    """
+
+    calibration_run: Path | None
+    repeats: int
+    free_form_roles: bool
+    finished: bool
+
+
+def last_judging(run_dir: Path | str) -> JudgingSettings | None:
+    """The settings of the latest judging of a benchmark run (``evolve bench judge`` or the
+    judging step of ``evolve bench run``), None when it was never judged. A resume continues
+    an unfinished judging with them, so a stopped guided judging is not finished unguided."""
+    started: dict[str, Any] | None = None
+    finished = False
+    for event in BenchFolder(Path(run_dir)).journal().events():
+        if event.get("event") == Event.JUDGE_STARTED:
+            started, finished = event, False
+        elif event.get("event") == Event.JUDGE_FINISHED:
+            finished = True
+    if started is None:
+        return None
+    run = started.get("calibration_run")
+    return JudgingSettings(calibration_run=Path(run) if run else None, repeats=int(started.get("repeats") or 1),
+                           free_form_roles=bool(started.get("free_form_roles", False)), finished=finished)
+
+
+def recorded_guidance(run_dir: Path | str) -> Path | None:
+    """The judge file a resumed ``evolve bench run`` judges with when ``--guidance`` is not
+    given: the latest the run's journal names, in a judging (``judge_started``) or at the start
+    of a process of the run (``bench_started``/``bench_resumed``); None for no guidance."""
+    latest: str | None = None
+    for event in BenchFolder(Path(run_dir)).journal().events():
+        if event.get("event") == Event.JUDGE_STARTED:
+            latest = event.get("calibration_run")
+        elif event.get("event") in (Event.BENCH_STARTED, Event.BENCH_RESUMED):
+            latest = event.get("guidance")
+    return Path(latest) if latest else None
+
+
 @locks_run(lambda run_dir, **_: run_dir)  # one process writes a run folder
 def judge_bench(
     run_dir: Path | str,
@@ -405,6 +455,7 @@ def judge_bench(
     journal = BenchFolder(run_dir).journal()
     total = sum(len(b) for b in batches)
     journal.append(Event.JUDGE_STARTED, calls=total, repeats=n_repeats, judge_model=config.judge.model,
+                   free_form_roles=free_form_roles,
                    calibration_run=str(calibration_run) if calibration_run is not None else None,
                    judge_file=result.judge_file.model_dump() if result.judge_file is not None else None,
                    guidance={k: v.candidate_id for k, v in guidance.items()})

@@ -604,6 +604,7 @@ def run_bench(
     progress: ProgressHook | None = None,
     backend: PipelineBackend | None = None,
     prepared: tuple[list[Case], BenchManifest] | None = None,
+    guidance: Path | None = None,
 ) -> BenchResult:
     """Generate consilium outputs for every case x model x condition x topology (consilium paper, benchmark runner).
 
@@ -620,6 +621,9 @@ def run_bench(
         backend: The pipeline; None = :func:`default_backend`.
         prepared: What :func:`prepare_bench` returned for this ``config``, ``resume`` and
             ``backend`` (cases and manifest, already checked); None prepares them here.
+        guidance: The judge file the run is to be judged with afterwards, recorded in its
+            ``bench_started`` event so that a resume judges with it
+            (:func:`~evolve.consilium.recorded_guidance`).
 
     Returns:
         The run folder, its manifest, one summary per pipeline run, records and pack folders.
@@ -660,7 +664,7 @@ def run_bench(
     owns = client is None
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=journal, client=client) as client:
         result = _generate(config, client, cases, manifest, journal, progress, backend, owns=owns, resume=resume,
-                           blocked=context.blocked)
+                           blocked=context.blocked, guidance=guidance)
     result.context = context
     return result
 
@@ -680,7 +684,7 @@ def plan_context(config: BenchConfig, cases: Sequence[Case]) -> ContextCheck:
 
 def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: BenchManifest, journal: Journal,
               progress: ProgressHook, backend: PipelineBackend, *, owns: bool, resume: bool,
-              blocked: dict[tuple[str, str, str, str], str]) -> BenchResult:
+              blocked: dict[tuple[str, str, str, str], str], guidance: Path | None = None) -> BenchResult:
     """Run every (case, model) unit in worker threads over one client; write packs and usage."""
     run_dir = config.run_dir
     result = BenchResult(run_dir=run_dir, manifest=manifest)
@@ -691,7 +695,8 @@ def _generate(config: BenchConfig, client: Client, cases: list[Case], manifest: 
     try:
         journal.append(Event.BENCH_RESUMED if resume else Event.BENCH_STARTED, run_id=config.run_id,
                        endpoint=client.endpoint_id, models=list(config.models), conditions=list(config.conditions),
-                       topologies=list(config.topologies), cases=len(cases), pipeline_version=manifest.pipeline_version)
+                       topologies=list(config.topologies), cases=len(cases), pipeline_version=manifest.pipeline_version,
+                       **({"guidance": str(guidance)} if guidance is not None else {}))
         progress.phase("generating", len(units) * len(config.conditions) * len(config.topologies), key=PROGRESS_KEY,
                        unit="pipeline runs")
         pipe = backend.make(client, config)

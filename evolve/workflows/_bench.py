@@ -13,6 +13,7 @@ from evolve.consilium import (
     judge_bench,
     plan_context,
     prepare_bench,
+    recorded_guidance,
     run_bench,
 )
 from evolve.llm import Client
@@ -64,6 +65,10 @@ def _bench_steps(config: BenchConfig, judge: bool, calibration_run: Path | None,
     """The steps of :func:`run_and_judge`, under the run folder's lock."""
     backend = backend or default_backend()
     prepared = prepare_bench(config, resume, backend)  # refuses a bad resume before a server starts
+    notes = []
+    if resume and judge and calibration_run is None and (calibration_run := recorded_guidance(config.run_dir)):
+        notes.append(f"judging with the guidance this run was judged (or started) with: {calibration_run} "
+                     "(pass --guidance to judge with another)")
     if on_warning is not None:
         context = plan_context(config, prepared[0])
         for warning in context.warnings:
@@ -72,7 +77,9 @@ def _bench_steps(config: BenchConfig, judge: bool, calibration_run: Path | None,
             on_warning(f"context: {case_id} {model} {condition} {topology} will fail without a call: {reason}")
     with owned_client(config.endpoint, cache_path=config.cache_path, journal=BenchFolder(config.run_dir).journal(),
                       client=client, journal_usage=True) as client:
-        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared)
+        result = run_bench(config, client=client, resume=resume, progress=progress, backend=backend, prepared=prepared,
+                           guidance=calibration_run if judge else None)
+        result.notes[:0] = notes
         if judge:
             result.judge = judge_bench(config.run_dir, calibration_run=calibration_run, client=client, progress=progress)
         result.usage = client.usage_snapshot()

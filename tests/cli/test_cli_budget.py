@@ -239,3 +239,71 @@ def test_audit_takes_the_limits_and_a_stopped_audit_continues_with_a_higher_one(
         audited = runner.invoke(app, ["audit", str(run), "--no-embeddings", "--max-tokens", "100000000"])
         assert audited.exit_code == 0, audited.output
     assert len(server.bodies) > before and (run / "audit.json").exists()
+
+
+def _bench_answer(body: dict) -> object:
+    """The scripted consilium endpoint, every answer billed 50 + 10 tokens."""
+    from tests.cli.test_cli_bench import respond
+
+    return 200, chat_completion(respond(body), prompt_tokens=50, completion_tokens=10)
+
+
+def _judged_with(run) -> tuple[object, int]:
+    """The judge file and repeats a bench run's judge.json records."""
+    meta = json.loads((run / "judge.json").read_text("utf-8"))
+    return meta["calibration_run"], meta["repeats"]
+
+
+def test_a_stopped_bench_run_resumes_judging_with_the_guidance_it_was_started_with(tmp_path, monkeypatch):
+    from tests.consilium.bench_support import write_cases
+    from tests.report.test_bench_anchored import _judge_file
+
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    guidance = _judge_file(tmp_path / "calib", judge_model="scripted").parent
+    run = tmp_path / "archives" / "g"
+    with LoopbackChatServer(_bench_answer) as server:
+        args = ["bench", "run", "--cases", str(write_cases(tmp_path / "cases.jsonl", n=2)), "--run-id", "g",
+                "--archives-dir", str(tmp_path / "archives"), "--base-url", server.base_url, "--model", "scripted",
+                "--guidance", str(guidance)]
+        stopped = runner.invoke(app, [*args, "--max-tokens", str(3 * PER_CALL)])  # stops while generating
+        assert stopped.exit_code == 2 and "evolve bench run --resume" in stopped.output, stopped.output
+        resumed = runner.invoke(app, ["bench", "run", "--resume", str(run), "--max-tokens", str(10**9)])
+        assert resumed.exit_code == 0, resumed.output
+    assert f"judging with the guidance this run was judged (or started) with: {guidance}" in " ".join(resumed.output.split())
+    assert _judged_with(run)[0] == str(guidance) and (run / "calibrated_judge.json").is_file()
+    scores = json.loads((run / "judge.json").read_text("utf-8"))["guidance"]
+    assert set(scores) == {"data_use"}
+
+
+def test_a_stopped_bench_judging_continues_with_its_settings_and_an_unguided_one_is_warned_about(tmp_path, monkeypatch):
+    from tests.consilium.bench_support import write_cases
+    from tests.report.test_bench_anchored import _judge_file
+
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    guidance = _judge_file(tmp_path / "calib", judge_model="scripted")
+    run = tmp_path / "archives" / "j"
+    with LoopbackChatServer(_bench_answer) as server:
+        made = runner.invoke(app, ["bench", "run", "--cases", str(write_cases(tmp_path / "cases.jsonl", n=2)),
+                                   "--run-id", "j", "--archives-dir", str(tmp_path / "archives"),
+                                   "--base-url", server.base_url, "--model", "scripted", "--no-judge"])
+        assert made.exit_code == 0, made.output
+        generated = len(server.bodies) * PER_CALL
+        stopped = runner.invoke(app, ["bench", "judge", str(run), "--guidance", str(guidance), "--repeats", "2",
+                                      "--price-in", "1", "--price-out", "2", "--max-tokens", str(generated + 5 * PER_CALL)])
+        assert stopped.exit_code == 2, stopped.output
+        hint = f"evolve bench judge {run} --guidance {guidance} --repeats 2 --price-in 1.0 --price-out 2.0 --max-tokens MORE"
+        assert hint in " ".join(stopped.output.split())  # the command that continues it, with its settings
+        paid = len(server.bodies)
+        continued = runner.invoke(app, ["bench", "judge", str(run), "--max-tokens", str(10**9)])
+        assert continued.exit_code == 0, continued.output
+        said = " ".join(continued.output.split())
+        assert f"note: continuing the judging that stopped part-way with its settings: guidance {guidance}, 2 repeat(s)" in said
+        assert _judged_with(run) == (str(guidance), 2)
+        judged = len(server.bodies) - paid
+        again = runner.invoke(app, ["bench", "judge", str(run), "--guidance", str(guidance), "--repeats", "2"])
+        assert again.exit_code == 0 and len(server.bodies) - paid == judged  # all of it cached: nothing paid twice
+        unguided = runner.invoke(app, ["bench", "judge", str(run)])
+        assert unguided.exit_code == 0, unguided.output
+    assert f"were judged with the guidance of {guidance}; this judging has none and replaces them" in " ".join(
+        unguided.output.split())
+    assert _judged_with(run) == (None, 1)
