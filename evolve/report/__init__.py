@@ -104,7 +104,13 @@ from evolve.report._report import (
     verdict_warnings,
     write_report,
 )
-from evolve.report._scoring import build_scoring_report, scoring_html, scoring_markdown, write_scoring_report
+from evolve.report._scoring import (
+    LAMBDA_ZERO,
+    build_scoring_report,
+    scoring_html,
+    scoring_markdown,
+    write_scoring_report,
+)
 from evolve.report._settings import FIGURES_ENV, REPLICATES_ENV, ReportSettings, report_settings
 from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share, render_usage, usage_report
@@ -162,6 +168,7 @@ __all__ = [
     "MIN_SHARED_PAIRS",
     "JUDGE_SCORE_COLUMNS",
     "FIGURES_ENV",
+    "LAMBDA_ZERO",
     "N_BOOT",
     "OTB_TABLE_COLUMNS",
     "REPLICATES_ENV",

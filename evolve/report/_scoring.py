@@ -44,7 +44,7 @@ from evolve.stats import (
     ppi_mean,
 )
 
-__all__ = ["HOLDOUT_COLUMNS", "build_scoring_report", "holdout_columns", "holdout_entries", "render_holdout", "scoring_html",
+__all__ = ["HOLDOUT_COLUMNS", "LAMBDA_ZERO", "build_scoring_report", "holdout_columns", "holdout_entries", "render_holdout", "scoring_html",
            "scoring_markdown", "write_scoring_report"]
 
 _STATUSES = ("scored", "failed", "not_evaluable", "excluded")
@@ -125,18 +125,27 @@ def _rated(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataF
     }
 
 
-def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float) -> dict[str, Any]:
+def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float, model: str,
+              anchor_model: str) -> dict[str, Any]:
     """The physician-anchored (prediction-powered) mean: the judge file's validation targets as
-    the rated sample, this run's scored items as the unrated ones (PPI++, Angelopoulos et al. 2023)."""
+    the rated sample, this run's scored items as the unrated ones (PPI++, Angelopoulos et al. 2023).
+    Refused when the run scored with another model than the one that scored the rated sample:
+    the estimate rests on one judge's errors on both samples."""
     if scored.empty:
         return {"estimate": None, "low": None, "high": None, "refused": "no target was scored", "assumption": ""}
+    if model != anchor_model:
+        return {"estimate": None, "low": None, "high": None, "assumption": "",
+                "refused": f"scored with model {model!r}, but the rated sample was scored by {anchor_model!r}; the "
+                           f"anchor corrects one judge's errors, so score with --model {anchor_model} (or calibrate "
+                           f"{model!r} and use its judge file)"}
     rated = pd.DataFrame([a.model_dump() for a in entry.anchor], columns=["case_id", "target_id", "judge", "physician"])
     unrated = pd.DataFrame({"case_id": scored["case_id"].astype(str), "judge": pd.to_numeric(scored["judge"])})
     return ppi_mean(rated[["case_id", "judge", "physician"]], unrated, confidence=confidence).model_dump()
 
 
 def _criterion(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataFrame, ratings: pd.DataFrame | None,
-               n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
+               n_boot: int, seed: int, confidence: float, models: tuple[str, str]) -> dict[str, Any]:
+    """One criterion of the report; ``models``: the model that scored this run, the judge file's."""
     its = items[items["criterion"] == cid]
     mine = calls[(calls["criterion"] == cid) & (calls["guidance"] == "winner")]
     counts = {"n_items": int(len(its)), **{f"n_{s}": int((its["status"] == s).sum()) for s in _STATUSES}}
@@ -148,7 +157,7 @@ def _criterion(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.D
         "coverage": float((mine["outcome"] == "score").mean()) if len(mine) else None,
         "judge_mean": _mean_interval(scored, "judge", n_boot, seed, confidence),
         "no_better_than_constant": entry.no_better_than_constant,
-        "anchored": _anchored(entry, scored, confidence),
+        "anchored": _anchored(entry, scored, confidence, *models),
         "rated": None,
     }
     if ratings is not None and len(ratings[ratings["criterion"] == cid]):
@@ -179,12 +188,14 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
     ratings = folder.read_frame(folder.RATINGS, optional=True, dtype={"case_id": str, "target_id": str})
     assert calls is not None and items is not None
     criteria = list(dict.fromkeys(items["criterion"]))
+    models = (config.get("model") or judge.judge.model, judge.judge.model)
     report = {
         "run_id": folder.path.name, "run_dir": str(folder.path), "targets": config.get("targets"),
         "judge": {"run_id": judge.run_id, "source_run": judge.source_run, "rubric_id": judge.rubric_id,
                   "rubric_version": judge.rubric_version, "model": config.get("model") or judge.judge.model},
         "rated": ratings is not None and len(ratings) > 0, "confidence": confidence, "n_boot": n_boot,
-        "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence) for c in criteria},
+        "criteria": {c: _criterion(c, judge.criteria[c], calls, items, ratings, n_boot, seed, confidence, models)
+                     for c in criteria},
         "prefix_cached_share": prefix_cached_share(calls), "warnings": run_warnings(folder.journal()),
     }
     if spend := spend_report(folder.journal()):  # a spending limit or prices: what the run spent against them
@@ -200,6 +211,11 @@ def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:
     return report
 
 
+LAMBDA_ZERO = ("the judge's scores got no weight (they did not track the physicians' on the rated sample), so this "
+               "is the rated sample's physician mean and says nothing about these targets")
+"""What an anchored mean with PPI++'s lambda at 0 is, in words (report.md and the command line)."""
+
+
 def _anchored_text(a: AnchoredMean) -> str:
     if a.refused:
         return f"refused: {md_inline(a.refused)}"
@@ -213,8 +229,9 @@ def _anchor_note(cid: str, a: AnchoredMean) -> list[str]:
     if a.rated_mean is None or a.lam is None:
         return ["", f"{md_inline(cid)}: anchored on {a.n_rated} validation targets of {a.n_rated_cases} cases."]
     worth = f", worth about {a.effective_n:.0f} physician ratings" if a.effective_n else ""
+    zero = f" With lambda 0: {LAMBDA_ZERO}." if a.lam == 0 else ""
     return ["", f"{md_inline(cid)}: anchored on {a.n_rated} validation targets of {a.n_rated_cases} cases "
-            f"(their physicians' mean {a.rated_mean:.3f}; judge weight lambda {a.lam:.2f}{worth})."]
+            f"(their physicians' mean {a.rated_mean:.3f}; judge weight lambda {a.lam:.2f}{worth}).{zero}"]
 
 
 def _scores_table(report: ScoringReport) -> list[str]:

@@ -18,7 +18,7 @@ from evolve.data import RatingPack
 from evolve.errors import ConfigError
 from evolve.llm import Client
 from evolve.outputs import ScoringReport
-from evolve.report import write_scoring_report
+from evolve.report import LAMBDA_ZERO, write_scoring_report
 from evolve.runs import EndpointSettings, Event, ProgressHook, ScoringFolder, default_cache_path, owned_client
 from evolve.scoring import ScoringTargets, check_statements, chosen_criteria, read_targets, score_targets, select_cases
 
@@ -109,6 +109,8 @@ class CriterionScore(BaseModel):
         mean, low, high: Mean judge score over scored items with its case-clustered interval.
         anchored, anchored_low, anchored_high: Physician-anchored (PPI++) mean and interval.
         anchored_refused: Why no anchored mean (e.g. too few rated cases), else None.
+        anchored_lam: The judge's weight in the anchored mean (PPI++'s lambda, 0-1); at 0 the
+            anchored mean is the rated sample's physician mean and says nothing of these targets.
         physician_mean, physician_low, physician_high: The targets' physicians' mean (rated
             targets) with its case-clustered interval, else None.
         mae, no_guidance_mae: MAE of the winner and of no guidance against the targets' ratings.
@@ -129,6 +131,7 @@ class CriterionScore(BaseModel):
     anchored_low: float | None = None
     anchored_high: float | None = None
     anchored_refused: str | None = None
+    anchored_lam: float | None = None
     physician_mean: float | None = None
     physician_low: float | None = None
     physician_high: float | None = None
@@ -164,6 +167,8 @@ class ScoringSummary(BaseModel):
             mean = "no scored item" if c.mean is None else f"{c.mean:.3f} [{_f(c.low)}, {_f(c.high)}]"
             anchored = (f"refused ({c.anchored_refused})" if c.anchored_refused else
                         "—" if c.anchored is None else f"{c.anchored:.3f} [{_f(c.anchored_low)}, {_f(c.anchored_high)}]")
+            if c.anchored is not None and c.anchored_lam == 0:
+                anchored += f" ({LAMBDA_ZERO})"
             phys = "" if c.physician_mean is None else \
                 f"; physicians' mean {c.physician_mean:.3f} [{_f(c.physician_low)}, {_f(c.physician_high)}]"
             lines.append(f"{c.criterion_id}: judge mean {mean}; physician-anchored {anchored}{phys} "
@@ -315,7 +320,7 @@ def summary_of(run_dir: Path, judge_run_id: str, report: ScoringReport) -> Scori
             criterion_id=cid, name=c.name, n_items=n.n_items, n_scored=n.n_scored, n_failed=n.n_failed,
             n_not_evaluable=n.n_not_evaluable, n_excluded=n.n_excluded, coverage=c.coverage,
             mean=c.judge_mean.estimate, low=c.judge_mean.low, high=c.judge_mean.high,
-            anchored=a.estimate, anchored_low=a.low, anchored_high=a.high, anchored_refused=a.refused,
+            anchored=a.estimate, anchored_low=a.low, anchored_high=a.high, anchored_refused=a.refused, anchored_lam=a.lam,
             physician_mean=phys.estimate if phys else None, physician_low=phys.low if phys else None,
             physician_high=phys.high if phys else None,
             mae=winner_mae.estimate if winner_mae else None, no_guidance_mae=none_mae.estimate if none_mae else None,

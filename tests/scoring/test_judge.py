@@ -245,6 +245,17 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         summary = json.loads((archives / "new" / "summary.json").read_text())
         assert summary["rated"] is False
         assert summary["criteria"]["entailment"]["counts"]["n_scored"] == 3
+        # another model than the one the anchor was scored by: no anchored mean (PPI corrects one judge's errors)
+        other = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--run-id", "other",
+                                    "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "another",
+                                    "--column", "case_text=question", "--column", "target_text=answer",
+                                    "--column", "statement=claim"])
+        assert other.exit_code == 0, other.output
+        anchored = json.loads((archives / "other" / "summary.json").read_text())["criteria"]["entailment"]["anchored"]
+        why = "scored with model 'another', but the rated sample was scored by 'scripted'"
+        assert anchored["estimate"] is None and anchored["refused"].startswith(why)
+        said = " ".join(other.output.split())
+        assert f"physician-anchored refused ({why}" in said and "validated with model 'scripted'" in said
         bad = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--archives-dir", str(archives),
                                   "--base-url", endpoint.base_url, "--column", "case_text=nosuch"])
         assert bad.exit_code == 2 and "nosuch" in bad.output and "Traceback" not in bad.output
@@ -409,3 +420,21 @@ def test_python_users_see_the_judge_files_warnings(tmp_path, calibrated, client)
     assert len(stored) == 2 and "no better than a constant" in stored[0] and "drift" in stored[1]
     md = (summary.run_dir / "report.md").read_text("utf-8")
     assert md.count("**Warning:**") == 2 and "no better than a constant" in md
+
+
+def test_an_anchored_mean_with_no_weight_on_the_judge_says_it_is_the_rated_samples_mean() -> None:
+    from evolve.outputs import AnchoredMean
+    from evolve.report import LAMBDA_ZERO
+    from evolve.report._scoring import _anchor_note
+    from evolve.workflows._judge import CriterionScore, ScoringSummary
+
+    base = {"criterion_id": "entailment", "name": "E", "n_items": 4, "n_scored": 4, "n_failed": 0, "n_not_evaluable": 0,
+            "n_excluded": 0, "coverage": 1.0, "mean": 1.0, "low": 0.5, "high": 1.5, "anchored": 1.316,
+            "anchored_low": 1.1, "anchored_high": 1.5}
+    for lam, said in ((0.0, True), (0.4, False)):
+        score = CriterionScore(**base, anchored_lam=lam)
+        line = ScoringSummary.model_construct(criteria={"entailment": score}).describe()
+        assert (LAMBDA_ZERO in line) is said, line
+        note = " ".join(_anchor_note("entailment", AnchoredMean(estimate=1.316, low=1.1, high=1.5, rated_mean=1.316,
+                                                                 lam=lam, n_rated=20, n_rated_cases=10)))
+        assert (LAMBDA_ZERO in note) is said and f"lambda {lam:.2f}" in note
