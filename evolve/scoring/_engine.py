@@ -13,7 +13,7 @@ import pandas as pd
 
 from evolve.calibrated import CriterionJudge, JudgeFile, JudgeGuidance
 from evolve.data import Target, shorten
-from evolve.errors import ConfigError, PackError
+from evolve.errors import ConfigError, PackError, RunError
 from evolve.judge import Judge, JudgeSettings, derive_seed
 from evolve.llm import ChatRequest, Client, limits_sent
 from evolve.rubric import Criterion
@@ -136,6 +136,25 @@ def _refuse_mismatch(source: str, criterion: str, rule: str, kind: str, what: st
                     f"Python: no '{field}' in columns=).")
 
 
+
+
+def _refuse_other_endpoint(path: Path, stored: Any, current: Any) -> None:
+    """Refuse a resume on another endpoint: answers are cached per endpoint (its URL, or its
+    replica group's name), so every finished call would be paid again there.
+
+    Raises:
+        RunError: Naming the endpoint fields that differ and both ways on.
+    """
+    if not isinstance(stored, dict) or not isinstance(current, dict):
+        return  # a run made before runs recorded their endpoint
+    diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+    if diff:
+        shown = "; ".join(f"{k}: {stored.get(k)!r} then, {current.get(k)!r} now" for k in diff)
+        raise RunError(f"{path}: this run was scored on another endpoint ({shown}). Answers are cached per endpoint, "
+                       "so resuming here would pay every finished call again. Resume with the run's endpoint options "
+                       "(the values 'then'), or start a new --run-id.")
+
+
 @locks_run(lambda *_, run_dir, **__: run_dir)  # one process writes a run folder
 def score_targets(
     judge: JudgeFile,
@@ -186,8 +205,10 @@ def score_targets(
     check_statements(judge, targets, chosen)
     resuming = check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run", kind="scoring")
     if resuming:
-        check_same_settings(folder / folder.CONFIG, folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str)),
-                            ignore=("run_id", "endpoint"), hint="give the same targets, judge and options")
+        stored, current = folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str))
+        _refuse_other_endpoint(folder / folder.CONFIG, stored.get("endpoint"), current.get("endpoint"))
+        check_same_settings(folder / folder.CONFIG, stored, current, ignore=("run_id", "endpoint"),
+                            hint="give the same targets, judge and options")
     folder.path.mkdir(parents=True, exist_ok=True)
     folder.write(folder.CONFIG, json.dumps(dict(config), indent=2, default=str))
     folder.write(folder.JUDGE, judge.model_dump_json(indent=2))

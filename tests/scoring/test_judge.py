@@ -233,6 +233,9 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         resumed = runner.invoke(app, args + ["--resume"])
         assert resumed.exit_code == 0, resumed.output
         assert len(endpoint.bodies) == calls  # resume pays nothing
+        moved = runner.invoke(app, [*args[:-1], "http://127.0.0.1:9/v1", "--resume"])  # answers are cached per endpoint
+        assert moved.exit_code == 2 and "this run was scored on another endpoint (base_url:" in moved.output
+        assert "would pay every finished call again" in " ".join(moved.output.split())
 
         table = tmp_path / "new.csv"
         pd.DataFrame({"question": ["Q1?", "Q1?", "Q2?"], "answer": ["A (truth 1)", "B (truth 2)", "C (truth 0)"],
