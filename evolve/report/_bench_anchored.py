@@ -18,7 +18,8 @@ its score the mean over repeats; failed items left out and counted) with the rep
 case-clustered bootstrap interval, and the physician-anchored mean with its interval, the
 power-tuning weight and the effective number of physician ratings it is worth. Differences
 (:data:`DIFFERENCE_COLUMNS`) are those the report compares: structured minus free-form,
-``n+1`` minus single, and each pair of models, within the other two keys; the raw difference
+``n+1`` minus single, and each pair of models, within the other two keys, over the output
+components both systems have (a note names those left out); the raw difference
 has a joint case-clustered interval (both systems' cases drawn together), the anchored one
 comes from :func:`evolve.stats.ppi_mean_difference` with the shared anchor.
 
@@ -190,6 +191,15 @@ def _items(units: pd.DataFrame, key: dict) -> pd.DataFrame:
     return units[mask]
 
 
+def _same_components(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Both systems' items restricted to the output components both have (a structured
+    pipeline's role components have no free-form counterpart: a difference over the mix would
+    mix the systems with their components), and the components left out."""
+    common = set(a["component"]) & set(b["component"])
+    dropped = sorted((set(a["component"]) | set(b["component"])) - common)
+    return a[a["component"].isin(common)], b[b["component"].isin(common)], dropped
+
+
 def _unrated(items: pd.DataFrame) -> pd.DataFrame:
     scored = items[items["score"].notna()]
     return pd.DataFrame({"case_id": scored["case_id"].astype(str).to_numpy(), "judge": scored["score"].to_numpy(dtype=float)})
@@ -315,8 +325,12 @@ def anchored_means(run_dir: Path | str, units: pd.DataFrame, scores: pd.DataFram
             keys.append(key)
             out["systems"].append(_system_row(key, crit, number, items, rated, refusal, n_boot, seed))
         for between, a, b in _pairs(keys):
-            row = _difference_row(between, a, b, crit, number, _items(crit_units, a), _items(crit_units, b), rated,
-                                  refusal, n_boot, seed)
+            items_a, items_b, dropped = _same_components(_items(crit_units, a), _items(crit_units, b))
+            if dropped:
+                names = [" · ".join((k["model"], k["condition"], k["topology"])) for k in (a, b)]
+                out["notes"].append(f"{crit.criterion_id}, {names[0]} − {names[1]}: compared on the components "
+                                    f"both have; {', '.join(dropped)} left out (judged in one system only).")
+            row = _difference_row(between, a, b, crit, number, items_a, items_b, rated, refusal, n_boot, seed)
             out["difference_assumption"] = out["difference_assumption"] or row.pop("_assumption")
             row.pop("_assumption", None)
             out["differences"].append(row)
@@ -369,7 +383,9 @@ def render_anchored(section: AnchoredSection | None, judged: bool) -> list[str]:
     out += ["| # | criterion | guidance | rated targets (cases) | anchor: judge mean | anchor: physician mean | anchored figures |",
             "|---|---|---|---|---|---|---|"]
     for c in section.criteria:
-        status = f"refused: {md_inline(c.refused)}" if c.refused else "given below"
+        why = {r.refused for r in section.systems if r.criterion == c.criterion}
+        status = (f"refused: {md_inline(c.refused)}" if c.refused else "given below" if None in why or not why else
+                  f"refused in every row below: {md_inline('; '.join(sorted(str(w) for w in why)))}")
         out.append(f"| {md_inline(c.number)} | {md_inline(c.criterion)} | {md_inline(c.guidance)} | {c.n_rated} ({c.n_rated_cases}) | "
                    f"{_fmt(c.rated_judge_mean)} | {_fmt(c.rated_physician_mean)} | {status} |")
     out += ["", "Per system (model · condition · topology; `all` pools the models):", "",

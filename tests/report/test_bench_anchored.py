@@ -164,6 +164,8 @@ def test_too_few_rated_cases_are_refused_in_words(tmp_path, bench_run):
     assert all(d.anchored_difference is None and d.judge_difference is not None for d in differences)
     markdown = render_bench_markdown(report)
     assert f"refused: {systems[0].refused}" in markdown
+    assert "given below" not in markdown  # the criterion's line says every figure below is refused
+    assert f"refused in every row below: {systems[0].refused}" in markdown
 
 
 def test_another_judge_model_is_warned_about_and_refused(tmp_path, bench_run):
@@ -231,3 +233,17 @@ def test_bench_judge_cli_takes_a_judge_json_and_the_report_prints_both_means(tmp
         server.close()
     help_text = runner.invoke(app, ["bench", "judge", "--help"]).stdout
     assert "judge.json" in help_text
+
+
+def test_a_difference_compares_the_components_both_systems_have() -> None:
+    """A structured pipeline's role components have no free-form counterpart: differencing the
+    pooled items would mix the condition with the component mix (a new-user check found the
+    anchored structured − free-form difference of opposite sign to the final reports' one)."""
+    from evolve.report._bench_anchored import _same_components
+
+    structured = pd.DataFrame({"component": ["final", "reasoning", "opinion", "final"], "score": [1.0, 3.0, 3.0, 2.0]})
+    free_form = pd.DataFrame({"component": ["final", "final"], "score": [3.0, 2.0]})
+    a, b, dropped = _same_components(structured, free_form)
+    assert list(a["component"]) == ["final", "final"] and list(b["component"]) == ["final", "final"]
+    assert dropped == ["opinion", "reasoning"]
+    assert a["score"].mean() - b["score"].mean() == -1.0  # the final reports' difference, not +0.33 over the mix
