@@ -164,7 +164,8 @@ def _print_bench_run(result: BenchResult) -> None:
     for key, folder in result.records.items():
         _say(f"records: {folder}  rating pack: {result.packs[key]}")
     if result.judge is not None:
-        _say(f"judge scores: {result.judge.path} ({count_noun(result.judge.rows, 'call')})")
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(result.judge.outcomes.items()))
+        _say(f"judge scores: {result.judge.path} ({count_noun(result.judge.rows, 'call')}: {counts or 'none'})")
     if result.report is not None:
         _say(f"bench report: {run / BenchFolder.REPORT_MD}")
     if result.n_failed:

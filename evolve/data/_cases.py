@@ -308,7 +308,10 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
     if mapping.case_id is None and "case_id" in columns:
         mapping = mapping.model_copy(update={"case_id": "case_id"})
     missing = {name: col for name, col in mapping.required().items() if col not in columns}
-    if "doi" in mapping.model_fields_set and mapping.doi not in columns:  # mapped on purpose, even if unused
+    # a DOI column mapped on purpose is checked even when case_id gives the ids; the default name
+    # is not (a mapping stored with a run and read back has every field set)
+    if "doi" in mapping.model_fields_set and mapping.doi not in columns and (
+            mapping.case_id is None or mapping.doi != CaseColumns.model_fields["doi"].default):
         missing.setdefault("doi", mapping.doi)
     for name, col in missing.items():
         optional = f" (or --column {name}= if the file has none)" if name in ("title", "answer") else ""

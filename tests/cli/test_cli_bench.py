@@ -79,6 +79,7 @@ def test_bench_run_judge_report_end_to_end(tmp_path, endpoint, monkeypatch):
     assert len(scores) == 2 * 20 + 2 * 8 + 2 * 2  # structured runs: 20 pairs; free-form: the final (8)
     assert f"records: {run / 'records' / 'scripted'}" in result.stdout
     assert "judge scores:" in result.stdout and "4 pipeline runs with a record, 0 failed" in result.stdout
+    assert "judge_scores.csv (60 calls: score 60)" in result.stdout  # the outcomes, failures included when any
     if HAVE_REPORT:  # the tables, printed
         assert (run / "bench_report.md").is_file() and "# Benchmark report" in result.stdout
 

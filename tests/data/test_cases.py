@@ -321,3 +321,18 @@ def test_evolves_own_case_files_and_folders_load_without_a_mapping(tmp_path: Pat
     # an explicit mapping is obeyed as given (here: wrong for this file, so a clear error)
     with pytest.raises(DataError, match="column 'case_text' for field 'text' is missing"):
         load_cases(folder, mapping=CaseColumns())
+
+
+def test_a_mapping_read_back_from_a_run_needs_no_doi_column_when_case_id_gives_the_ids(tmp_path: Path) -> None:
+    """A bench run stores its case-column mapping whole; read back, every field counts as set,
+    so the default DOI column name must not be demanded of a file whose ids come from case_id
+    (a resume of ``bench run --column case_id=id`` on a file without a doi column failed)."""
+    from evolve.data import CaseColumns
+
+    path = tmp_path / "mapped.csv"
+    path.write_text("id,description,dx\nk1,A case.,Dx\n", encoding="utf-8")
+    given = CaseColumns(case_id="id", text="description", answer="dx", title=None)
+    stored = CaseColumns.model_validate_json(given.model_dump_json())  # as a resume reads it
+    assert [c.case_id for c in load_cases(path, mapping=stored)] == ["k1"] == [c.case_id for c in load_cases(path, mapping=given)]
+    with pytest.raises(DataError, match="column 'DOI' for field 'doi' is missing"):  # mapped on purpose: still checked
+        load_cases(path, mapping=given.model_copy(update={"doi": "DOI"}))
