@@ -189,6 +189,15 @@ def _run_guarded(command: str, run_dir: Callable[[], Path | None]) -> contextlib
                     lambda: f"interrupted; continue with: {command} --resume {run_dir() or '<run folder>'}")
 
 
+def _warn_self_judging(models: tuple[str, ...], judge_model: str | None, endpoint_model: str | None) -> None:
+    """Warn when several models generate and one of them also judges (by default the endpoint's
+    model, which is the first ``--model``): it grades its own outputs beside the others'."""
+    judge = judge_model or endpoint_model
+    if len(models) > 1 and judge in models:
+        _warn(f"the judge model {judge!r} is also one of the generating models ({', '.join(models)}): it judges its own "
+              "outputs beside the others' (LLM judges tend to favour their own). Pass --judge-model to name another.")
+
+
 def _say(text: str) -> None:
     """One line on stdout, as written (no highlighting, not wrapped)."""
     out.print(text)

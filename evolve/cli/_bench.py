@@ -20,6 +20,7 @@ from evolve.cli._app import (
     _say,
     _show_plan,
     _warn,
+    _warn_self_judging,
     bench_app,
     err,
     out,
@@ -75,7 +76,8 @@ JUDGING: Any = OptionGroup({
     "judge": Annotated[bool, typer.Option("--judge/--no-judge", help="Judge the outputs after generating them (default on).")],
     "guidance": GuidanceOption,
     "judge_model": Annotated[Optional[str], typer.Option(
-        "--judge-model", help="Judge model id (default: the endpoint's model).")],
+        "--judge-model", help="Judge model id (default: the endpoint's model, which is the first --model when "
+        "--model is given and the endpoint names none; a generating model judging its own outputs is warned about).")],
     "judge_repeats": Annotated[Optional[int], typer.Option(
         "--judge-repeats", callback=in_range(1, 20), help="Judge calls per target and criterion (default 1).")],
 }, {"judge": True})
@@ -135,6 +137,8 @@ def _run_bench(options: BenchRunOptions) -> BenchResult | None:
     with _run_guarded("evolve bench run", lambda: config.run_dir if config is not None else None):
         config = options.config()
         price = _price(options.price_in, options.price_out, config.endpoint)
+        if options.judge:
+            _warn_self_judging(config.models, config.judge.model, config.endpoint.model)
         if options.plan:
             _plan_bench_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
                             calls_per_hour=options.calls_per_hour)

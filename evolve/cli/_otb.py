@@ -19,6 +19,7 @@ from evolve.cli._app import (
     _say,
     _show_plan,
     _warn,
+    _warn_self_judging,
     err,
     out,
     sub_app,
@@ -51,11 +52,12 @@ otb_app = sub_app("OpenTumorBoard: Specialist Turn and Board Simulation, judged 
 def _print_summary(run_dir: Path, report: OtbReport | None) -> None:
     from evolve.markdown import count_noun
     for r in report.tables.main if report is not None else []:
+        averaged = r.items - r.judge_failures  # malformed answers count 1, as released; judge failures are left out
         mean = (": no scored item of" if r.mean is None
-                else f" {r.mean:.2f} [{r.mean_low:.2f}, {r.mean_high:.2f}] over")
+                else f" {r.mean:.2f} [{r.mean_low:.2f}, {r.mean_high:.2f}] over {averaged} of")
         name = "conclusion alignment" if r.task == "board" else "clinical equivalence"
         out.print(f"{r.task} {r.model}: {name}{mean} {count_noun(r.items, 'item')} ({r.format_failures} "
-                  f"malformed, {count_noun(r.judge_failures, 'judge failure')})")
+                  f"malformed, scored 1 as released; {count_noun(r.judge_failures, 'judge failure')} left out)")
         if r.judge_failures and not r.scored:
             err.print(f"warning: {r.task} {r.model}: every judge call failed; the reasons are in "
                       f"{run_dir / 'judge_scores.jsonl'} (outcome judge_failure, error)")
@@ -93,7 +95,8 @@ GENERATION: Any = OptionGroup({
 """Which models answer, and how many records of each task."""
 
 JUDGING: Any = OptionGroup({
-    "judge_model": Annotated[Optional[str], typer.Option("--judge-model", help="Judge model (default: the endpoint's).")],
+    "judge_model": Annotated[Optional[str], typer.Option("--judge-model", help="Judge model (default: the endpoint's model, which is the first --model when "
+        "--model is given and the endpoint names none; a generating model judging its own outputs is warned about).")],
     "judge": Annotated[bool, typer.Option("--judge/--no-judge", help="Judge and report after generating (default on).")],
     "guidance": GuidanceOption,
 }, {"judge": True})
@@ -144,6 +147,8 @@ def _run_otb(options: OtbRunOptions) -> OtbRunResult | None:
     with _run_guarded("evolve otb run", lambda: config.run_dir if config is not None else None):
         config = options.config()
         price = _price(options.price_in, options.price_out, config.endpoint)
+        if options.judge:
+            _warn_self_judging(config.models, config.judge.model, config.endpoint.model)
         if options.plan:
             _plan_otb_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
                           calls_per_hour=options.calls_per_hour)

@@ -51,7 +51,7 @@ def test_otb_run_judge_report_end_to_end_and_a_second_run_is_free(tmp_path, endp
     assert result.exit_code == 0, result.output
     run = tmp_path / "archives" / "ex"
     assert "board scripted: 3 answered, 0 reused, 0 malformed" in result.stdout
-    assert "turn scripted: clinical equivalence 4.00 [4.00, 4.00] over 4 items" in result.stdout
+    assert "turn scripted: clinical equivalence 4.00 [4.00, 4.00] over 4 of 4 items (0 malformed, scored 1 as released; 0 judge failures left out)" in result.stdout
     md = (run / "otb_report.md").read_text()
     assert "## Board Simulation (Table A3 layout)" in md and "computed with wordllama" in md
     assert "deberta-xlarge-mnli" in md  # nobody mistakes the stand-in for the paper's BERTScore
@@ -76,3 +76,14 @@ def test_bad_input_is_one_error_naming_the_file_and_nothing_is_written(tmp_path)
     assert "Traceback" not in result.output and not (tmp_path / "archives").exists()
     none = runner.invoke(app, ["otb", "run", "--archives-dir", str(tmp_path / "archives")])
     assert none.exit_code == 2 and "--board task1_*.jsonl" in none.output
+
+
+def test_a_generating_model_that_also_judges_is_warned_about(tmp_path) -> None:
+    """With several --model and no --judge-model the first model judges every model's outputs,
+    its own included: said before anything is sent (here a plan, which sends nothing)."""
+    args = ["otb", "run", "--board", str(EXAMPLE / "task1_example.jsonl"), "--model", "a", "--model", "c",
+            "--base-url", "http://127.0.0.1:9/v1", "--max-items", "1", "--archives-dir", str(tmp_path), "--plan"]
+    said = " ".join(CliRunner().invoke(app, args).output.split())
+    assert "warning: the judge model 'a' is also one of the generating models (a, c)" in said
+    other = CliRunner().invoke(app, [*args, "--judge-model", "j"])
+    assert other.exit_code == 0 and "judge model" not in other.output.split("Plan of")[0]

@@ -68,8 +68,8 @@ def test_a_run_whose_every_judge_reply_fails_writes_every_report_file(tmp_path, 
     assert result.exception is None
     for name in ("otb_report.md", "otb_report.json", "otb_table.csv", "report.html", "judge_scores.jsonl", "metrics.csv"):
         assert (run / name).is_file(), name
-    assert "board bad: conclusion alignment: no scored item of 3 items (0 malformed, 3 judge failures)" in result.stdout
-    assert "turn bad: clinical equivalence: no scored item of 4 items (0 malformed, 4 judge failures)" in result.stdout
+    assert "board bad: conclusion alignment: no scored item of 3 items (0 malformed, scored 1 as released; 3 judge failures left out)" in result.stdout
+    assert "turn bad: clinical equivalence: no scored item of 4 items (0 malformed, scored 1 as released; 4 judge failures left out)" in result.stdout
     assert "turn bad: every judge call failed; the reasons are in" in result.stderr
     for task, n in (("board", 3), ("turn", 4)):
         s = json.loads((run / task / "bad" / "summary.json").read_text("utf-8"))
@@ -111,7 +111,7 @@ def test_a_model_with_no_scored_item_is_named_beside_the_figure_of_the_others(tm
 def test_counts_of_one_are_singular(tmp_path, endpoint):
     result, run = _run(tmp_path, endpoint, "bad", max_items=1)
     assert result.exit_code == 0, result.output
-    assert "turn bad: clinical equivalence: no scored item of 1 item (0 malformed, 1 judge failure)" in result.stdout
+    assert "turn bad: clinical equivalence: no scored item of 1 item (0 malformed, scored 1 as released; 1 judge failure left out)" in result.stdout
     judged = runner.invoke(app, ["otb", "judge", str(run)], env={"EVOLVE_CACHE_DIR": str(tmp_path / "cache")})
     assert judged.exit_code == 0, judged.output
     assert "3 judge calls (0 from the cache, 3 judge failures)" in judged.stdout  # failures are never cached
