@@ -198,6 +198,35 @@ def _warn_self_judging(models: tuple[str, ...], judge_model: str | None, endpoin
               "outputs beside the others' (LLM judges tend to favour their own). Pass --judge-model to name another.")
 
 
+def _warn_guidance(guidance: Path | None) -> None:
+    """Warn, before judging with ``--guidance``, of what its judge file says against it (a
+    criterion no better than a constant on validation, a winner the drift audit flagged), as
+    ``evolve judge`` does; nothing for a run without a judge file (the judging names that)."""
+    if guidance is None:
+        return
+    from evolve.calibrated import load_judge_file
+    from evolve.workflows._judge import judge_warnings
+
+    with contextlib.suppress(EvolveError):
+        for warning in judge_warnings(load_judge_file(guidance)):
+            _warn(f"--guidance {guidance}: {warning}")
+
+
+def _rejudge_command(command: str, options: Any, *extra: str) -> str:
+    """The command line that repeats a judging of a finished run (``evolve bench judge RUN``,
+    ``evolve otb judge RUN``) with its guidance, ``extra`` options and prices."""
+    parts = [f"{command} {options.run_dir}"]
+    if options.guidance is not None:
+        parts.append(f"--guidance {options.guidance}")
+    parts += extra
+    for name in ("price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out"):
+        if (value := getattr(options, name)) is not None:
+            parts.append(f"--{name.replace('_', '-')} {value}")
+    if options.batch_api:
+        parts.append("--batch")
+    return " ".join(parts)
+
+
 def _say(text: str) -> None:
     """One line on stdout, as written (no highlighting, not wrapped)."""
     out.print(text)

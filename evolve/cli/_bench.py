@@ -14,12 +14,14 @@ from evolve.cli._app import (
     _or_fail,
     _price,
     _progress_bar,
+    _rejudge_command,
     _RichProgress,
     _run_guarded,
     _run_spend,
     _say,
     _show_plan,
     _warn,
+    _warn_guidance,
     _warn_self_judging,
     bench_app,
     err,
@@ -139,6 +141,7 @@ def _run_bench(options: BenchRunOptions) -> BenchResult | None:
         price = _price(options.price_in, options.price_out, config.endpoint)
         if options.judge:
             _warn_self_judging(config.models, config.judge.model, config.endpoint.model)
+            _warn_guidance(options.guidance)
         if options.plan:
             _plan_bench_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
                             calls_per_hour=options.calls_per_hour)
@@ -246,6 +249,7 @@ def _judge_bench(options: BenchJudgeOptions) -> JudgeBenchResult | None:
                           f"{_judge_command(options)}"):
         price, limited = _run_spend(options.spend(), load_bench_config, run_dir, lambda: BenchFolder(run_dir).journal())
         guidance, prompts_root = options.guidance, options.prompts_root
+        _warn_guidance(guidance)
         if options.plan:
             from evolve.workflows._plan import token_counter
 
@@ -290,19 +294,9 @@ def _continued_judging(options: BenchJudgeOptions) -> BenchJudgeOptions:
 
 def _judge_command(options: BenchJudgeOptions) -> str:
     """The ``evolve bench judge`` command line that repeats this judging (its settings and prices)."""
-    parts = [f"evolve bench judge {options.run_dir}"]
-    if options.guidance is not None:
-        parts.append(f"--guidance {options.guidance}")
-    if options.repeats is not None:
-        parts.append(f"--repeats {options.repeats}")
-    if options.free_form_roles:
-        parts.append("--free-form-roles")
-    for name in ("price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out"):
-        if (value := getattr(options, name)) is not None:
-            parts.append(f"--{name.replace('_', '-')} {value}")
-    if options.batch_api:
-        parts.append("--batch")
-    return " ".join(parts)
+    return _rejudge_command("evolve bench judge", options,
+                            *([f"--repeats {options.repeats}"] if options.repeats is not None else []),
+                            *(["--free-form-roles"] if options.free_form_roles else []))
 
 
 def _print_split_fallbacks(result: Any) -> None:

@@ -13,12 +13,14 @@ from evolve.cli._app import (
     _or_fail,
     _price,
     _progress_bar,
+    _rejudge_command,
     _RichProgress,
     _run_guarded,
     _run_spend,
     _say,
     _show_plan,
     _warn,
+    _warn_guidance,
     _warn_self_judging,
     err,
     out,
@@ -149,6 +151,7 @@ def _run_otb(options: OtbRunOptions) -> OtbRunResult | None:
         price = _price(options.price_in, options.price_out, config.endpoint)
         if options.judge:
             _warn_self_judging(config.models, config.judge.model, config.endpoint.model)
+            _warn_guidance(options.guidance)
         if options.plan:
             _plan_otb_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
                           calls_per_hour=options.calls_per_hour)
@@ -223,10 +226,12 @@ def _judge_otb(options: RejudgeOptions) -> tuple[OtbJudgeResult, Any] | None:
     from evolve.workflows._options import with_spend
 
     run_dir = options.run_dir
-    with _guarded(lambda: f"evolve otb judge {run_dir}",
-                  lambda: "interrupted; judge_scores.jsonl was not written (finished calls are cached: run it again)"):
+    again = _rejudge_command("evolve otb judge", options)
+    with _guarded(lambda: again, lambda: f"interrupted; judge_scores.jsonl was not written (finished calls are cached). "
+                                         f"Continue with: {again}"):
         price, limited = _run_spend(options.spend(), load_otb_config, run_dir, lambda: OtbFolder(run_dir).journal())
         guidance, prompts_root = options.guidance, options.prompts_root
+        _warn_guidance(guidance)
         if options.plan:
             from evolve.workflows._plan import token_counter
 

@@ -51,7 +51,8 @@ def test_otb_run_judge_report_end_to_end_and_a_second_run_is_free(tmp_path, endp
     assert result.exit_code == 0, result.output
     run = tmp_path / "archives" / "ex"
     assert "board scripted: 3 answered, 0 reused, 0 malformed" in result.stdout
-    assert "turn scripted: clinical equivalence 4.00 [4.00, 4.00] over 4 of 4 items (0 malformed, scored 1 as released; 0 judge failures left out)" in result.stdout
+    assert ("turn scripted: clinical equivalence 4.00 [4.00, 4.00] over 4 of 4 items (0 malformed, scored 1 as released; "
+            "0 judge failures left out)") in result.stdout
     md = (run / "otb_report.md").read_text()
     assert "## Board Simulation (Table A3 layout)" in md and "computed with wordllama" in md
     assert "deberta-xlarge-mnli" in md  # nobody mistakes the stand-in for the paper's BERTScore

@@ -247,3 +247,21 @@ def test_a_difference_compares_the_components_both_systems_have() -> None:
     assert list(a["component"]) == ["final", "final"] and list(b["component"]) == ["final", "final"]
     assert dropped == ["opinion", "reasoning"]
     assert a["score"].mean() - b["score"].mean() == -1.0  # the final reports' difference, not +0.33 over the mix
+
+
+def test_judging_with_guidance_its_judge_file_flags_is_warned_about(tmp_path, bench_run):
+    """As ``evolve judge`` does: a criterion no better than a constant on validation is said
+    before anything is judged (here a plan, which calls nothing)."""
+    from typer.testing import CliRunner
+
+    from evolve.calibrated import load_judge_file
+    from evolve.cli import app
+
+    judge_json = _judge_file(tmp_path / "calib")
+    flagged = load_judge_file(judge_json)
+    crit = flagged.criteria["data_use"].model_copy(update={"no_better_than_constant": True})
+    write_judge_file(judge_json.parent, flagged.model_copy(update={"criteria": {"data_use": crit}}))
+    result = CliRunner().invoke(app, ["bench", "judge", str(bench_run), "--guidance", str(judge_json), "--plan"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert f"warning: --guidance {judge_json}: criterion data_use: on validation this judge was no better than a constant" in said
