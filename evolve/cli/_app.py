@@ -145,10 +145,26 @@ def _fail(exc: Exception, resume: str | None = None) -> NoReturn:
     if resume is not None and isinstance(exc, SpendLimitReachedError):
         option = "--max-tokens" if "--max-tokens" in str(exc) else "--max-usd"  # the limit that was reached
         err.print(f"the run stopped at its spending limit; finished calls are cached. Continue with a higher limit: "
-                  f"{resume} {option} MORE")
+                  f"{_without_option(resume, option)} {option} MORE")
     elif resume is not None and isinstance(exc, RunStoppedError):
         err.print(f"the run stopped; finished calls are cached. Continue with: {resume}")
     raise typer.Exit(code=2)
+
+
+def _without_option(command: str, option: str) -> str:
+    """``command`` without ``option`` and its value (``--max-usd 0.5`` or ``--max-usd=0.5``)."""
+    import shlex
+
+    words, kept = shlex.split(command), []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == option:
+            skip = True
+        elif not word.startswith(option + "="):
+            kept.append(word)
+    return shlex.join(kept) if kept != words else command
 
 
 def _or_fail(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

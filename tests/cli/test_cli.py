@@ -6,6 +6,7 @@ import csv
 import json
 import shutil
 
+import pytest
 from typer.testing import CliRunner
 
 from evolve.cli import app
@@ -123,3 +124,19 @@ def test_report_rebuilds_from_artifacts(tmp_path, tiny_pack_dir, tiny_splits_dir
     result = runner.invoke(app, ["report", str(run), "--n-boot", str(replicates)])
     assert result.exit_code == 0, result.output
     assert (run / "report.json").read_text() == before and (run / "report.md").is_file()
+
+
+def test_a_spending_stop_names_the_higher_limit_once(capsys) -> None:
+    """``evolve judge`` repeats the command as given: a limit in it is replaced, not repeated
+    (a new-user check saw ``--max-usd 0.005 --resume --max-usd MORE``)."""
+    import typer
+
+    from evolve.cli._app import _fail
+    from evolve.errors import SpendLimitReachedError
+
+    for given in ("--max-usd 0.005", "--max-usd=0.005"):
+        with pytest.raises(typer.Exit):
+            _fail(SpendLimitReachedError("the USD limit (--max-usd 0.005) would be passed"),
+                  resume=f"evolve judge t.csv --judge archives/cal {given} --run-id j --resume")
+        said = " ".join(capsys.readouterr().err.split())
+        assert said.endswith("evolve judge t.csv --judge archives/cal --run-id j --resume --max-usd MORE"), said
