@@ -296,10 +296,11 @@ def anchored_means(run_dir: Path | str, units: pd.DataFrame, scores: pd.DataFram
     folder = BenchFolder(run_dir)
     record, meta = _judge_record(folder)
     if record is None:
-        how = ("its guidance came from a calibration run without a judge file (`evolve report RUN` writes one; then "
+        # plain words, no Markdown: the reason is escaped into report.md, which the terminal shows as is
+        how = ("its guidance came from a calibration run without a judge file (evolve report RUN writes one; then "
                "judge again)") if meta.get("calibration_run") else "it was judged without a judge file"
-        return _unavailable(f"no physician-anchored means: {how}. Judge with `evolve bench judge {folder.path} "
-                            "--guidance CALIBRATION_RUN_OR_JUDGE_JSON`.")
+        return _unavailable(f"no physician-anchored means: {how}. Judge with: evolve bench judge {folder.path} "
+                            "--guidance CALIBRATION_RUN_OR_JUDGE_JSON")
     judge, problem = _load_copy(folder, record)
     if judge is None:
         return _unavailable(f"no physician-anchored means: {problem}.", record)
