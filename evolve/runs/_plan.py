@@ -250,6 +250,9 @@ class CallPlan(Record):
         return text + "."
 
     def _hours_line(self, calls_per_hour: float | None, source: str) -> str:
+        if calls_per_hour is None and source.startswith("measured in "):  # a resumed run's journal, without one
+            return (f"Hours: nothing was {source} yet (no paid call finished there); give --calls-per-hour (calls the "
+                    "endpoint answers per hour at this concurrency).")
         if calls_per_hour is None:
             return ("Hours: give --calls-per-hour (calls the endpoint answers per hour at this concurrency), or plan "
                     "with --resume RUN to use the throughput that run measured.")

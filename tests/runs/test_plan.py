@@ -62,6 +62,9 @@ def test_render_shows_ranges_money_hours_and_how_to_get_what_is_missing():
     assert "Hours at 100 calls per hour (--calls-per-hour): 1.4-5.0 h." in lines
     bare = _plan().render()
     assert "give --price-in and --price-out" in bare and "give --calls-per-hour" in bare and "USD" not in bare.splitlines()[1]
+    assert "or plan with --resume RUN" in bare
+    resumed = _plan().render(throughput_source="measured in archives/r/journal.jsonl")  # a resume with none measured
+    assert "Hours: nothing was measured in archives/r/journal.jsonl yet" in resumed and "--resume RUN" not in resumed
 
 
 def test_a_phase_refuses_a_low_end_above_its_high_end():
