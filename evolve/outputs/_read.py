@@ -139,6 +139,11 @@ def read_model(path: Path | str, model: type[_M], *, rebuild: str) -> _M:
                        "is paid again).") from exc
 
 
+_RUN_FILES = frozenset({"report.json", "bench_report.json", "otb_report.json", "summary.json", "config.json",
+                        "run_config.json", "manifest.json", "journal.jsonl", "audit.json", "comparison.json"})
+"""Files a run folder holds that are not judge files: given one, :func:`read_run` names the folder."""
+
+
 def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRun | ComparisonRun | JudgeFile:
     """A finished run, typed: what a reader of runs needs, with no engine and no model client.
 
@@ -157,6 +162,9 @@ def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRu
             command that writes it), or a file that does not match its schema.
     """
     path = Path(path)
+    if path.is_file() and path.name in _RUN_FILES:  # a run's own file: the run is its folder
+        raise RunError(f"{path}: read_run takes the run's folder (or a judge.json), not one of its files; pass "
+                       f"{path.parent}.")
     if path.is_file():
         return load_judge_file(path)
     if not path.is_dir():

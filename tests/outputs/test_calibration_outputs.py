@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -98,6 +99,14 @@ def test_read_run_says_what_is_missing(tmp_path: Path) -> None:
         read_run(tmp_path / "nowhere")
     with pytest.raises(RunError, match="no run report in this folder"):
         read_run(tmp_path)
+
+
+def test_read_run_given_a_runs_report_file_names_its_folder(run: Path) -> None:
+    """A report file is not a judge file: say to pass the folder (not "rebuild the judge file")."""
+    for name in ("report.json", "config.json"):
+        with pytest.raises(RunError, match=f"not one of its files; pass {re.escape(str(run))}"):
+            read_run(run / name)
+    assert read_run(run / "judge.json").run_id == read_run(run).judge.run_id  # a judge file is read as one
 
 
 def test_read_run_returns_a_typed_scoring_run(run: Path, tiny_frame, tmp_path: Path) -> None:  # noqa: F811
