@@ -38,14 +38,16 @@ CALL_COLUMNS = [
 ]
 """``calls.csv``: one row per judge call (``guidance`` is ``winner`` or ``no-guidance``)."""
 ITEM_COLUMNS = [
-    "criterion", "target_id", "case_id", "component", "status", "judge", "n_calls", "n_score", "n_not_evaluable",
-    "n_failure", "no_guidance", "physician", "n_ratings",
+    "criterion", "target_id", "case_id", "component", "model", "condition", "status", "judge", "n_calls", "n_score",
+    "n_not_evaluable", "n_failure", "no_guidance", "physician", "n_ratings",
 ]
 """``items.csv``: one row per (criterion, target). ``status`` is ``scored`` (at least one numeric
 repeat), ``not_evaluable`` (none numeric, one declined), ``failed`` (every call failed) or
 ``excluded`` (the criterion does not apply to the target's component; never judged). ``judge``
 is the winner's mean score over its numeric repeats, ``no_guidance`` the same without guidance
-(rated targets only), ``physician`` the mean of the numeric ratings."""
+(rated targets only), ``physician`` the mean of the numeric ratings. ``model`` and ``condition``
+are the target's (a table's ``--column model=...``/``condition=...``; empty when not given), so
+items can be grouped by the system that wrote them."""
 RATING_COLUMNS = ["case_id", "target_id", "rater_id", "criterion", "score", "not_evaluable"]
 STATUSES = ("scored", "failed", "not_evaluable", "excluded")
 
@@ -322,7 +324,8 @@ def _items(calls: pd.DataFrame, targets: ScoringTargets, chosen: Sequence[Criter
 
 def _item_row(crit: Criterion, target: Target, winner: pd.DataFrame | None, none: pd.DataFrame | None) -> dict:
     row: dict[str, Any] = {"criterion": crit.criterion_id, "target_id": target.target_id, "case_id": target.case_id,
-                           "component": target.component, "judge": None, "n_calls": 0, "n_score": 0, "n_not_evaluable": 0,
+                           "component": target.component, "model": target.model, "condition": target.condition,
+                           "judge": None, "n_calls": 0, "n_score": 0, "n_not_evaluable": 0,
                            "n_failure": 0, "no_guidance": None, "physician": None, "n_ratings": 0}
     if target.component not in crit.components or winner is None:
         return {**row, "status": "excluded"}

@@ -239,15 +239,17 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
 
         table = tmp_path / "new.csv"
         pd.DataFrame({"question": ["Q1?", "Q1?", "Q2?"], "answer": ["A (truth 1)", "B (truth 2)", "C (truth 0)"],
-                      "claim": ["s1", "s2", "s3"]}).to_csv(table, index=False)
+                      "claim": ["s1", "s2", "s3"], "sys": ["gpt-x", "gpt-y", "gpt-x"]}).to_csv(table, index=False)
         new = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal" / "judge.json"), "--run-id", "new",
                                   "--archives-dir", str(archives), "--base-url", endpoint.base_url,
                                   "--column", "case_text=question", "--column", "target_text=answer",
-                                  "--column", "statement=claim"])
+                                  "--column", "statement=claim", "--column", "model=sys"])
         assert new.exit_code == 0, new.output
         summary = json.loads((archives / "new" / "summary.json").read_text())
         assert summary["rated"] is False
         assert summary["criteria"]["entailment"]["counts"]["n_scored"] == 3
+        items = pd.read_csv(archives / "new" / "items.csv")  # each item keeps the system that wrote it
+        assert sorted(items["model"]) == ["gpt-x", "gpt-x", "gpt-y"]
         # another model than the one the anchor was scored by: no anchored mean (PPI corrects one judge's errors)
         other = runner.invoke(app, ["judge", str(table), "--judge", str(archives / "cal"), "--run-id", "other",
                                     "--archives-dir", str(archives), "--base-url", endpoint.base_url, "--model", "another",
