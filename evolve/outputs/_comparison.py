@@ -23,9 +23,11 @@ class ComparedRun(Record):
     """One run of the comparison (the first is the reference).
 
     Attributes:
-        label: How tables name it (``<folder> (<judge model>)`` for calibration runs).
+        label: How tables name it (``<folder> (<judge model>)`` for calibration runs, ``<folder>
+            (judge <model>)`` for judged bench runs).
         path: Its folder.
-        judge_model: Calibration: the model id sent to the endpoint.
+        judge_model: Calibration: the model id sent to the endpoint; bench: the model that judged
+            the run's outputs (None for a run never judged).
         provider: Calibration: the endpoint's provider.
         local_model: Calibration on the embedded server: its model.
         models: Bench: the generating models.

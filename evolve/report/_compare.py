@@ -18,6 +18,7 @@ when it does not survive Holm's correction over all of them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -267,11 +268,13 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
                            f"{manifests[0].get('cases_path')} (different sha256): the runs do not share a case file. "
                            "Compare bench runs made with the same --cases file.")
     reports = [build_bench_report(d, n_boot=n_boot, seed=seed) for d in dirs]
+    judges = [_bench_judge(d) for d in dirs]
+    labels = [f"{d.name} (judge {model})" if model else d.name for d, (model, _) in zip(dirs, judges)]
     arms = []
-    for d, report in zip(dirs, reports):
+    for d, label, report in zip(dirs, labels, reports):
         pipelines = pd.DataFrame([p.model_dump() for p in report.pipelines])
         for key, rows in pipelines.groupby(["model", "condition", "topology"], sort=True):
-            arms.append({"label": f"{d.name}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
+            arms.append({"label": f"{label}: {' · '.join(map(str, key))}", "run": str(d), "frame": rows})
     ref = arms[0]
     differences = [_quality_difference(arm, ref, n_boot, seed) for arm in arms[1:]]
     side = [{"arm": a["label"], "pipelines": len(a["frame"]), "consensus_share": float(a["frame"]["consensus"].astype(float).mean()),
@@ -279,8 +282,31 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
              "quality": _finite(float(pd.to_numeric(a["frame"]["quality"], errors="coerce").mean()))} for a in arms]
     return {"kind": "bench", "cases_sha256": manifests[0].get("cases_sha256"),
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95, "cluster": "case_id"},
-            "runs": [{"label": d.name, "path": str(d), "models": r.counts.models} for d, r in zip(dirs, reports)],
-            "arms": side, "differences": differences, "comparisons": mark_holm(differences, ALPHA)}
+            "runs": [{"label": label, "path": str(d), "models": r.counts.models, "judge_model": model}
+                     for d, label, r, (model, _) in zip(dirs, labels, reports, judges)],
+            "arms": side, "differences": differences, "comparisons": mark_holm(differences, ALPHA),
+            "notes": _judges_differ(labels, judges)}
+
+
+def _bench_judge(run_dir: Path) -> tuple[str | None, str | None]:
+    """The judge model and the guidance (judge file or calibration run, None without) a bench run's
+    scores were made with, from its ``judge.json``; (None, None) for a run never judged."""
+    path = run_dir / "judge.json"
+    if not path.is_file():
+        return None, None
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    return (meta.get("judge") or {}).get("model"), meta.get("calibration_run")
+
+
+def _judges_differ(labels: list[str], judges: list[tuple[str | None, str | None]]) -> list[str]:
+    """A note when the runs' quality was judged differently (another judge model or guidance):
+    their differences then mix the systems with the judges."""
+    if len(set(judges)) < 2:
+        return []
+    each = "; ".join(f"{label}: {model or 'not judged'}, {'guidance of ' + guidance if guidance else 'no guidance'}"
+                     for label, (model, guidance) in zip(labels, judges))
+    return [f"the runs were judged differently ({each}): a quality difference between them mixes the systems with "
+            "the judges. Judge both with the same judge (evolve bench judge RUN --guidance ...) to compare systems."]
 
 
 def _quality_difference(arm: dict, ref: dict, n_boot: int, seed: int) -> dict:
@@ -347,6 +373,7 @@ def render_comparison_markdown(comparison: ComparisonReport) -> str:
              "targets both scored, tested by a sign-flip permutation test over case clusters (p) with the 95% interval "
              "that inverts it.", ""]
     lines += [f"- {md_inline(r.label)}: {md_code(r.path)}" for r in runs] + [""]
+    lines += [f"- Note: {md_inline(n)}" for n in comparison.notes] + ([""] if comparison.notes else [])
     lines += _side_by_side(comparison)
     lines += ["## Paired differences", "",
               "| criterion | what | run − reference | difference [95% CI] | p | pairs | targets | cases | verdict |",

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from evolve.cli import app
 from evolve.data import load_pack
 from evolve.errors import RunError
+from evolve.markdown import md_inline
 from evolve.outputs import ComparisonRun, read_run
-from evolve.report import DIFFERENCE_COLUMNS, build_comparison, write_comparison
+from evolve.report import DIFFERENCE_COLUMNS, build_comparison, render_comparison_markdown, write_comparison
 from evolve.splits import load_splits, make_splits, write_splits
 from evolve.stats import MIN_CASES
 from tests.report.conftest import LENIENT_MODEL, bench_folder, calibrate_tiny
@@ -156,3 +157,21 @@ def test_bench_runs_pair_final_report_quality_by_case(tmp_path):
         build_comparison([a, c])
 
 
+
+
+def test_bench_runs_judged_differently_are_labelled_by_judge_and_noted(tmp_path):
+    """Quality differences between runs judged by different judges mix the systems with the
+    judges: each run is labelled by its judge model, and a note says so (in report.md too)."""
+    a = bench_folder(tmp_path / "a")
+    b = bench_folder(tmp_path / "b")
+    (a / "judge.json").write_text(json.dumps({"judge": {"model": "judge-1"}, "calibration_run": None}), "utf-8")
+    (b / "judge.json").write_text(json.dumps({"judge": {"model": "judge-2"}, "calibration_run": "archives/cal"}), "utf-8")
+    comparison = build_comparison([a, b], n_boot=50)
+    assert [r.label for r in comparison.runs] == ["a (judge judge-1)", "b (judge judge-2)"]
+    assert [r.judge_model for r in comparison.runs] == ["judge-1", "judge-2"]
+    assert all(arm.arm.startswith(("a (judge judge-1): ", "b (judge judge-2): ")) for arm in comparison.arms)
+    (note,) = comparison.notes
+    assert "judged differently" in note and "b (judge judge-2): judge-2, guidance of archives/cal" in note
+    assert f"- Note: {md_inline(note)}" in render_comparison_markdown(comparison)
+    (b / "judge.json").write_text((a / "judge.json").read_text("utf-8"), "utf-8")
+    assert build_comparison([a, b], n_boot=50).notes == []  # judged alike: nothing to say
