@@ -301,6 +301,10 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
         )
     issues = Problems(f"cannot load cases from {path}", DataError, MAX_REPORTED_PROBLEMS)
     columns, rows = read_case_rows(path, issues)
+    if not columns and not rows:
+        issues.raise_if_any()
+        raise DataError(f"cannot load cases from {path}: the file is empty (no header, no case). Give a case file with "
+                        "one case per row or JSON line.")
 
     if own_format and {"case_id", "text"} <= set(columns) and "case_text" not in columns:
         mapping = CaseColumns(case_id="case_id", text="text", title="title" if "title" in columns else None,
@@ -340,8 +344,8 @@ def load_cases(path: Path | str, *, mapping: CaseColumns | None = None) -> list[
         elif not _ID_RE.match(case_id):
             issues.add(
                 f"{where}, column {mapping.id_column!r}",
-                f"case id {case_id!r} is not a valid id (it must start with a letter or digit and contain only "
-                "letters, digits and . _ : / -)",
+                f"case id {case_id!r} is not a valid id (it must start with an ASCII letter or digit and contain only "
+                "ASCII letters, digits and . _ : / -)",
                 f"Correct the id, or take ids from another column with {_map('case_id')}.",
             )
             ok = False

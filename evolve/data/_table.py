@@ -698,7 +698,7 @@ class _Rows:
             self.bad(where, col, "empty case id", "Fill in the case id.", order)
             return None
         if not _ID_RE.match(case_id):
-            self.bad(where, col, f"case id {case_id!r} is not a valid id (letters, digits and . _ : / -, starting "
+            self.bad(where, col, f"case id {case_id!r} is not a valid id (ASCII letters, digits and . _ : / -, starting "
                      "with a letter or digit)", f"Correct the id, or map another column with {_map('case')}.", order)
             return None
         values = {"case_text": text if text.strip() else "", "case_title": cell_text(self.get(row, "case_title")),
@@ -745,7 +745,7 @@ class _Rows:
                                                  "target_text", "target", where, order):
             return None
         if not target_id or not _ID_RE.match(target_id):
-            self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (letters, digits and . _ : / -, "
+            self.bad(where, col, f"target id {target_id!r} is empty or not a valid id (ASCII letters, digits and . _ : / -, "
                      "starting with a letter or digit)", f"Correct the id, or map another column with {_map('target')}.",
                      order)
             return None
@@ -912,7 +912,7 @@ def import_frame(
     if layout not in ("long", "wide"):
         raise DataError(f"layout must be 'long' or 'wide', got {layout!r}.")
     if not _ID_RE.match(name):
-        raise PackError(f"pack name {name!r} is not a valid name (letters, digits and . _ : / -, starting with a "
+        raise PackError(f"pack name {name!r} is not a valid name (ASCII letters, digits and . _ : / -, starting with a "
                         "letter or digit); pass another name (--name).")
     marks = frozenset(v.strip() for v in not_evaluable)
     if skip_empty and "" in marks:

@@ -734,7 +734,7 @@ def import_workbooks(
     pack_name = name if name is not None else (src.stem if src.is_file() else src.resolve().name)
     if not _ID_RE.match(pack_name):
         raise PackError(
-            f"pack name {pack_name!r} is not a valid id (letters, digits and . _ : / -, starting with a letter or "
+            f"pack name {pack_name!r} is not a valid id (ASCII letters, digits and . _ : / -, starting with a letter or "
             "digit). Pass --name NAME."
         )
     role_map_path = Path(role_map) if isinstance(role_map, (str, Path)) else None

@@ -200,7 +200,7 @@ def build_scoring_report(run_dir: Path | str, *, n_boot: int = 2000, seed: int =
     }
     if spend := spend_report(folder.journal()):  # a spending limit or prices: what the run spent against them
         report["spend"] = spend
-    return ScoringReport.model_validate(_holm(report, 1.0 - confidence))
+    return ScoringReport.model_validate(_holm(report, round(1.0 - confidence, 12)))  # 0.05, not 0.050000000000000044
 
 
 def _holm(report: dict[str, Any], alpha: float) -> dict[str, Any]:

@@ -336,3 +336,13 @@ def test_a_mapping_read_back_from_a_run_needs_no_doi_column_when_case_id_gives_t
     assert [c.case_id for c in load_cases(path, mapping=stored)] == ["k1"] == [c.case_id for c in load_cases(path, mapping=given)]
     with pytest.raises(DataError, match="column 'DOI' for field 'doi' is missing"):  # mapped on purpose: still checked
         load_cases(path, mapping=given.model_copy(update={"doi": "DOI"}))
+
+
+def test_an_empty_case_file_is_named_as_empty(tmp_path: Path) -> None:
+    """Not four "column ... is missing; the file has columns []" errors (an empty CSV is named by
+    its reader: "No columns to parse")."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match=r"the file is empty \(no header, no case\)") as info:
+        load_cases(path)
+    assert "is missing" not in str(info.value)

@@ -115,6 +115,7 @@ def test_scoring_a_rated_pack_reuses_the_validated_prompts_and_answers(tmp_path,
     assert c.mean is not None and c.low <= c.mean <= c.high
     assert c.mae is not None and c.no_guidance_mae is not None and c.mae < c.no_guidance_mae
     assert c.physician_mean is not None and c.anchored_refused is None and c.anchored is not None
+    assert summary.report.comparisons.alpha == 0.05  # as written, not 0.050000000000000044
     rated = summary.report.criteria["entailment"].rated
     assert rated is not None and rated.training_median.mae is not None and rated.training_median.mae.estimate is not None
     assert rated.verdicts.no_guidance.verdict in ("better", "no distinguishable difference", "too few cases to tell")
