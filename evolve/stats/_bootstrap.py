@@ -113,11 +113,12 @@ def percentile_interval(
         estimate: The statistic on the full sample.
         replicates: One value per bootstrap replicate (``nan`` where undefined).
         confidence: Interval level in (0, 1).
-        n_clusters: Clusters (cases) resampled.
+        n_clusters: Clusters (cases) resampled; with fewer than two there is no interval (every
+            replicate redraws the one case, so its width of zero would say nothing).
         n_pairs: Observations behind the estimate.
     """
     valid = replicates[np.isfinite(replicates)]
-    if valid.size:
+    if valid.size and n_clusters >= 2:
         tail = (1.0 - confidence) / 2.0
         low, high = (float(q) for q in np.quantile(valid, [tail, 1.0 - tail]))
     else:
