@@ -29,7 +29,8 @@ from evolve.runs import (
 )
 from evolve.scoring._targets import ScoringTargets
 
-__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_statements", "score_targets",
+__all__ = ["CALL_COLUMNS", "ITEM_COLUMNS", "RATING_COLUMNS", "ScoringCounts", "ScoringResult", "check_scoring_resume",
+           "check_statements", "score_targets",
            "scoring_requests"]
 
 CALL_COLUMNS = [
@@ -140,6 +141,24 @@ def _refuse_mismatch(source: str, criterion: str, rule: str, kind: str, what: st
 
 
 
+def check_scoring_resume(run_dir: Path, config: Mapping[str, Any], resume: bool) -> bool:
+    """Whether ``run_dir`` holds a scoring run that ``resume`` continues with ``config`` (reads
+    only: :func:`score_targets` and ``evolve judge --plan --resume`` make the same checks).
+
+    Raises:
+        RunError: A run there without ``resume``, none with it, another kind of run, another
+            endpoint (answers are cached per endpoint) or other settings.
+    """
+    folder = ScoringFolder(run_dir)
+    if not check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run", kind="scoring"):
+        return False
+    stored, current = folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str))
+    _refuse_other_endpoint(folder / folder.CONFIG, stored.get("endpoint"), current.get("endpoint"))
+    check_same_settings(folder / folder.CONFIG, stored, current, ignore=("run_id", "endpoint"),
+                        hint="give the same targets, judge and options")
+    return True
+
+
 def _refuse_other_endpoint(path: Path, stored: Any, current: Any) -> None:
     """Refuse a resume on another endpoint: answers are cached per endpoint (its URL, or its
     replica group's name), so every finished call would be paid again there.
@@ -205,12 +224,7 @@ def score_targets(
     folder = ScoringFolder(run_dir)
     chosen = chosen_criteria(judge, criteria)
     check_statements(judge, targets, chosen)
-    resuming = check_resumable(folder.path, folder.CONFIG, resume, what="a scoring run", kind="scoring")
-    if resuming:
-        stored, current = folder.read_json(folder.CONFIG), json.loads(json.dumps(dict(config), default=str))
-        _refuse_other_endpoint(folder / folder.CONFIG, stored.get("endpoint"), current.get("endpoint"))
-        check_same_settings(folder / folder.CONFIG, stored, current, ignore=("run_id", "endpoint"),
-                            hint="give the same targets, judge and options")
+    resuming = check_scoring_resume(folder.path, config, resume)
     folder.path.mkdir(parents=True, exist_ok=True)
     folder.write(folder.CONFIG, json.dumps(dict(config), indent=2, default=str))
     folder.write(folder.JUDGE, judge.model_dump_json(indent=2))

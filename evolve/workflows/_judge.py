@@ -199,7 +199,8 @@ def judge_fingerprint(judge: JudgeFile) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _config(options: JudgeRunOptions, judge: JudgeFile, targets: ScoringTargets, folder: ScoringFolder) -> dict[str, Any]:
+def scoring_config(options: JudgeRunOptions, judge: JudgeFile, targets: ScoringTargets, folder: ScoringFolder) -> dict[str, Any]:
+    """The settings a scoring run stores in ``config.json`` and a resume compares."""
     src = options.targets
     return {
         "run_id": folder.path.name,
@@ -267,7 +268,7 @@ def run_judge(
         targets = select_cases(targets, options.cases)
     check_statements(judge, targets, chosen_criteria(judge, options.criteria))  # before the folder exists
     folder = ScoringFolder(options.folder())
-    config = _config(options, judge, targets, folder)
+    config = scoring_config(options, judge, targets, folder)
     warnings = judge_warnings(judge, options.criteria)
     if options.model is not None and options.model != judge.judge.model:
         warnings.append(f"the judge was validated with model {judge.judge.model!r}; scoring with {options.model!r} uses "

@@ -351,12 +351,19 @@ def plan_judge_run(options, *, counter=None) -> CallPlan:
     Raises:
         RunError, PackError, ConfigError: As :func:`evolve.workflows.run_judge` before it calls.
     """
+    from evolve.runs import ScoringFolder
+    from evolve.scoring import check_scoring_resume
+    from evolve.workflows._judge import scoring_config
+
     judge = load_judge_file(options.judge)
     targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
-                           score_map=options.score_map, rows=options.rows, where=options.where)
+                           score_map=options.score_map, rows=options.rows, where=options.where, layout=options.layout,
+                           skip_empty=options.skip_empty)
     if options.cases is not None:
         targets = select_cases(targets, options.cases)
     check_statements(judge, targets, chosen_criteria(judge, options.criteria))
+    folder = ScoringFolder(options.folder())
+    check_scoring_resume(folder.path, scoring_config(options, judge, targets, folder), options.resume)  # as the run
     pairs = scoring_requests(judge, targets, criteria=options.criteria, model=options.model,
                              schema_limits=options.endpoint.schema_limits)
     unique: dict[str, tuple[str, ChatRequest]] = {}

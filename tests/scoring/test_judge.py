@@ -234,6 +234,9 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         resumed = runner.invoke(app, args + ["--resume"])
         assert resumed.exit_code == 0, resumed.output
         assert len(endpoint.bodies) == calls  # resume pays nothing
+        planned = runner.invoke(app, [*args, "--resume", "--plan", "--cases", str(splits / "holdout.txt")])
+        assert planned.exit_code == 2 and "stored configuration differs" in planned.output  # the plan checks as the run
+        assert runner.invoke(app, [*args, "--resume", "--plan"]).exit_code == 0
         moved = runner.invoke(app, [*args[:-1], "http://127.0.0.1:9/v1", "--resume"])  # answers are cached per endpoint
         assert moved.exit_code == 2 and "this run was scored on another endpoint (base_url:" in moved.output
         assert "would pay every finished call again" in " ".join(moved.output.split())
