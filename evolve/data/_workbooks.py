@@ -220,6 +220,11 @@ class _Sheet:
     name: str  # sheet name (CSV: file stem)
     grid: list[tuple[Any, ...]]  # rows, row 1 first
 
+    @property
+    def is_xlsx(self) -> bool:
+        """Whether the sheet comes from an Excel workbook (whose formulas may lack a saved value)."""
+        return self.workbook.lower().endswith((".xlsx", ".xlsm"))
+
     def where(self, row: int | None = None, column: _Column | int | None = None) -> str:
         parts = [self.workbook, f"sheet {self.name!r}"]
         if row is not None:
@@ -978,7 +983,9 @@ def _import_row(
         crit = by_number[col.number]
         score, not_evaluable, problem = _parse_score(cells[col.index], crit)
         if problem is not None:
-            issues.add(sheet.where(rowno, col), problem, _score_fix(crit))
+            formula = " (A formula whose value was never saved reads as empty: open the workbook in Excel or " \
+                      "LibreOffice and save it.)" if problem == "empty cell" and sheet.is_xlsx else ""
+            issues.add(sheet.where(rowno, col), problem, _score_fix(crit) + formula)
             continue
         scores.append((col, score, not_evaluable))
     comment = _cell_text(cells[-1])

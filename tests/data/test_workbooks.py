@@ -185,6 +185,8 @@ ERRORS = [
     # (id, edit, location, message fragment)
     ("xlsx-empty-cell", _nephrology(lambda ws: _clear(ws, 3, 3)),
      "nephrology.xlsx, sheet 'Nephrology', row 3, column C (reasoning_2)", "empty cell"),
+    ("xlsx-formula-without-saved-value", _nephrology(lambda ws: ws.cell(3, 3, "=1+2")),  # openpyxl saves no value
+     "nephrology.xlsx, sheet 'Nephrology', row 3, column C (reasoning_2)", "A formula whose value was never saved"),
     ("csv-empty-cell", _neurology(_set(2, 20, "")),
      "neurology.csv, sheet 'neurology', row 2, column T (final_3)", "empty cell"),
     ("xlsx-out-of-range", _nephrology(lambda ws: ws.cell(2, 4, 4)),
