@@ -836,6 +836,7 @@ def _read_workbook(path: Path, run: _Import) -> None:
         found_ratings = True
         run.n_sheets += 1
         specialty, specialty_from, rater, first_row = parsed
+        _warn_extra_columns(sheet, first_row, run)
         for rowno, cells in _data_rows(sheet, first_row):
             run.n_rows += 1
             row_ratings = _import_row(sheet, rowno, cells, specialty=specialty, specialty_from=specialty_from,
@@ -914,6 +915,19 @@ def _sheet_labels(sheet: _Sheet, n_rows: int) -> tuple[str, str, str]:
             else:
                 rater = value
     return specialty, specialty_from, rater
+
+
+def _warn_extra_columns(sheet: _Sheet, first_row: int, run: _Import) -> None:
+    """A warning when rating rows hold values right of column AC: they are not read (a new user's
+    extra 'Reviewer initials' column was dropped without a word)."""
+    width = len(_COLUMNS)
+    extra = sorted({i for row in sheet.grid[first_row - 1:] for i, v in enumerate(row[width:], start=width)
+                    if not is_missing(v)})
+    if extra:
+        letters = ", ".join(get_column_letter(i + 1) for i in extra)
+        run.warnings.append(f"{sheet.where()}: column(s) {letters} right of {_COLUMNS[-1].letter} hold values that are "
+                            f"not read (a workbook's columns are A-{_COLUMNS[-1].letter}); put what matters into the "
+                            f"comment column {_COLUMNS[-1].letter}.")
 
 
 def _data_rows(sheet: _Sheet, first_row: int) -> Iterable[tuple[int, tuple[Any, ...]]]:

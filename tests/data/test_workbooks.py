@@ -382,3 +382,11 @@ def test_make_example_is_deterministic(tmp_path):
             assert cells(path) == cells(committed), path.name
         else:
             assert path.read_bytes() == committed.read_bytes(), path.name
+
+
+def test_values_right_of_the_comment_column_are_warned_about_not_dropped_in_silence(ex):
+    _nephrology(lambda ws: (ws.cell(1, 30, "Reviewer initials"), ws.cell(2, 30, "JD")))(ex)  # column AD
+    result = _import(ex)
+    assert result.summary.n_ratings == 184  # what the workbook rates is read as before
+    (warning,) = [w for w in result.summary.warnings if "right of" in w]
+    assert "nephrology.xlsx, sheet 'Nephrology': column(s) AD right of AC hold values that are not read" in warning
