@@ -139,11 +139,16 @@ def _run_bench(options: BenchRunOptions) -> BenchResult | None:
     with _run_guarded("evolve bench run", lambda: config.run_dir if config is not None else None):
         config = options.config()
         price = _price(options.price_in, options.price_out, config.endpoint)
+        guidance = options.guidance
         if options.judge:
+            if resume and guidance is None:  # as the run will: the guidance the run was judged or started with
+                from evolve.consilium import recorded_guidance
+
+                guidance = recorded_guidance(config.run_dir)
             _warn_self_judging(config.models, config.judge.model, config.endpoint.model)
-            _warn_guidance(options.guidance)
+            _warn_guidance(guidance)
         if options.plan:
-            _plan_bench_run(config, judge=options.judge, guidance=options.guidance, resume=resume, price=price,
+            _plan_bench_run(config, judge=options.judge, guidance=guidance, resume=resume, price=price,
                             calls_per_hour=options.calls_per_hour)
             return None
         _interrupt_on_sigterm()

@@ -42,7 +42,9 @@ def run_and_judge(
         config: Resolved configuration.
         judge: Judge the generated material (consilium paper, rubric-§3).
         calibration_run: The judge file whose winners guide the judge: a calibration run folder
-            or its ``judge.json`` (the bench report then adds physician-anchored means).
+            or its ``judge.json`` (the bench report then adds physician-anchored means). None on
+            a resume: the one the run was judged or started with
+            (:func:`~evolve.consilium.recorded_guidance`), said in ``notes``.
         report: Write the bench tables (:func:`evolve.report.write_bench_report`).
         client: A ready client; None builds one from ``config.endpoint`` and releases it on any
             exit (calls in flight cancelled after an interrupt).
