@@ -920,6 +920,9 @@ def import_frame(
                         "as not evaluable (--not-evaluable ''; Python: not_evaluable=['']); choose one.")
     problems = Problems(heading or f"cannot import the table of pack {name!r}", PackError, MAX_REPORTED_PROBLEMS)
     present = [str(c) for c in frame.columns]
+    if not present and frame.empty:  # not one "no column for field ..." per field
+        raise PackError(f"{heading or f'cannot import the table of pack {name!r}'}: the table is empty (no column, no "
+                        "row). Give a file with a header (CSV/XLSX) or one JSON object per line (JSONL).")
     if len(set(present)) != len(present):
         dupes = sorted({c for c in present if present.count(c) > 1})
         problems.add("header", f"repeated column names {dupes}", "Give every column its own name.")

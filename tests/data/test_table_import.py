@@ -446,3 +446,14 @@ def test_a_column_error_from_python_says_how_to_map_it_in_python_too():
     assert "--column case_text=COLUMN" in message and "columns={'case_text': 'COLUMN'}" in message
     pack = RatingPack.from_frame(renamed, rubric=RUBRIC, name="invented", columns={"case_text": "question"})
     assert pack.cases[0].text == "Invented question one?"
+
+
+def test_an_empty_table_file_is_named_as_empty(tmp_path: Path) -> None:
+    """Not one "no column for field ..." per field of a table with no columns at all."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(app, ["ratings", "import", "table", str(empty), "--rubric", "kqa-entailment",
+                                      "--out", str(tmp_path / "pack")])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "empty.jsonl: the table is empty (no column, no row)" in said, said
+    assert "no column for field" not in said and not (tmp_path / "pack").exists()
