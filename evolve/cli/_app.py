@@ -235,7 +235,9 @@ def _rejudge_command(command: str, options: Any, *extra: str) -> str:
     if options.guidance is not None:
         parts.append(f"--guidance {options.guidance}")
     parts += extra
-    for name in ("price_in", "price_out", "price_cached_in", "price_batch_in", "price_batch_out"):
+    from evolve.workflows._options import SPEND_OPTIONS
+
+    for name in (n for n in SPEND_OPTIONS if n.startswith("price_")):
         if (value := getattr(options, name)) is not None:
             parts.append(f"--{name.replace('_', '-')} {value}")
     if options.batch_api:

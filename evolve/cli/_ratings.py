@@ -311,7 +311,8 @@ def _make_splits(pack_dir: Path, out_dir: Path | None, frame: Given, *, holdout_
     )
     target = out_dir or Path("splits") / pack.manifest.name
     unchanged = holds_splits(target, result.splits)
-    write_splits(result.splits, target, overwrite=overwrite)
+    if not unchanged:  # write_splits would find the same and leave them
+        write_splits(result.splits, target, overwrite=overwrite)
     return target, result, unchanged
 
 

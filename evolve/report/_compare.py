@@ -18,7 +18,6 @@ when it does not survive Holm's correction over all of them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -291,10 +290,9 @@ def _compare_benches(dirs: list[Path], n_boot: int, seed: int) -> dict:
 def _bench_judge(run_dir: Path) -> tuple[str | None, str | None]:
     """The judge model and the guidance (judge file or calibration run, None without) a bench run's
     scores were made with, from its ``judge.json``; (None, None) for a run never judged."""
-    path = run_dir / "judge.json"
-    if not path.is_file():
-        return None, None
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    from evolve.report._bench_anchored import _judge_record
+
+    _, meta = _judge_record(BenchFolder(run_dir))
     return (meta.get("judge") or {}).get("model"), meta.get("calibration_run")
 
 

@@ -139,8 +139,6 @@ def _refuse_mismatch(source: str, criterion: str, rule: str, kind: str, what: st
                     f"Python: no '{field}' in columns=).")
 
 
-
-
 def check_scoring_resume(run_dir: Path, config: Mapping[str, Any], resume: bool) -> bool:
     """Whether ``run_dir`` holds a scoring run that ``resume`` continues with ``config`` (reads
     only: :func:`score_targets` and ``evolve judge --plan --resume`` make the same checks).
