@@ -43,13 +43,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
     At the end of the session pytest looks for exceptions raised in finalizers by collecting
     garbage five times over the whole heap (1.8 s of CPU here); one collection frees every
-    cycle left, so it collects once."""
+    cycle left, so it collects once.
+
+    Text columns are kept in Python strings, as a core install keeps them: the test extra
+    installs pyarrow (for Parquet), and pandas 3 then backs every text column of every small
+    frame the engines and reports build with Arrow, which cost the suite 5-7% of its CPU.
+    ``tests/outputs/test_string_storage.py`` runs the engines and report writers under
+    Arrow storage and checks that they write the same files."""
+    import pandas as pd
     import typer.testing
     from _pytest.unraisableexception import gc_collect_iterations_key
 
     from evolve.cli import app
 
     gc.set_threshold(20_000, 50, 100)
+    pd.set_option("mode.string_storage", "python")
     config.stash[gc_collect_iterations_key] = 1
     build = typer.testing._get_command
     built = functools.cache(lambda: build(app))
