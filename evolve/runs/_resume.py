@@ -62,11 +62,34 @@ def check_same_settings(path: Path, stored: Mapping[str, Any], current: Mapping[
         hint: How to resume with the stored settings.
 
     Raises:
-        RunError: Naming every top-level key that differs.
+        RunError: Naming every top-level key that differs, then each differing field as a dotted
+            path with its stored and current values (``decoding.temperature: 0.0 then, 0.5 now``).
     """
     diff = sorted(k for k in (set(stored) | set(current)) - set(ignore) if stored.get(k) != current.get(k))
     if diff:
+        fields = [f for k in diff for f in _differences(k, stored.get(k, _UNSET), current.get(k, _UNSET))]
+        shown = "; ".join(f"{name}: {_shown(then)} then, {_shown(now)} now" for name, then, now in fields[:_SHOWN])
+        more = f"; and {len(fields) - _SHOWN} more" if len(fields) > _SHOWN else ""
         raise RunError(
-            f"{path}: the stored configuration differs from this one in {diff}. Resume with the same "
+            f"{path}: the stored configuration differs from this one in {diff} ({shown}{more}). Resume with the same "
             f"settings ({hint}), or start a new --run-id."
         )
+
+
+_UNSET = object()
+_SHOWN = 6
+"""How many differing fields a refusal names before counting the rest."""
+
+
+def _differences(name: str, then: Any, now: Any) -> list[tuple[str, Any, Any]]:
+    """The fields under ``name`` that differ, as ``(dotted name, stored, current)``."""
+    if isinstance(then, Mapping) and isinstance(now, Mapping):
+        keys = sorted(set(then) | set(now), key=str)
+        return [f for k in keys if then.get(k, _UNSET) != now.get(k, _UNSET)
+                for f in _differences(f"{name}.{k}", then.get(k, _UNSET), now.get(k, _UNSET))]
+    return [(name, then, now)]
+
+
+def _shown(value: Any) -> str:
+    text = "unset" if value is _UNSET else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

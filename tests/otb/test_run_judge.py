@@ -105,7 +105,7 @@ def test_a_resumed_run_pays_no_finished_call_twice_and_refuses_other_settings(tm
         again = generate_otb(config, client=client, resume=True)
         assert provider.calls == paid and again[("turn", "model-a")].reused == 3
         other = _config(tmp_path, files, decoding={"temperature": 0.5})
-        with pytest.raises(RunError, match="differs from this one in \\['decoding'\\]"):
+        with pytest.raises(RunError, match=r"differs from this one in \[.decoding.\] \(decoding.temperature: 0.0 then, 0.5 now\)"):
             generate_otb(other, client=client, resume=True)
         # parallelism, patience and prices change no answer: a resume may change them
         faster = _config(tmp_path, files, endpoint={"provider": "fake", "max_concurrency": 4, "price_in": 1.0, "price_out": 2.0})

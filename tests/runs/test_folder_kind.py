@@ -70,3 +70,23 @@ def test_readers_of_calibration_runs_name_the_kind_they_were_given(folders: dict
     with pytest.raises(RunError) as err:
         load_run_config(odd)
     assert "invalid field(s), the first" in str(err.value) and "errors.pydantic.dev" not in str(err.value)
+
+
+def test_a_refused_resume_names_each_changed_field_with_both_values(tmp_path: Path) -> None:
+    from evolve.runs import check_same_settings
+
+    stored = {"run_id": "a", "decoding": {"temperature": 0.0, "top_p": 1.0}, "judge": {"model": "m"},
+              "criteria": ["x"], "note": "n" * 100}
+    current = {"run_id": "b", "decoding": {"temperature": 0.5, "top_p": 1.0}, "judge": {"model": "m", "seed": 3},
+               "criteria": ["x", "y"], "note": "m" * 100}
+    with pytest.raises(RunError) as err:
+        check_same_settings(tmp_path / "config.json", stored, current, ignore=("run_id",))
+    message = str(err.value)
+    assert "differs from this one in ['criteria', 'decoding', 'judge', 'note']" in message
+    assert ("criteria: ['x'] then, ['x', 'y'] now; decoding.temperature: 0.0 then, 0.5 now; "
+            "judge.seed: unset then, 3 now; note: 'nnn") in message
+    assert "top_p" not in message and "run_id" not in message and "n" * 70 not in message  # long values are cut
+    many = {f"k{i}": i for i in range(9)}
+    with pytest.raises(RunError, match=r"k5: 5 then, 6 now; and 3 more\)"):
+        check_same_settings(tmp_path / "config.json", many, {k: v + 1 for k, v in many.items()})
+    check_same_settings(tmp_path / "config.json", stored, {**stored, "run_id": "c"}, ignore=("run_id",))  # nothing differs
