@@ -4,12 +4,15 @@ file downloaded by hand) read into the response cache."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from evolve.cli._app import _fail, out, sub_app
 from evolve.errors import EvolveError
+
+if TYPE_CHECKING:
+    from evolve.workflows._batch import BatchExport
 
 batch_app = sub_app("Batch files: answers of an offline batch runner (vLLM run-batch) "
                         "into the response cache. Write the requests with --export-batch on calibrate or judge.")
@@ -36,13 +39,16 @@ def import_(
     except EvolveError as exc:
         _fail(exc)
     out.print(summary.describe())
-    for problem in summary.problems:
-        out.print(f"  {problem}")
 
 
-def export_note(n: int, path: Path) -> str:
-    """What ``--export-batch`` prints: the count and the vLLM command that answers the file."""
-    return (f"wrote {n} request line(s) to {path}. Answer them offline with vLLM, e.g.\n  "
-            + VLLM_COMMAND.format(requests=path)
+def export_note(export: BatchExport, path: Path) -> str:
+    """What ``--export-batch`` prints: the counts and the vLLM command that answers the file."""
+    cached = (f"{export.cached} request(s) left out: the response cache already answers them, so the run takes them "
+              "from there.") if export.cached else ""
+    if not export.written:
+        return (f"nothing to export: the response cache already answers all {export.cached} request(s), and {path} was "
+                "not written. Run the same command without --export-batch: those calls come from the cache.")
+    return (f"wrote {export.written} request line(s) to {path}. {cached}".rstrip() + " Answer them offline with vLLM, "
+            "e.g.\n  " + VLLM_COMMAND.format(requests=path)
             + f"\nthen: evolve batch import results.jsonl --requests {path}\nand run the same command without "
             "--export-batch (against the same --base-url and --model): those calls come from the cache.")

@@ -172,8 +172,9 @@ def _run_calibration(options: CalibrateOptions) -> CalibrationResult | None:
             from evolve.cli._batch import export_note
             from evolve.workflows._batch import calibration_batch_requests, export_batch
 
-            n = export_batch(calibration_batch_requests(config, resume=resume), config.endpoint, options.export_batch)
-            _say(export_note(n, options.export_batch))
+            export = export_batch(calibration_batch_requests(config, resume=resume), config.endpoint,
+                                  options.export_batch, cache_path=config.cache_path)
+            _say(export_note(export, options.export_batch))
             return None
         _interrupt_on_sigterm()
         with _progress_bar() as bar:

@@ -159,8 +159,8 @@ def _plan_or_export(options: JudgeRunOptions, endpoint: EndpointSettings, values
     from evolve.cli._batch import export_note
     from evolve.workflows._batch import export_batch, judge_batch_requests
 
-    n = export_batch(judge_batch_requests(options), endpoint, values["export_batch"])
-    _say(export_note(n, values["export_batch"]))
+    export = export_batch(judge_batch_requests(options), endpoint, values["export_batch"], cache_path=options.cache_path)
+    _say(export_note(export, values["export_batch"]))
 
 
 def _resume_hint(targets: Path, judge_path: Path, options) -> str | None:

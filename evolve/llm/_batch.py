@@ -15,6 +15,7 @@ or a resume, finds it there and pays nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -110,35 +111,41 @@ class OutputLine:
     """One line of a batch's output or error file.
 
     Attributes:
-        custom_id: The input line it answers.
+        custom_id: The input line it answers; ``""`` for a line that names none (not JSON, or
+            not an object with a ``custom_id``).
         body: The chat completion (JSON) when the line was answered with HTTP 200, else None.
-        error: Why it was not (the line's error or its HTTP status and message), else ``""``.
+        error: Why it was not (the line's error, its HTTP status and message, or why it could
+            not be read), else ``""``.
+        number: The line's number in the file (from 1).
     """
 
     custom_id: str
     body: dict[str, Any] | None
     error: str = ""
+    number: int = 0
 
 
-def read_output_lines(text: str, *, source: str = "batch output") -> Iterator[OutputLine]:
-    """Parse a Batch API output or error file (also vLLM ``run_batch`` output).
+def read_output_lines(text: str) -> Iterator[OutputLine]:
+    """Parse a Batch API output or error file (also vLLM ``run_batch`` output), line by line.
 
-    Lines that are not JSON objects with a ``custom_id`` are skipped (they answer nothing).
+    Blank lines are skipped. A line that is not a JSON object with a ``custom_id`` is yielded
+    with ``custom_id`` ``""`` and the reason in ``error``, so a caller can name it.
 
     Args:
         text: The file's text (JSONL).
-        source: Named in nothing yet; kept for callers' messages.
     """
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
         try:
             line = json.loads(raw)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            yield OutputLine("", None, f"not JSON ({exc.msg} at character {exc.pos + 1})", number)
             continue
         if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            yield OutputLine("", None, "not a JSON object with a custom_id", number)
             continue
-        yield _output_line(line)
+        yield dataclasses.replace(_output_line(line), number=number)
 
 
 def _output_line(line: dict[str, Any]) -> OutputLine:

@@ -282,6 +282,60 @@ def test_judge_export_import_pays_nothing_and_bad_answers_are_refused(tmp_path, 
     assert embedded.exit_code != 0 and "--base-url" in embedded.output and "Traceback" not in embedded.output
 
 
+def test_an_import_names_every_line_it_cannot_read_and_the_requests_left_unanswered(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack, splits = _inputs(tmp_path)
+    requests, output = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    with LoopbackChatServer(_answer) as server:
+        args = _calibrate_args(pack, splits, tmp_path / "a", server.base_url, "cal")
+        assert runner.invoke(app, [*args, "--export-batch", str(requests)]).exit_code == 0
+    _run_batch_offline(requests, output)
+    answered = output.read_text().splitlines()
+    n = len(answered)
+    error = json.dumps({"custom_id": json.loads(answered[1])["custom_id"], "response": None,
+                        "error": {"code": "batch_expired", "message": "late"}})
+    kept = [answered[0], "not json at all", "[1, 2]", error, answered[2][:40], json.dumps({"no": "id"}), "", answered[3]]
+    output.write_text("\n".join(kept) + "\n")
+    imported = runner.invoke(app, ["batch", "import", str(output), "--requests", str(requests)])
+    assert imported.exit_code == 0, imported.output
+    text = " ".join(imported.output.split())
+    assert ("2 answer(s) cached, 0 already in the cache, 0 refused (cut or outside the schema sent: asked again by the "
+            "run), 1 failed line(s), 4 unreadable line(s), 0 line(s) not in the request file") in text  # 7 lines
+    assert f"{n - 3} request(s) of the request file have no answer in this file" in text
+    for number, why in ((2, "not JSON"), (3, "not a JSON object with a custom_id"), (4, "batch_expired: late"),
+                        (5, "not JSON"), (6, "not a JSON object with a custom_id")):
+        assert f"{output}, line {number}: {why}" in text, (number, text)
+    assert "Traceback" not in imported.output
+    for content in ("", "\n\n", "garbage\n{}\n"):
+        output.write_text(content)
+        refused = runner.invoke(app, ["batch", "import", str(output), "--requests", str(requests)])
+        assert refused.exit_code == 2 and "holds no batch output line" in refused.output, refused.output
+        assert "nothing was imported" in refused.output and "Traceback" not in refused.output
+
+
+def test_an_export_leaves_out_what_the_cache_already_answers(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack, splits = _inputs(tmp_path)
+    first, second, third = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "third.jsonl"
+    with LoopbackChatServer(_answer) as server:
+        args = _calibrate_args(pack, splits, tmp_path / "a", server.base_url, "cal")
+        assert runner.invoke(app, [*args, "--export-batch", str(first)]).exit_code == 0
+        n = len(first.read_text().splitlines())
+        assert runner.invoke(app, args).exit_code == 0  # answers every exported request interactively
+        again = runner.invoke(app, [*_calibrate_args(pack, splits, tmp_path / "a", server.base_url, "other"),
+                                    "--export-batch", str(second)])
+        judged = runner.invoke(app, ["judge", str(pack), "--judge", str(tmp_path / "a" / "cal"), "--base-url",
+                                     server.base_url, "--archives-dir", str(tmp_path / "a"), "--export-batch",
+                                     str(third)])
+    assert again.exit_code == 0 and not second.exists()
+    assert f"nothing to export: the response cache already answers all {n} request(s)" in " ".join(again.output.split())
+    assert judged.exit_code == 0, judged.output
+    written = len(third.read_text().splitlines())  # the validation targets' calls are cached; the training ones not
+    left_out = int(re.search(r"(\d+) request\(s\) left out: the response cache already answers them",
+                             " ".join(judged.output.split())).group(1))
+    assert written > 0 and left_out > 0
+
+
 def test_bench_judge_through_the_batch_api(tmp_path, monkeypatch):
     from tests.cli.test_cli_bench import respond
     from tests.consilium.bench_support import write_cases

@@ -262,8 +262,10 @@ def test_read_output_lines_forms() -> None:
         "not json", json.dumps({"no": "id"}),
     ])
     lines = list(read_output_lines(text))
-    assert [(x.custom_id, x.body is not None) for x in lines] == [("a", True), ("b", False), ("c", False)]
+    assert [(x.custom_id, x.body is not None, x.number) for x in lines] == [
+        ("a", True, 1), ("b", False, 2), ("c", False, 3), ("", False, 4), ("", False, 5)]
     assert "batch_expired" in lines[1].error and "HTTP 500" in lines[2].error and "boom" in lines[2].error
+    assert lines[3].error.startswith("not JSON") and lines[4].error == "not a JSON object with a custom_id"
 
 
 @pytest.mark.parametrize("size", [0])
