@@ -277,20 +277,15 @@ def _audit_endpoint(run_dir: Path, options: dict[str, Any]) -> Any:
     Raises:
         ConfigError: The options make an invalid endpoint.
     """
-    from pydantic import ValidationError
-
     from evolve.config import EndpointSettings, load_run_config
-    from evolve.errors import ConfigError
+    from evolve.layering import validated
     from evolve.workflows._options import endpoint_overrides
 
     config = load_run_config(run_dir)
     overrides = endpoint_overrides(**options)
     if not overrides:
         return None
-    try:
-        return EndpointSettings.model_validate({**config.endpoint.model_dump(), **overrides})
-    except ValidationError as exc:
-        raise ConfigError(f"endpoint options: {exc.errors()[0]['msg']}.") from exc
+    return validated(EndpointSettings, {**config.endpoint.model_dump(), **overrides}, "endpoint options")
 
 
 def _rebuild_report(run_dir: Path, prompts_root: Path | None) -> None:

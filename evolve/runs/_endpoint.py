@@ -7,6 +7,7 @@ settings - ``evolve report``, ``compare``, a config - loads no HTTP stack.
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -188,6 +189,11 @@ class EndpointSettings(Record):
                              "(--max-tokens) instead")
         from evolve.llm import url_credentials
 
+        for url in self.urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"base_url {url!r} is not an http:// or https:// URL; give the server's OpenAI-compatible "
+                                 "base URL, e.g. http://127.0.0.1:8000/v1")
         for url in self.urls or (None,):
             if credentials := url_credentials(url):  # the URL is stored with the run: no key in it
                 raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "

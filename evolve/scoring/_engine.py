@@ -85,7 +85,7 @@ def chosen_criteria(judge: JudgeFile, criteria: Sequence[str] | None) -> list[Cr
     ids = list(criteria) if criteria else list(judge.criteria)
     unknown = [c for c in ids if c not in judge.criteria]
     if unknown:
-        raise ConfigError(f"--criteria {unknown}: the judge file {judge.run_id!r} calibrated {list(judge.criteria)} only; "
+        raise ConfigError(f"--criterion {', '.join(unknown)} (Python: criteria=): the judge file {judge.run_id!r} calibrated {list(judge.criteria)} only; "
                           "score those, or calibrate the others first.")
     return [rubric.criterion(c) for c in ids]
 

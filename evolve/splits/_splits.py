@@ -116,10 +116,12 @@ def split_sizes(n_cases: int, holdout_fraction: float, validation_fraction: floa
         SplitError: A fraction is out of range, or the frame would have fewer than 2 cases.
     """
     if not 0.0 <= holdout_fraction < 1.0:
-        raise SplitError(f"holdout_fraction={holdout_fraction} must be in [0, 1); e.g. 0.2 holds out a fifth.")
+        raise SplitError(f"the holdout fraction (--holdout-fraction; Python: holdout_fraction=) is {holdout_fraction}, but "
+                         "it must be at least 0 and below 1; e.g. 0.2 holds out a fifth.")
     if not 0.0 < validation_fraction < 1.0:
         raise SplitError(
-            f"validation_fraction={validation_fraction} must be in (0, 1): train and validation both need cases."
+            f"the validation fraction (--validation-fraction; Python: validation_fraction=) is {validation_fraction}, "
+            "but it must be above 0 and below 1: train and validation both need cases; e.g. 0.4."
         )
     n_holdout = _round_half_up(Decimal(repr(holdout_fraction)) * n_cases)
     if holdout_fraction > 0 and n_holdout == 0:

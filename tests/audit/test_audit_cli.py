@@ -80,6 +80,16 @@ def test_cli_audit_of_a_missing_folder_is_a_clear_error(tmp_path):
     assert result.exit_code == 2 and "config.json" in result.output
 
 
+def test_cli_audit_endpoint_options_are_checked_naming_the_field(planted_run):
+    before = sorted(p.name for p in planted_run.iterdir())
+    for args, words in ((["--max-concurrency", "0"], "endpoint options field 'max_concurrency': 0 is out of range"),
+                        (["--base-url", "notaurl"], "base_url 'notaurl' is not an http:// or https:// URL")):
+        result = runner.invoke(app, ["audit", str(planted_run), *args])
+        assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
+        assert "Value error" not in result.output and "Traceback" not in result.output
+    assert sorted(p.name for p in planted_run.iterdir()) == before  # nothing written
+
+
 @pytest.fixture
 def calibrated_run(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
     config = resolve_config(

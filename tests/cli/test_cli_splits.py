@@ -138,6 +138,15 @@ def test_fraction_splits_unchanged(tmp_path: Path) -> None:
     assert again.stdout.startswith(f"unchanged (already written) {out}: frame 16 (train 11, validation 5)")
 
 
+def test_a_fraction_out_of_range_names_the_option(tmp_path: Path) -> None:
+    pack = write_pack(rated_pack(IDS[:20]), tmp_path / "p")
+    for option, value, words in (("--holdout-fraction", "1.5", "at least 0 and below 1"),
+                                 ("--validation-fraction", "0", "above 0 and below 1")):
+        done = runner.invoke(app, ["splits", "make", str(pack), "--out", str(tmp_path / "s"), option, value])
+        assert done.exit_code == 2 and f"({option}; Python: " in done.output and words in done.output, done.output
+        assert not (tmp_path / "s").exists()
+
+
 def test_a_message_stays_on_one_line_in_a_narrow_terminal(tmp_path: Path) -> None:
     """Messages name paths that scripts and readers look for: rich must not break them at the
     terminal's width (here 40 columns, with a path twice as long)."""

@@ -30,6 +30,10 @@ def test_a_stored_single_url_config_reads_as_before() -> None:
     ({"base_url": B, "base_urls": [A, C]}, "not the first"),
     ({"base_urls": [A, "http://u:secretpassword@b:8000/v1"]}, "credential"),
     ({"provider": "fake", "base_urls": [A, B]}, "openai_compatible"),
+    ({"base_url": "notaurl"}, "'notaurl' is not an http:// or https:// URL"),
+    ({"base_url": "localhost:8000/v1"}, "is not an http:// or https:// URL; give the server's OpenAI-compatible"),
+    ({"base_urls": [A, "ftp://b/v1"]}, "'ftp://b/v1' is not an http"),
+    ({"base_url": "http://"}, "'http://' is not an http"),
 ])
 def test_bad_url_lists_are_refused_naming_the_problem(data: dict, words: str) -> None:
     with pytest.raises(ValidationError, match=words):

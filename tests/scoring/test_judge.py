@@ -15,7 +15,7 @@ import evolve
 from evolve.cli import app
 from evolve.config import resolve_config
 from evolve.data import write_pack
-from evolve.errors import PackError, RunError
+from evolve.errors import ConfigError, PackError, RunError
 from evolve.llm import Client, ResponseCache
 from evolve.report._scoring import holdout_entries
 from evolve.scoring import read_targets, score_targets
@@ -335,6 +335,10 @@ def test_evaluate_holdout_scores_the_held_out_cases_into_table5_and_the_judge_fi
     winner_held = calls[(calls["guidance"] == "winner") & calls["case_id"].isin(held_out)]
     assert len(winner_held) and winner_held["cached"].all() and calls["cached"].all()
     assert provider.calls == before
+    with pytest.raises(ConfigError, match=r"--criterion nope, other \(Python: criteria=\): the judge file .* calibrated "
+                                          r"\['entailment'\] only"):
+        judge.score(pack, client=client, run_dir=tmp_path / "unknown", criteria=["nope", "other"])
+    assert not (tmp_path / "unknown").exists()
 
     # a damaged held-out summary is refused by name, and the resume the error names rewrites it, paying nothing
     (hold / "summary.json").write_text('{"version": 1}', encoding="utf-8")
