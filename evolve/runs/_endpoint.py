@@ -189,10 +189,10 @@ class EndpointSettings(Record):
                              "(--max-tokens) instead")
         from evolve.llm import url_credentials
 
-        for url in self.urls:
-            parts = urlsplit(url)
+        for base in self.urls:
+            parts = urlsplit(base)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"base_url {url!r} is not an http:// or https:// URL; give the server's OpenAI-compatible "
+                raise ValueError(f"base_url {base!r} is not an http:// or https:// URL; give the server's OpenAI-compatible "
                                  "base URL, e.g. http://127.0.0.1:8000/v1")
         for url in self.urls or (None,):
             if credentials := url_credentials(url):  # the URL is stored with the run: no key in it
