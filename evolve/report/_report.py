@@ -805,9 +805,10 @@ def render_verdicts(report: CalibrationReport) -> list[str]:
         "the verdict is *too few cases to tell*, whatever the numbers. "
         "Attempts = mutation attempts; accepted = mutants judged on every training target that reached min_coverage; "
         "pruned = mutants stopped by racing; rejected = invalid, duplicate, failed or low-coverage proposals; "
-        "accepted is shown against the budget asked when it fell short. Judge calls = calls sent to the endpoint; "
-        "cache hits = answers the response cache gave instead (a call repeated within the run, or paid before a "
-        "resume), not paid again.",
+        "accepted is shown against the budget asked when it fell short. Judge calls = the distinct judge requests the "
+        "criterion needed (whether answered by the endpoint, a batch or an imported batch file); cache hits = answers "
+        "that repeat one of them, which the response cache gave: the same figures whether the run went straight "
+        "through or was resumed. What the run's processes paid is in the usage section.",
         "",
         "| criterion | winner | selection | vs best initial | vs no guidance | vs training median | attempts | accepted | "
         "pruned | rejected | judge calls | cache hits |",
