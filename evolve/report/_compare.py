@@ -190,8 +190,19 @@ def _compare_calibrations(dirs: list[Path], n_boot: int, seed: int, prompts_root
                       "local_model": c.endpoint.local_model if c.endpoint.provider == "embedded" else None}
                      for label, d, c in zip(labels, dirs, configs)],
             "criteria": criteria, "differences": differences, "comparisons": mark_holm(differences, ALPHA),
-            "notes": list(dict.fromkeys(n for r in reports for n in r.rubric.notes)) + _partly_shared(shared, labels, scores)
+            "notes": list(dict.fromkeys(n for r in reports for n in r.rubric.notes)) + _not_shared(shared, labels, reports)
+            + _partly_shared(shared, labels, scores)
             + ([HOW_TO_SHARE] if any(d["verdict"] == NO_SHARED_TARGETS for d in differences) else [])}
+
+
+def _not_shared(shared: list[str], labels: list[str], reports: list) -> list[str]:
+    """A note naming, per run, the criteria with a winner that not every run has (left out)."""
+    left = [(label, [c for c in r.criteria if c not in shared]) for label, r in zip(labels, reports)]
+    named = "; ".join(f"{label}: {', '.join(criteria)}" for label, criteria in left if criteria)
+    if not named:
+        return []
+    return [f"Compared on the criteria every run calibrated ({', '.join(shared)}); left out, because not every run has "
+            f"a winner for them: {named}."]
 
 
 def _partly_shared(criteria: list[str], labels: list[str], scores: list[pd.DataFrame]) -> list[str]:

@@ -51,6 +51,8 @@ def test_the_report_rebuilt_in_memory_renders_the_markdown_written(run: Path) ->
     report = build_report(run, n_boot=CalibrationReport.model_validate_json(
         (run / "report.json").read_text(encoding="utf-8")).bootstrap.n_boot)
     assert render_markdown(report) == (run / "report.md").read_text(encoding="utf-8")
+    legend = " ".join((run / "report.md").read_text(encoding="utf-8").split())
+    assert "Judge calls = the distinct judge requests the criterion needed (whether answered by the endpoint" in legend
 
 
 def test_report_json_validates_against_the_published_schema(run: Path) -> None:

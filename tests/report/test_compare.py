@@ -83,6 +83,19 @@ def test_runs_that_rescored_different_targets_say_so(calibration_runs, tmp_path)
     assert not any("different validation targets" in note for note in build_comparison([guided, lenient], n_boot=50).notes)
 
 
+def test_criteria_that_not_every_run_calibrated_are_named_as_left_out() -> None:
+    from types import SimpleNamespace
+
+    from evolve.report._compare import _not_shared
+
+    reports = [SimpleNamespace(criteria={"correctness": 1, "worthiness": 1, "informativeness": 1}),
+               SimpleNamespace(criteria={"correctness": 1})]
+    assert _not_shared(["correctness"], ["eq3 (m)", "eq (m)"], reports) == [
+        "Compared on the criteria every run calibrated (correctness); left out, because not every run has a winner "
+        "for them: eq3 (m): worthiness, informativeness."]
+    assert _not_shared(["correctness"], ["a", "b"], reports[1:] * 2) == []
+
+
 def test_runs_on_another_split_are_refused_in_words_and_nothing_is_written(calibration_runs, tiny_frame, tmp_path):
     pack, splits = tiny_frame
     other = make_splits(load_pack(pack), holdout_fraction=0.2, validation_fraction=0.4, seed=4)
