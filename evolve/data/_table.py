@@ -34,7 +34,7 @@ from evolve.data._cases import _value_kind, read_jsonl_rows
 from evolve.data._models import _ID_PATTERN, Case, PackManifest, Rating, RubricRef, Target
 from evolve.data._pack import MAX_REPORTED_PROBLEMS, RatingPack, validate_pack
 from evolve.data._table_rows import nested_rows, parse_where
-from evolve.data._util import cell_text, is_missing, sha256_file
+from evolve.data._util import cell_text, is_missing, sha256_file, unreadable_table
 from evolve.errors import TEXT_PROBLEM_FIX, DataError, PackError, Problems, path_problem, require_extra, text_problem
 from evolve.markdown import count_noun
 from evolve.records import Record
@@ -278,8 +278,8 @@ def read_table(path: Path | str) -> tuple[pd.DataFrame, list[str]]:
     except UnicodeDecodeError as exc:
         raise PackError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8 (CSV UTF-8).") from None
     except (pd.errors.ParserError, ValueError, zipfile.BadZipFile, KeyError, OSError, ImportError) as exc:
-        raise PackError(f"{path}: cannot be read as a {suffix[1:]} table ({type(exc).__name__}: {str(exc)[:160]}). "
-                        "Check that the file is what its name says.") from None
+        raise PackError(unreadable_table(path, exc, "Check that the file is what its name says.",
+                                         kind=f"a {suffix[1:]} table")) from None
 
 
 def _check_file(path: Path) -> None:

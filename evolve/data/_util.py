@@ -59,6 +59,28 @@ def cell_text(value: Any) -> str:
     return str(value).strip()
 
 
+def unreadable_table(path: Path, exc: Exception, fix: str, kind: str = "a table") -> str:
+    """The message for a table pandas could not parse: for a CSV row with more cells than the
+    header (pandas: ``Expected 4 fields in line 5, saw 5``) or a quote never closed, the line and
+    the fix; else that it cannot be read as ``kind``, in the parser's words on one line, then ``fix``."""
+    import re
+
+    text = " ".join(str(exc).split())
+    cells = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if path.suffix.lower() == ".csv" and cells is not None:
+        expected, line, saw = cells.groups()
+        return (f"{path}, line {line}: {saw} cells where the header has {expected}: usually a comma in a cell that is "
+                "not quoted, or a quote opened on an earlier line and never closed (the rows between are read as one "
+                "cell). Quote cells that hold commas and close every quote (a quote inside a quoted cell is written "
+                "twice: \"\"), then try again.")
+    if path.suffix.lower() == ".csv" and "EOF inside string" in text:
+        line = re.search(r"starting at row (\d+)", text)
+        where = f", line {int(line.group(1)) + 1}" if line else ""
+        return (f"{path}{where}: a quote is opened and never closed, so the rest of the file would be read into one "
+                "cell. Close the quote (a quote inside a quoted cell is written twice: \"\"), then try again.")
+    return f"{path}: cannot be read as {kind} ({type(exc).__name__}: {text[:160]}). {fix}"
+
+
 def read_source_table(path: Path, original: str) -> Any:
     """Read a source data set's table (``.csv`` as UTF-8 text, else the first sheet of an
     ``.xlsx``) with every cell as given, refusing what cannot be a data set.
@@ -92,8 +114,7 @@ def read_source_table(path: Path, original: str) -> Any:
         raise PackError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8 (CSV UTF-8), "
                         f"or pass {original}.") from None
     except (pd.errors.ParserError, ValueError, zipfile.BadZipFile, KeyError, OSError) as exc:
-        raise PackError(f"{path}: cannot be read as a table ({type(exc).__name__}: {str(exc)[:160]}). "
-                        f"Pass {original}.") from None
+        raise PackError(unreadable_table(path, exc, f"Pass {original}.")) from None
     if frame.empty:
         raise PackError(f"{path}: holds a header but no rows. Pass {original}.")
     return frame

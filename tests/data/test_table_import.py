@@ -217,6 +217,13 @@ def test_unreadable_or_unknown_files_are_refused(tmp_path):
     (tmp_path / "bad.xlsx").write_text("not a workbook", encoding="utf-8")
     with pytest.raises(PackError, match="cannot be read as a xlsx table"):
         import_table(tmp_path / "bad.xlsx", rubric=RUBRIC)
+    (tmp_path / "cells.csv").write_text("case_text,target_text,score\na,b,1\nc,d,e,2\n", encoding="utf-8")
+    with pytest.raises(PackError, match=r"cells.csv, line 3: 4 cells where the header has 3: usually a comma in a cell "
+                                        r"that is not quoted, or a quote opened on an earlier line"):
+        import_table(tmp_path / "cells.csv", rubric=RUBRIC)
+    (tmp_path / "quote.csv").write_text('case_text,target_text,score\na,b,1\n"c,d,2\n', encoding="utf-8")
+    with pytest.raises(PackError, match=r"quote.csv, line 3: a quote is opened and never closed.*Close the quote"):
+        import_table(tmp_path / "quote.csv", rubric=RUBRIC)
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n[1]\n', encoding="utf-8")
     with pytest.raises(PackError, match="bad.jsonl, line 2: expected a JSON object"):
         import_table(tmp_path / "bad.jsonl", rubric=RUBRIC)
