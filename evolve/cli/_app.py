@@ -359,7 +359,7 @@ class _RichProgress:
                 self.tasks[key] = self.progress.add_task(description, total=total, meter=meter.describe(unit))
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0, batch: bool = False) -> None:
         with self._lock:
             task = self.tasks.get(key)
             if task is None or self._all_task is None:
@@ -367,7 +367,7 @@ class _RichProgress:
             meter, unit = self.meters[key]
             for m in (meter, self.all):
                 m.add(n, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached=cached,
-                      cached_prompt_tokens=cached_prompt_tokens)
+                      cached_prompt_tokens=cached_prompt_tokens, batch=batch)
             self.progress.update(task, advance=n, meter=meter.describe(unit))
             self.progress.update(self._all_task, completed=self.all.done, meter=self.all.describe(self._all_unit()))
 

@@ -509,7 +509,7 @@ class BatchRunner:
             response = getattr(self.provider, "response_of")(line.body)  # noqa: B009 - not every Provider has it
         except Exception as exc:  # noqa: BLE001 - a malformed body is a failed line, asked again
             return CallFailure(error=f"{self.client.endpoint_id}: batch line {line.custom_id}: {exc}"[:2000])
-        answer = self.client.accept_batch_answer(request, line.custom_id, response)
+        answer = self.client.accept_batch_answer(request, line.custom_id, response.model_copy(update={"batch": True}))
         self._settle(line.custom_id, answer)
         return answer
 

@@ -92,6 +92,7 @@ class ChatResponse(BaseModel):
         cached: True when served from the local response cache (no call made).
         endpoint: The replica that answered (its URL), set by
             :class:`~evolve.llm.RoutingProvider`; ``""`` with a single endpoint.
+        batch: Answered through a Batch API (priced at the batch prices).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -105,6 +106,7 @@ class ChatResponse(BaseModel):
     latency_s: float = 0.0
     cached: bool = False
     endpoint: str = ""
+    batch: bool = False
 
 
 class CallFailure(BaseModel):

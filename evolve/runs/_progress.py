@@ -36,7 +36,7 @@ class ProgressHook(Protocol):
         ...
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0, batch: bool = False) -> None:
         """``n`` steps of bar ``key`` finished.
 
         Args:
@@ -49,6 +49,7 @@ class ProgressHook(Protocol):
             cached_prompt_tokens: Of ``prompt_tokens`` of steps not ``cached``, those the endpoint
                 served from its prefix cache (``usage.prompt_tokens_details.cached_tokens``):
                 charged the cached-input price.
+            batch: The steps' calls were answered through a Batch API: charged the batch prices.
         """
         ...
 
@@ -60,7 +61,7 @@ class NoProgress:
         pass
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0, batch: bool = False) -> None:
         pass
 
 
@@ -84,7 +85,8 @@ def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, r
     """Advance bar ``key`` by one step made of ``calls`` (none for a failed call).
 
     The tokens of calls served from the cache are reported apart (``cached=True``), so a step
-    whose calls were partly cached is charged only for the others; the prompt tokens the
+    whose calls were partly cached is charged only for the others; so are those of calls
+    answered through a Batch API (``batch=True``: the batch prices). The prompt tokens the
     endpoint served from its prefix cache (a call's ``cached_prompt_tokens``) are charged the
     cached-input price.
 
@@ -94,18 +96,21 @@ def report_step(progress: ProgressHook, key: str, calls: Iterable[_Tokens], *, r
         calls: The step's calls.
         reused: The step was read back from the run folder: all its calls cost nothing now.
     """
-    fresh = [c for c in calls if not (c.cached or reused)]
+    calls = list(calls)
     reused_calls = [c for c in calls if c.cached or reused]
-    if reused_calls and not fresh:
-        progress.advance(1, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
-                         completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
-        return
-    progress.advance(1, key=key, prompt_tokens=sum(c.prompt_tokens for c in fresh),
-                     completion_tokens=sum(c.completion_tokens for c in fresh),
-                     cached_prompt_tokens=sum(c.cached_prompt_tokens for c in fresh))
-    if reused_calls:
-        progress.advance(0, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
-                         completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=True)
+    fresh = [c for c in calls if not (c.cached or reused)]
+    parts = [(False, [c for c in fresh if not getattr(c, "batch", False)]),
+             (True, [c for c in fresh if getattr(c, "batch", False)])]
+    parts = [(batch, group) for batch, group in parts if group]
+    step = 1
+    for batch, group in parts:
+        progress.advance(step, key=key, prompt_tokens=sum(c.prompt_tokens for c in group),
+                         completion_tokens=sum(c.completion_tokens for c in group),
+                         cached_prompt_tokens=sum(c.cached_prompt_tokens for c in group), batch=batch)
+        step = 0
+    if reused_calls or step:
+        progress.advance(step, key=key, prompt_tokens=sum(c.prompt_tokens for c in reused_calls),
+                         completion_tokens=sum(c.completion_tokens for c in reused_calls), cached=bool(reused_calls))
 
 
 def on_call(progress: ProgressHook, key: str) -> Callable[[int, Result], None]:
@@ -211,6 +216,10 @@ class CallMeter:
         billed_completion_tokens: Output tokens not served from the cache.
         billed_cached_prompt_tokens: Of ``billed_prompt_tokens``, those the endpoint served
             from its prefix cache (charged the cached-input price).
+        batch_prompt_tokens: Of ``billed_prompt_tokens``, those of calls answered through a
+            Batch API (charged the batch input price).
+        batch_completion_tokens: Of ``billed_completion_tokens``, the same.
+        batch_cached_prompt_tokens: Of ``billed_cached_prompt_tokens``, the same.
     """
 
     total: int | None = None
@@ -222,9 +231,12 @@ class CallMeter:
     billed_prompt_tokens: int = 0
     billed_completion_tokens: int = 0
     billed_cached_prompt_tokens: int = 0
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
+    batch_cached_prompt_tokens: int = 0
 
     def add(self, n: int = 1, prompt_tokens: int = 0, completion_tokens: int = 0, cached: bool = False,
-            cached_prompt_tokens: int = 0) -> None:
+            cached_prompt_tokens: int = 0, batch: bool = False) -> None:
         """Count ``n`` finished steps and their tokens (see :meth:`ProgressHook.advance`)."""
         self.done += n
         self.prompt_tokens += prompt_tokens
@@ -235,6 +247,10 @@ class CallMeter:
             self.billed_prompt_tokens += prompt_tokens
             self.billed_completion_tokens += completion_tokens
             self.billed_cached_prompt_tokens += cached_prompt_tokens
+            if batch:
+                self.batch_prompt_tokens += prompt_tokens
+                self.batch_completion_tokens += completion_tokens
+                self.batch_cached_prompt_tokens += cached_prompt_tokens
 
     @property
     def tokens(self) -> int:
@@ -259,11 +275,14 @@ class CallMeter:
 
     def spent_usd(self) -> float | None:
         """USD paid so far (cached steps free, prefix-cached prompt tokens at the cached-input
-        price); None without a price."""
+        price, Batch API calls at the batch prices); None without a price."""
         if self.price is None:
             return None
-        return self.price.usd(self.billed_prompt_tokens, self.billed_completion_tokens,
-                              cached_prompt_tokens=self.billed_cached_prompt_tokens)
+        interactive = self.price.usd(self.billed_prompt_tokens - self.batch_prompt_tokens,
+                                     self.billed_completion_tokens - self.batch_completion_tokens,
+                                     cached_prompt_tokens=self.billed_cached_prompt_tokens - self.batch_cached_prompt_tokens)
+        return interactive + self.price.usd(self.batch_prompt_tokens, self.batch_completion_tokens,
+                                            cached_prompt_tokens=self.batch_cached_prompt_tokens, batch=True)
 
     def expected_usd(self) -> float | None:
         """USD at the end of the phase: spent so far plus the remaining steps at the mean

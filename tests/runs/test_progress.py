@@ -33,6 +33,7 @@ class Recorder:
         self.phases: list[tuple[str, str, int, str]] = []
         self.steps: list[tuple[str, int, int, int, bool]] = []
         self.prefix_cached: list[int] = []  # cached_prompt_tokens of each advance, in step order
+        self.batch: list[bool] = []  # whether each advance was of Batch API calls
         self._lock = threading.Lock()
 
     def phase(self, description: str, total: int, key: str = "", unit: str = "calls") -> None:
@@ -40,13 +41,33 @@ class Recorder:
             self.phases.append((key, description, total, unit))
 
     def advance(self, n: int = 1, key: str = "", prompt_tokens: int = 0, completion_tokens: int = 0,
-                cached: bool = False, cached_prompt_tokens: int = 0) -> None:
+                cached: bool = False, cached_prompt_tokens: int = 0, batch: bool = False) -> None:
         with self._lock:
             self.steps.append((key, n, prompt_tokens, completion_tokens, cached))
             self.prefix_cached.append(cached_prompt_tokens)
+            self.batch.append(batch)
 
 
 # -- the meter ----------------------------------------------------------------------------------
+
+
+def test_batch_calls_are_priced_at_the_batch_prices_on_the_bar():
+    from evolve.llm import ChatResponse
+
+    price = Price(1.0, 2.0, batch_input_usd_per_m=0.5, batch_output_usd_per_m=1.0)
+    hook = Recorder()
+    interactive = ChatResponse(text="a", prompt_tokens=1_000_000, completion_tokens=1_000_000)
+    batch = interactive.model_copy(update={"batch": True})
+    hit = interactive.model_copy(update={"cached": True})
+    report_step(hook, "k", [interactive, batch, hit])
+    assert [s[1] for s in hook.steps] == [1, 0, 0] and hook.batch == [False, True, False]  # one step, three parts
+    meter = CallMeter(price=price)
+    for (_, n, p, c, cached), is_batch in zip(hook.steps, hook.batch):
+        meter.add(n, prompt_tokens=p, completion_tokens=c, cached=cached, batch=is_batch)
+    assert meter.done == 1 and meter.spent_usd() == pytest.approx(3.0 + 1.5)  # the cache hit is free
+    only_batch = CallMeter(price=price)
+    only_batch.add(1, prompt_tokens=2_000_000, completion_tokens=0, batch=True)
+    assert only_batch.spent_usd() == pytest.approx(1.0) and CallMeter(price=Price(1.0, 2.0)).spent_usd() == 0
 
 
 def test_price_is_usd_per_million_tokens():
