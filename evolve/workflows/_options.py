@@ -102,6 +102,31 @@ def with_spend(endpoint: EndpointSettings, **options: Any) -> EndpointSettings:
     return validated(EndpointSettings, {**endpoint.model_dump(), **given}, "endpoint options")
 
 
+def _resumed_endpoint(endpoint: EndpointSettings, base_url: Optional[list[str]], max_concurrency: Optional[int]) -> EndpointSettings:
+    """A stored endpoint with what a resume may change (parallelism; a replica group's URLs:
+    its answers are cached under the group's name, not its URLs).
+
+    Raises:
+        ConfigError: The new URLs leave the group (one URL and no ``group`` name: its answers
+            would be cached under that URL, so every finished call would be paid again).
+    """
+    from evolve.layering import validated
+    from evolve.runs import EndpointSettings
+
+    given = {k: v for k, v in endpoint_overrides(base_url=base_url, max_concurrency=max_concurrency).items()
+             if k in ("base_url", "base_urls", "max_concurrency") and v not in (None, ())}
+    if base_url:
+        given.setdefault("base_urls", ())
+    if not given:
+        return endpoint
+    resumed = validated(EndpointSettings, {**endpoint.model_dump(), **given}, "endpoint options")
+    if endpoint.is_group and resumed.cache_identity() != endpoint.cache_identity():
+        raise ConfigError(f"the run's answers are cached under its replica group {endpoint.cache_identity()!r}; "
+                          f"--base-url {' '.join(resumed.urls)} would leave it and pay every finished call again. "
+                          "Give two or more --base-url (the group's replicas, old or new) to resume.")
+    return resumed
+
+
 def refuse_on_resume(options: dict, *, defaults: dict, allowed: tuple[str, ...], command: str) -> None:
     """``--resume`` continues a run with its stored settings: refuse options that would be
     dropped without a word (they would change what the run computes, or its cache keys).
@@ -224,21 +249,14 @@ class CalibrateOptions(RunOptions):
         Raises:
             EvolveError: A bad value, an option ``resume`` cannot apply, a missing input.
         """
-        from evolve.config import load_run_config, resolve_config
+        from evolve.config import resolve_config
         from evolve.data import load_pack
 
         racing_on = on_off(self.racing, "--racing")  # the options first: a typo costs nothing
         if self.selection is not None and self.selection not in ("robust", "paper"):
             raise EvolveError(f"--selection takes 'robust' or 'paper', not {self.selection!r}.")
         if self.resume is not None:
-            refuse_on_resume(self.given(), defaults={"preset": "quick", "no_header": False},
-                             allowed=("resume", "parallel_criteria", *SPEND_OPTIONS, "plan", "calls_per_hour",
-                                      "batch_api", "export_batch"),
-                             command="evolve calibrate")
-            config = load_run_config(self.resume).model_copy(update={"archives_dir": self.resume.parent,
-                                                                     "run_id": self.resume.name})
-            if self.parallel_criteria is not None:  # how many archives run at once changes no result
-                config = config.model_copy(update={"parallel_criteria": self.parallel_criteria})
+            config = self._resumed(self.resume)
         else:
             root = self._prompts_root()  # before any rubric is read
             pack, splits, run_id = self.pack, self.splits, self.run_id
@@ -252,6 +270,33 @@ class CalibrateOptions(RunOptions):
                                     defaults={"splits": Path("splits") / name, "run_id": f"{name}-{_stamp()}"})
         config = config.model_copy(update={"endpoint": with_spend(config.endpoint, **self.given())})  # also on resume
         return config.model_copy(update={"endpoint": with_batch(config.endpoint, self.batch_api)})
+
+    def _resumed(self, run_dir: Path) -> CalibrationConfig:
+        """The stored configuration of the run ``--resume`` continues, with what a resume may
+        change (parallelism, a replica group's URLs) applied.
+
+        Raises:
+            ConfigError: An option the resume cannot apply; another ``--base-url`` for a run on
+                a single URL (its answers are cached under that URL).
+        """
+        from evolve.config import load_run_config
+
+        stored = load_run_config(run_dir)
+        refuse_on_resume(self.given(), defaults={"preset": "quick", "no_header": False},
+                         allowed=("resume", "parallel_criteria", "max_concurrency", "base_url", *SPEND_OPTIONS,
+                                  "plan", "calls_per_hour", "batch_api", "export_batch"),
+                         command="evolve calibrate")
+        if self.base_url and not stored.endpoint.is_group:  # a replica group's may change: see _resumed_endpoint
+            raise ConfigError(f"{run_dir}: the run's answers are cached under its endpoint "
+                              f"{stored.endpoint.base_url or stored.endpoint.provider!r}, so resuming on --base-url "
+                              f"{' '.join(self.base_url)} would pay every finished call again. Resume without "
+                              "--base-url (serve the model at the run's URL again), or start a new --run-id.")
+        config = stored.model_copy(update={"archives_dir": run_dir.parent, "run_id": run_dir.name,
+                                           "endpoint": _resumed_endpoint(stored.endpoint, self.base_url,
+                                                                         self.max_concurrency)})
+        if self.parallel_criteria is not None:  # how many archives run at once changes no result
+            config = config.model_copy(update={"parallel_criteria": self.parallel_criteria})
+        return config
 
     def _overrides(self, pack: Path, splits: Path | None, run_id: str | None, racing_on: bool | None) -> dict[str, Any]:
         """The layer of a new run's configuration these options make."""

@@ -147,10 +147,13 @@ def test_resume_refuses_options_it_would_drop_and_applies_harmless_ones(tmp_path
     monkeypatch.setenv("EVOLVE_CACHE_DIR", str(tmp_path / "cache"))
     run = _small_run(tmp_path, tiny_pack_dir, tiny_splits_dir, endpoint)
     calls = endpoint.calls
-    refused = runner.invoke(app, ["calibrate", "--resume", str(run), "--accepted", "3", "--base-url", "http://x/v1"])
+    refused = runner.invoke(app, ["calibrate", "--resume", str(run), "--accepted", "3", "--batch-size", "2"])
     assert refused.exit_code == 2
-    assert "--accepted" in refused.output and "--base-url" in refused.output and "stored settings" in refused.output
-    resumed = runner.invoke(app, ["calibrate", "--resume", str(run), "--parallel-criteria", "1"])
+    assert "--accepted, --batch-size would change them" in refused.output and "stored settings" in refused.output
+    moved = runner.invoke(app, ["calibrate", "--resume", str(run), "--base-url", "http://x/v1"])
+    assert moved.exit_code == 2 and "would pay every finished call again. Resume without --base-url" in " ".join(
+        moved.output.split())
+    resumed = runner.invoke(app, ["calibrate", "--resume", str(run), "--parallel-criteria", "1", "--max-concurrency", "3"])
     assert resumed.exit_code == 0, resumed.output
     assert endpoint.calls == calls  # everything came from the cache
 

@@ -95,6 +95,20 @@ def test_two_loopback_endpoints_share_a_calibration_with_prefix_affinity(tmp_pat
     assert again.exit_code == 0, again.output
     assert sum(sum("messages" in b for b in s.bodies) for s in two) == before
 
+    # its replicas gone (a restart on other ports), the run resumes on new ones: the group's name keys the cache
+    fresh = [_Endpoint(), _Endpoint()]
+    try:
+        moved = runner.invoke(app, ["calibrate", "--resume", str(run), "--max-concurrency", "2",
+                                    *[a for s in fresh for a in ("--base-url", s.base_url)]])
+        alone = runner.invoke(app, ["calibrate", "--resume", str(run), "--base-url", fresh[0].base_url])
+    finally:
+        for server in fresh:
+            server.close()
+    assert moved.exit_code == 0, moved.output
+    assert not any("messages" in b for s in fresh for b in s.bodies)  # every answer came from the cache
+    assert json.loads((run / "config.json").read_text())["endpoint"]["base_urls"] == [s.base_url for s in two]
+    assert alone.exit_code == 2 and "would leave it and pay every finished call again" in " ".join(alone.output.split())
+
     # evolve judge over the same two replicas (URLs in one option, by a comma); its resume may list them reversed
     judge = ["judge", str(tiny_pack_dir), "--judge", str(run), "--run-id", "scored", "--archives-dir",
              str(tmp_path / "archives"), "--model", "scripted"]
