@@ -90,7 +90,17 @@ class UnsupportedFeatureError(EndpointError):
 
 class EndpointConnectionError(TransientEndpointError):
     """No connection to the endpoint (refused, reset, DNS, timeout): retried, and counted - a
-    few such attempts in a row stop the run (:class:`EndpointUnreachableError`)."""
+    few such attempts in a row stop the run (:class:`EndpointUnreachableError`).
+
+    Attributes:
+        unsent: The request never left: no connection was made (refused, DNS, connect timeout),
+            so nothing can have been paid. False when the connection dropped with the request
+            possibly received.
+    """
+
+    def __init__(self, message: str, *, unsent: bool = False) -> None:
+        super().__init__(message)
+        self.unsent = unsent
 
 
 class EndpointServerError(TransientEndpointError):

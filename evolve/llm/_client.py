@@ -84,8 +84,10 @@ class Client:
         on_call_event: Called as ``on_call_event(kind, tag)``: ``"sent"`` when a request has its
             concurrency slot and is about to go to the endpoint (once per call, retries not
             counted again), ``"done"`` once a sent call is counted in :attr:`usage` (answered or
-            failed), ``"hit"`` once a cache hit (or a shared answer) is counted. A run journals
-            them, so that a killed process leaves every paid call behind.
+            failed), ``"hit"`` once a cache hit (or a shared answer) is counted, ``"unsent"`` when
+            a sent call ends the run unanswered (the endpoint unreachable, an interrupt) and no
+            attempt of it left (every connection refused or unresolved: it cannot have been
+            paid). A run journals them, so that a killed process leaves every paid call behind.
         spend_limit: A :class:`~evolve.llm.SpendLimit` checked before each request leaves (a
             call that could pass it is not sent: :class:`~evolve.errors.SpendLimitReachedError`
             stops the run); None: no limit. Cache hits never pass through it.
@@ -262,11 +264,13 @@ class Client:
         """
         attempts = 0
         limit, ticket, outcome = self.spend_limit, None, None
+        sent = reached = False  # journaled as sent; an attempt may have reached the endpoint
         try:
             async with self._limiter:
                 if limit is not None:
                     ticket = limit.reserve(*cost)  # raises SpendLimitReachedError: the call is not sent
                 self._event("sent", tag)
+                sent = True
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransientEndpointError),
                     stop=stop_after_attempt(self.max_retries + 1),
@@ -278,8 +282,13 @@ class Client:
                         try:
                             result = await call()
                         except EndpointConnectionError as exc:
+                            reached = reached or not exc.unsent  # refused or unresolved: the attempt never left
                             self._count_unreachable(exc)  # raises once too many attempts in a row failed
                             raise
+                        except BaseException:  # an answer, an error status, or cancelled while out
+                            reached = True
+                            raise
+                        reached = True
                 outcome = result
         except EndpointConnectionError as exc:
             return CallFailure(error=self._scrub(str(exc)), kind="transient", attempts=attempts), attempts
@@ -289,6 +298,10 @@ class Client:
             return CallFailure(error=self._scrub(str(exc)), kind="unsupported", attempts=attempts), attempts
         except EndpointError as exc:
             return CallFailure(error=self._scrub(str(exc)), kind="fatal", attempts=attempts), attempts
+        except BaseException:  # the run stops (unreachable endpoint, interrupt) with this call unanswered
+            if sent and not reached:
+                self._event("unsent", tag)  # no attempt of it left: it cannot have been paid
+            raise
         finally:
             if limit is not None and ticket is not None:  # the estimate gives way to what the call cost
                 limit.settle(ticket, prompt_tokens=getattr(outcome, "prompt_tokens", 0),

@@ -241,7 +241,8 @@ class OpenAICompatibleProvider:
                 f"{self.endpoint_id}: timed out after {self._timeout:g} s without an answer; "
                 "a slow model or a long prompt needs a longer endpoint.timeout_s"
             )
-        return EndpointConnectionError(self.scrub(f"{self.endpoint_id}: {type(exc).__name__}: {exc}"))
+        unsent = type(exc.__cause__).__name__ in ("ConnectError", "ConnectTimeout")  # the transport's: no connection made
+        return EndpointConnectionError(self.scrub(f"{self.endpoint_id}: {type(exc).__name__}: {exc}"), unsent=unsent)
 
     def _status_error(self, exc: Any, explained: str) -> EndpointError:
         """The error for an HTTP error status, its text scrubbed: :class:`TransientEndpointError`

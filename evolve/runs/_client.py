@@ -313,6 +313,8 @@ class UsageLedger:
     def __call__(self, kind: str, tag: str) -> None:
         if kind == "sent":
             self.journal.note(Event.SENT, session=self.client.session, tag=tag)
+        elif kind == "unsent":
+            self.journal.note(Event.UNSENT, session=self.client.session, tag=tag)
         elif kind == "done" or time.monotonic() - self._last >= self.hit_interval_s:
             self.flush()
 

@@ -74,6 +74,9 @@ class Event(str, Enum):
     SENT = "sent"
     """A request about to go to the endpoint (``session``, ``tag``), written before it leaves:
     a process killed before its answer is recorded leaves it counted as in flight."""
+    UNSENT = "unsent"
+    """A request journaled as ``sent`` that the run stopped with unanswered and that never left
+    (``session``, ``tag``): every attempt found no connection, so it is not in flight."""
     CALLS = "calls"
     """What a client counted since its previous ``calls`` event (``session``, ``counts``:
     ``{tag: [n per CALL_COUNTS]}``), written with each finished paid call (answered or failed)
@@ -215,9 +218,9 @@ def run_usage(journal: Journal) -> dict[str, dict[str, int]]:
             last[session] = e["usage"]
         elif kind == Event.CALLS.value and isinstance(e.get("counts"), dict):
             _add_counts(summed.setdefault(session, {}), e["counts"])
-        elif kind == Event.SENT.value:
+        elif kind in (Event.SENT.value, Event.UNSENT.value):
             tags = sent.setdefault(session, {})
-            tags[str(e.get("tag"))] = tags.get(str(e.get("tag")), 0) + 1
+            tags[str(e.get("tag"))] = tags.get(str(e.get("tag")), 0) + (1 if kind == Event.SENT.value else -1)
     total: dict[str, dict[str, int]] = {}
     for session in {*last, *summed, *sent}:
         usage = _larger(last.get(session, {}), summed.get(session, {}))

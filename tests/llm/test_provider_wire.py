@@ -128,3 +128,27 @@ def test_a_server_that_closes_each_connection_answers_every_call_on_a_new_one() 
             assert [r.text for r in client.map(_requests(6))] == ["ok"] * 6
             assert _wait_for(lambda: server.open_connections == 0)  # none kept between calls
         assert len(server.bodies) == 6
+
+
+def test_a_refused_connection_is_named_unsent_and_a_dropped_one_is_not() -> None:
+    """A refused connection (nobody listens) means the request never left: the run's ledger does
+    not count it as possibly paid. A connection the server drops after reading the request may
+    have been processed."""
+    import anyio
+
+    from evolve.errors import EndpointConnectionError
+    from evolve.llm import OpenAICompatibleProvider
+    from evolve.testing import DROP
+
+    request = ChatRequest(model="m", messages=(Message(role="user", content="hi"),))
+
+    async def error_of(url: str) -> EndpointConnectionError:
+        provider = OpenAICompatibleProvider(url)
+        with pytest.raises(EndpointConnectionError) as err:
+            await provider.complete(request)
+        await provider.aclose()
+        return err.value
+
+    assert anyio.run(error_of, "http://127.0.0.1:9/v1").unsent  # port 9 (discard): nobody answers here
+    with LoopbackChatServer(lambda body: DROP) as server:  # reads the request, then closes the connection
+        assert not anyio.run(error_of, server.base_url).unsent

@@ -56,3 +56,37 @@ def test_an_owned_client_leaves_each_paid_call_in_the_journal_before_any_snapsho
         assert len(lines) == 10 and max(len(line) for line in lines) < 140  # compact: one short line per send and per call
     assert run_usage(journal)["judge"]["calls"] == 5  # the final snapshot does not add them again
     assert json.loads(journal.path.read_text().splitlines()[-1])["event"] == "usage"
+
+
+def test_calls_that_found_no_connection_are_not_in_flight_when_the_endpoint_stops_the_run(tmp_path, monkeypatch):
+    """A run stopped by an unreachable endpoint leaves its calls unanswered; when every attempt of
+    a call found the connection refused it never left, so it is not counted as possibly paid.
+    A call whose connection dropped once may have been received: it still counts."""
+    import pytest
+
+    import evolve.runs._client
+    from evolve.errors import EndpointConnectionError, EndpointUnreachableError
+    from evolve.llm import ChatResponse
+
+    class Refusing:
+        endpoint_id = "http://127.0.0.1:9/v1"
+
+        def __init__(self, dropped_first: bool) -> None:
+            self.dropped_first, self.attempts = dropped_first, 0
+
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            self.attempts += 1
+            raise EndpointConnectionError("no connection", unsent=not (self.dropped_first and self.attempts == 1))
+
+    request = ChatRequest(model="m", messages=(Message(role="user", content="q"),), tag="judge")
+    for dropped_first, in_flight in ((False, None), (True, 1)):
+        client = Client(Refusing(dropped_first), max_concurrency=1, backoff_initial=0.001, max_retries=5)
+        monkeypatch.setattr(evolve.runs._client, "open_client",
+                            lambda endpoint, cache_path=None, journal=None, client=client: (client, None))
+        journal = Journal(tmp_path / f"{dropped_first}.jsonl")
+        with pytest.raises(EndpointUnreachableError):
+            with owned_client(EndpointSettings(provider="fake"), journal=journal) as owned:
+                owned.complete(request)
+        kinds = [e["event"] for e in journal.events()]
+        assert kinds.count("sent") == 1 and kinds.count("unsent") == (0 if dropped_first else 1)
+        assert run_usage(journal).get("judge", {}).get("in_flight") == in_flight
