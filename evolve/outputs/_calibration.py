@@ -316,7 +316,8 @@ class CriterionReport(Record):
         rows: No guidance, each initial prompt, the training median, the winner.
         ceiling: Physician vs physician per split.
         n_targets: Targets re-scored per split.
-        n_raters: Physicians who rated this criterion.
+        n_raters: Physicians who rated this criterion's training and validation targets (those the
+            MAEs rest on; raters of held-out targets only are not counted).
         evolution: What MAP-Elites did.
         winner: The selected guidance.
         verdicts: The winner against each baseline (paired, with Holm's correction).

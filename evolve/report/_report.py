@@ -361,7 +361,7 @@ def _criterion_report(criterion: str, crit_scores: pd.DataFrame, cands: pd.DataF
         "rows": rows,
         "ceiling": ceiling,
         "n_targets": {s: len(t) for s, t in targets.items()},
-        "n_raters": int(crit_ratings["rater_id"].nunique()),
+        "n_raters": len({r for frame in split_ratings.values() for r in frame["rater_id"]}),  # of these targets
         "evolution": {
             "attempts": int(len(mutations)),
             "accepted": int(status_counts.get("accepted", 0)),
