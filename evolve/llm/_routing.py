@@ -25,14 +25,16 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, TypeVar
 
-from evolve.errors import ConfigError, EndpointConnectionError, EndpointServerError, TransientEndpointError
+from evolve.errors import ConfigError, EndpointConnectionError, EndpointError, EndpointServerError, TransientEndpointError
 from evolve.llm._providers import Provider
 from evolve.llm._types import ChatRequest, ChatResponse
 
 __all__ = ["PREFIX_CHARS", "RoutingProvider", "rendezvous_ranking", "routing_key"]
+
+T = TypeVar("T")
 
 PREFIX_CHARS: Final = 2048
 """Characters of the first user message that make the routing key of a request without an
@@ -156,34 +158,59 @@ class RoutingProvider:
                 be reached either (counted by the client towards stopping the run).
             EndpointError: As the replica raised it (a 4xx other than the transient ones).
         """
-        ranking = rendezvous_ranking(routing_key(request), self.names)
+        async def ask(i: int) -> ChatResponse:
+            response = await self.replicas[i].complete(request)
+            return response.model_copy(update={"endpoint": self.names[i]})
+
+        return await self._route(routing_key(request), ask)
+
+    async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """Embed ``texts`` on the first live replica in the ranking of ``model``'s embeddings
+        (the replicas serve one model, so any gives the same vectors), falling over as
+        :meth:`complete` does.
+
+        Raises:
+            As :meth:`complete`; EndpointError: The replicas do not embed (no ``embed``).
+        """
+        async def ask(i: int) -> list[list[float]]:
+            embed = getattr(self.replicas[i], "embed", None)
+            if embed is None:
+                raise EndpointError(f"{self.names[i]}: this provider does not serve embeddings")
+            vectors: list[list[float]] = await embed(texts, model)
+            return vectors
+
+        return await self._route(f"embeddings\0{model}", ask)
+
+    async def _route(self, key: str, ask: Callable[[int], Awaitable[T]]) -> T:
+        """``ask(i)`` of the first live replica ``i`` in ``key``'s ranking, falling over to the
+        next when one is taken out, and probing the one due back first when all are out."""
+        ranking = rendezvous_ranking(key, self.names)
         live = set(self.live())
         for i in (i for i in ranking if i in live):
             try:
-                return await self._ask(i, request)
+                answer = await ask(i)
             except (EndpointConnectionError, EndpointServerError) as exc:
                 if not self._failed(i, exc):
                     # not out yet: the client's retry asks this replica again after its backoff;
                     # a plain transient error, so one replica's blip never counts towards stopping the run
                     raise TransientEndpointError(self.scrub(str(exc))) from None
-        return await self._probe(request)
+                continue
+            self._failures[i] = 0
+            return answer
+        return await self._probe(ask)
 
-    async def _ask(self, i: int, request: ChatRequest) -> ChatResponse:
-        response = await self.replicas[i].complete(request)
-        self._failures[i] = 0
-        return response.model_copy(update={"endpoint": self.names[i]})
-
-    async def _probe(self, request: ChatRequest) -> ChatResponse:
+    async def _probe(self, ask: Callable[[int], Awaitable[T]]) -> T:
         """Every replica is out: ask the one due back first (its success puts it back)."""
         i = min(self.out_until, key=lambda j: (self.out_until[j], j))
         try:
-            response = await self._ask(i, request)
+            answer = await ask(i)
         except EndpointConnectionError as exc:
             raise EndpointConnectionError(self.scrub(
                 f"{self.endpoint_id}: every replica ({len(self.names)}) is out; the one asked again failed too: {exc}"
-            )) from None
+            ), unsent=exc.unsent) from None
+        self._failures[i] = 0
         del self.out_until[i]
-        return response
+        return answer
 
     def _failed(self, i: int, exc: Exception) -> bool:
         """Count a failed attempt of replica ``i``; True when it is (now) out."""

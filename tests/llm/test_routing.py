@@ -236,3 +236,29 @@ def test_otb_generation_and_judge_requests_carry_their_routing_keys(tmp_path: Pa
     board = [r for r in judged if r.response_format["json_schema"]["name"] in ("conclusion_alignment", "four_decisions")]
     assert {r.affinity for r in board} == {"sim-001"}  # both rubrics of the one board answer judged: one replica
     assert {r.affinity for r in judged} - {"sim-001"} == {"qa-001", "qa-002", "qa-003"}  # each turn item its own key
+
+
+def test_a_group_embeds_on_one_replica_and_falls_over_when_it_is_gone(tmp_path: Path) -> None:
+    """The drift audit's embeddings go through the group as its chat calls do: to the replica
+    ranked first for the model, to the next one when that one is gone."""
+    def respond(body: dict):
+        if "input" in body:  # POST /v1/embeddings
+            data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0]} for i, t in enumerate(body["input"])]
+            return 200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        return 200, chat_completion("ok")
+
+    servers = [LoopbackChatServer(respond) for _ in range(2)]
+    try:
+        group = _group([s.base_url for s in servers], failures_to_out=1)
+        client = Client(group, cache=ResponseCache(tmp_path / "cache.sqlite"), backoff_initial=0.01)
+        assert client.embed(["ab", "abc"], model="m") == [[2.0, 1.0], [3.0, 1.0]]
+        (first,) = [s for s in servers if s.bodies]
+        first.close()
+        assert client.embed(["abcd"], model="m") == [[4.0, 1.0]]  # the other replica, after the first failed
+        (second,) = [s for s in servers if s is not first]
+        assert [b["input"] for b in second.bodies] == [["abcd"]]
+        assert client.usage["embedding"].calls == 2 and client.usage["embedding"].failures == 0
+        client.close()
+    finally:
+        for server in servers:
+            server.close()
