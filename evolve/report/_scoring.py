@@ -140,7 +140,11 @@ def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float, mo
                            f"{model!r} and use its judge file)"}
     rated = pd.DataFrame([a.model_dump() for a in entry.anchor], columns=["case_id", "target_id", "judge", "physician"])
     unrated = pd.DataFrame({"case_id": scored["case_id"].astype(str), "judge": pd.to_numeric(scored["judge"])})
-    return ppi_mean(rated[["case_id", "judge", "physician"]], unrated, confidence=confidence).model_dump()
+    anchored = ppi_mean(rated[["case_id", "judge", "physician"]], unrated, confidence=confidence).model_dump()
+    if anchored["refused"] and anchored["refused"].startswith("only "):  # the rated sample is the judge file's
+        anchored["refused"] = (f"the judge file's anchor (its validation targets) has {anchored['refused']}; "
+                               "calibrate with more validation cases to get one")
+    return anchored
 
 
 def _criterion(cid: str, entry: CriterionJudge, calls: pd.DataFrame, items: pd.DataFrame, ratings: pd.DataFrame | None,

@@ -164,7 +164,9 @@ class ScoringSummary(BaseModel):
         """One line per criterion: the mean with its interval, the anchored mean, the counts."""
         lines = []
         for c in self.criteria.values():
-            mean = "no scored item" if c.mean is None else f"{c.mean:.3f} [{_f(c.low)}, {_f(c.high)}]"
+            mean = ("no scored item" if c.mean is None else
+                    f"{c.mean:.3f} (no interval: its scored items come from one case)" if c.low is None and c.high is None
+                    else f"{c.mean:.3f} [{_f(c.low)}, {_f(c.high)}]")
             anchored = (f"refused ({c.anchored_refused})" if c.anchored_refused else
                         "—" if c.anchored is None else f"{c.anchored:.3f} [{_f(c.anchored_low)}, {_f(c.anchored_high)}]")
             if c.anchored is not None and c.anchored_lam == 0:

@@ -131,6 +131,9 @@ def test_read_run_returns_a_typed_scoring_run(run: Path, tiny_frame, tmp_path: P
     c = got.report.criteria["entailment"]
     assert c.counts.n_items == c.counts.n_scored + c.counts.n_failed + c.counts.n_not_evaluable + c.counts.n_excluded
     assert c.rated is not None and c.rated.winner.n_pairs > 0  # the tiny pack is rated
+    assert c.anchored.refused is not None and c.anchored.refused.startswith(
+        "the judge file's anchor (its validation targets) has only 3 rated cases; at least 10")  # the tiny split's
+    assert "(its validation targets) has only 3 rated cases" in " ".join(summary.describe().split())
     schema = json.loads((SCHEMA_DIR / "summary.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(json.loads((summary.run_dir / "summary.json").read_text(encoding="utf-8")), schema)
 

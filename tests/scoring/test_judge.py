@@ -451,3 +451,6 @@ def test_an_anchored_mean_with_no_weight_on_the_judge_says_it_is_the_rated_sampl
         note = " ".join(_anchor_note("entailment", AnchoredMean(estimate=1.316, low=1.1, high=1.5, rated_mean=1.316,
                                                                  lam=lam, n_rated=20, n_rated_cases=10)))
         assert (LAMBDA_ZERO in note) is said and f"lambda {lam:.2f}" in note
+    one_case = CriterionScore(**{**base, "low": None, "high": None, "mean": 0.875})
+    line = ScoringSummary.model_construct(criteria={"entailment": one_case}).describe()
+    assert "judge mean 0.875 (no interval: its scored items come from one case)" in line and "—" not in line.split(";")[0]
