@@ -297,11 +297,15 @@ def run_judge(
 
 def judge_warnings(judge: JudgeFile, criteria: Sequence[str] | None = None) -> list[str]:
     """What the judge file says against using a criterion's judge, in words: no better than a
-    constant on validation, or a winner the drift audit flagged."""
+    constant on validation, a winner the drift audit flagged, or winners never audited."""
     out = []
-    for cid, entry in judge.criteria.items():
-        if criteria and cid not in criteria:
-            continue
+    chosen = {cid: entry for cid, entry in judge.criteria.items() if not criteria or cid in criteria}
+    unaudited = [cid for cid, entry in chosen.items() if entry.drift is None]
+    if unaudited:
+        out.append(f"the winning guidance of {', '.join(unaudited)} was never audited for semantic drift (calibration "
+                   f"{judge.run_id} ran with --no-audit, or before audits); `evolve audit` on that run folder audits "
+                   "it and refreshes the judge file")
+    for cid, entry in chosen.items():
         if entry.no_better_than_constant:
             out.append(f"criterion {cid}: on validation this judge was no better than a constant (always answering the "
                        f"training median {entry.training_median:g}); its scores add nothing the constant does not")

@@ -388,6 +388,10 @@ def test_every_item_is_scored_failed_not_evaluable_or_excluded(tmp_path, calibra
     warned = judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}))
     assert len(warned) == 2 and "no better than a constant" in warned[0] and "drift audit" in warned[1]
     assert judge_warnings(judge.model_copy(update={"criteria": {"entailment": entry}}), ["other"]) == []
+    unaudited = judge.criteria["entailment"].model_copy(update={"drift": None})
+    (said,) = judge_warnings(judge.model_copy(update={"criteria": {"entailment": unaudited}}))
+    assert said.startswith(f"the winning guidance of entailment was never audited for semantic drift (calibration "
+                           f"{judge.run_id} ran with --no-audit") and "`evolve audit`" in said
 
 
 def test_nested_jsonl_rows_and_where_as_the_table_importer_reads_them(tmp_path, calibrated, client):
