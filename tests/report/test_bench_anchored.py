@@ -67,7 +67,7 @@ def _judge_file(folder: Path, *, n_cases: int = 12, judge_model: str = "model-a"
                            sha256=hashlib.sha256(GUIDANCE.encode()).hexdigest(), n_pairs=2 * n_cases, n_cases=n_cases)
     crit = CriterionJudge(criterion_id="data_use", name="Data use", labels=[0, 1, 2, 3], winner=winner,
                           alternatives=[], verdicts=[], training_median=2.0, no_better_than_constant=False,
-                          anchor=_anchor(n_cases))
+                          anchor=_anchor(n_cases), drift="none")  # audited: nothing to warn about
     judge = JudgeFile(run_id="calib-test", created_at="2026-01-01T00:00:00Z", source_run=str(folder),
                       rubric_id="consilium", rubric_version=RUBRIC.version, rubric_sha256=_sha("rubric.json"),
                       protocol_sha256=_sha("protocol.md"), rubric_files=_files("consilium"), judge=JudgeSettings(model=judge_model),
