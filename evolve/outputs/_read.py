@@ -17,7 +17,7 @@ from evolve.outputs._calibration import CalibrationReport
 from evolve.outputs._comparison import ComparisonReport
 from evolve.outputs._otb import OtbReport
 from evolve.outputs._scoring import ScoringReport
-from evolve.runs import BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, ScoringFolder
+from evolve.runs import KINDS, BenchFolder, CalibrationFolder, ComparisonFolder, OtbFolder, ScoringFolder, folder_kind
 
 __all__ = ["SCHEMAS", "BenchRun", "CalibrationRun", "ComparisonRun", "OtbRun", "ScoringRun", "json_schema", "read_model",
            "read_run", "write_schemas"]
@@ -172,10 +172,29 @@ def read_run(path: Path | str) -> CalibrationRun | BenchRun | OtbRun | ScoringRu
     for reader in _READERS:
         if (run := reader(path)) is not None:
             return run
-    raise RunError(f"{path}: no run report in this folder (report.json, bench_report.json, otb_report.json or "
-                   "summary.json). "
-                   f"A finished run writes it at its end; rebuild it with `evolve report {path}` (calibration), "
-                   f"`evolve bench report {path}` or `evolve otb report {path}`.")
+    raise RunError(_no_report(path))
+
+
+_CONTINUE = {"calibration": ("`evolve calibrate --resume {path}`", "evolve report {path}"),
+             "bench": ("`evolve bench run --resume {path}`", "evolve bench report {path}"),
+             "otb": ("`evolve otb run --resume {path}`", "evolve otb report {path}"),
+             "scoring": ("the same `evolve judge` command with --resume", None)}
+"""Per kind of run: the command that continues it, and the one that rebuilds its report."""
+
+
+def _no_report(path: Path) -> str:
+    """Why a folder gives no run: a run that has not written its report yet (with the commands
+    that continue it or rebuild its report), or a folder that holds no run at all."""
+    kind = folder_kind(path)
+    if kind is None:
+        return (f"{path}: not a run folder (it holds no config.json, manifest.json or run_config.json of a run). Pass "
+                "a run folder (archives/<run_id>), a comparison folder (reports/<name>) or a judge.json.")
+    resume, rebuild = _CONTINUE[kind]
+    text = (f"{path} holds {KINDS[kind]} with no report yet: it stopped before its end, or its report was not written. "
+            f"Continue it with {resume.format(path=path)}")
+    if rebuild is not None:
+        text += f"; if it finished, rebuild the report with `{rebuild.format(path=path)}`"
+    return text + " (finished calls come from the cache)."
 
 
 def _calibration(path: Path) -> CalibrationRun | None:

@@ -99,8 +99,17 @@ def test_an_unknown_field_or_another_version_is_refused_with_the_command_that_re
 def test_read_run_says_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(RunError, match="no such run folder or judge file"):
         read_run(tmp_path / "nowhere")
-    with pytest.raises(RunError, match="no run report in this folder"):
-        read_run(tmp_path)
+    with pytest.raises(RunError, match=r"not a run folder \(it holds no config.json"):
+        read_run(tmp_path)  # a pack folder, say
+    started = tmp_path / "started"
+    started.mkdir()
+    (started / "config.json").write_text('{"run_id": "started", "pack": "p"}', encoding="utf-8")
+    with pytest.raises(RunError) as err:
+        read_run(started)
+    said = str(err.value)
+    assert "holds a calibration run (evolve calibrate) with no report yet" in said
+    assert f"Continue it with `evolve calibrate --resume {started}`; if it finished, rebuild the report with " \
+           f"`evolve report {started}`" in said
 
 
 def test_read_run_given_a_runs_report_file_names_its_folder(run: Path) -> None:
