@@ -265,7 +265,7 @@ def shortfall_warnings(report: CalibrationReport) -> list[str]:
             continue
         why = ", ".join(f"{n} {k}" for k, n in sorted(e.status_counts.items()) if k != "accepted")
         n = e.accepted
-        out.append(f"criterion {c.name or criterion}: {count_noun(n, 'accepted mutant')} of the "
+        out.append(f"criterion {_labelled(criterion, c.name)}: {count_noun(n, 'accepted mutant')} of the "
                    f"{e.accepted_asked} asked - all {e.attempts} mutation attempts were spent"
                    f"{f' ({why})' if why else ''}; raise --max-attempts (or budget.shared_attempts) for the full "
                    "search, or read this winner as coming from a smaller one.")
@@ -741,8 +741,13 @@ def verdict_warnings(report: CalibrationReport) -> list[str]:
     return out + [w for w in report.warnings if w not in shortfall] + shortfall  # then the run's own (run_warnings)
 
 
+def _labelled(criterion: str, name: str | None) -> str:
+    """``correctness (Factual correctness of the claim)``: the id users type, then the name."""
+    return criterion if not name or name == criterion else f"{criterion} ({name})"
+
+
 def _criterion_warnings(r: Table5Row) -> list[str]:
-    name = r.name or r.criterion
+    name = _labelled(r.criterion, r.name)
     out = []
     holm = " (it does not survive Holm's correction over the report's comparisons)" \
         if r.vs_none_holm_survives is False else ""

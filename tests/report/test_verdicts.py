@@ -105,17 +105,17 @@ def test_an_evolved_winner_not_distinguishable_from_the_best_initial_prompt_is_a
                                 ("no distinguishable difference", 0.4, "initial")))
     warnings = [w for row in report["table5"] for w in _criterion_warnings(row)]
     phrase = "not distinguishable from the best initial prompt although an evolved prompt was selected"
-    assert [w.split(":", 1)[0] for w in warnings if phrase in w] == ["criterion criterion 0", "criterion criterion 1"]
+    assert [w.split(":", 1)[0] for w in warnings if phrase in w] == ["criterion c0 (criterion 0)", "criterion c1 (criterion 1)"]
 
 
 def test_a_winner_the_drift_audit_flagged_is_a_warning_at_the_end_of_a_run_as_in_python():
     rows = _report(*[("better", 0.01, "mutation")] * 4)["table5"]
-    flagged = {f"criterion criterion {i}": drift for i, drift in enumerate(("drift", "review", "ok", None))}
+    flagged = {f"criterion c{i} (criterion {i})": drift for i, drift in enumerate(("drift", "review", "ok", None))}
     rows = [r.model_copy(update={"drift": drift}) for r, drift in zip(rows, flagged.values(), strict=True)]
     warned = {w.split(":", 1)[0]: w for r in rows for w in _criterion_warnings(r) if "drift audit" in w}
-    assert sorted(warned) == ["criterion criterion 0", "criterion criterion 1"]
-    assert "flagged the winning guidance 'drift'; read audit.md" in warned["criterion criterion 0"]
-    assert "'review'" in warned["criterion criterion 1"]
+    assert sorted(warned) == ["criterion c0 (criterion 0)", "criterion c1 (criterion 1)"]
+    assert "flagged the winning guidance 'drift'; read audit.md" in warned["criterion c0 (criterion 0)"]
+    assert "'review'" in warned["criterion c1 (criterion 1)"]
 
 
 def test_qwk_against_constant_ratings_is_undefined_not_zero(calibration_runs):
