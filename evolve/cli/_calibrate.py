@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -258,8 +260,9 @@ def audit(
     from evolve.audit import AUDIT_MD, audit_run
     from evolve.runs import CalibrationFolder
 
-    with _guarded(lambda: f"evolve audit {run_dir}",
-                  lambda: "interrupted; the audit wrote nothing (finished model calls are cached: run it again)"):
+    again = shlex.join(["evolve", *sys.argv[1:]]) if sys.argv[1:2] == ["audit"] else f"evolve audit {run_dir}"
+    with _guarded(lambda: again,  # as typed: its endpoint options included
+                  lambda: f"interrupted; the audit wrote nothing (finished model calls are cached): run it again: {again}"):
         settings = _audit_endpoint(run_dir, {**endpoint, **spend})
         _interrupt_on_sigterm()
         result = audit_run(run_dir, use_llm=llm, use_embeddings=embeddings, endpoint=settings,

@@ -90,6 +90,23 @@ def test_cli_audit_endpoint_options_are_checked_naming_the_field(planted_run):
     assert sorted(p.name for p in planted_run.iterdir()) == before  # nothing written
 
 
+def test_an_audit_stopped_by_its_endpoint_names_the_command_as_typed(planted_run, monkeypatch):
+    import sys
+
+    import evolve.audit
+    from evolve.errors import EndpointUnreachableError
+
+    def unreachable(*args, **kwargs):
+        raise EndpointUnreachableError("4 connection attempts in a row could not reach the endpoint")
+
+    monkeypatch.setattr(evolve.audit, "audit_run", unreachable)
+    args = ["audit", str(planted_run), "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    monkeypatch.setattr(sys, "argv", ["evolve", *args])
+    result = runner.invoke(app, args)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and f"Continue with: evolve audit {planted_run} --base-url http://127.0.0.1:9/v1 --model m" in said
+
+
 @pytest.fixture
 def calibrated_run(tmp_path, tiny_pack_dir, tiny_splits_dir, fake_client):
     config = resolve_config(
