@@ -4,6 +4,7 @@ response cache, so the run that follows pays nothing for them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,8 +129,8 @@ def export_batch(requests: Sequence[ChatRequest], endpoint: EndpointSettings, pa
     lines = [batch_line(provider, req) for req in requests]
     cache_file = Path(cache_path or default_cache_path())
     if cache_file.is_file():
-        cache = ResponseCache(cache_file)
-        lines = [line for line in lines if not _answered(cache, line)]
+        with contextlib.closing(ResponseCache(cache_file)) as cache:
+            lines = [line for line in lines if not _answered(cache, line)]
     if lines:
         atomic_write(Path(path), "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     return BatchExport(written=len(lines), cached=len(requests) - len(lines))
@@ -212,15 +213,15 @@ def import_batch(output: Path, requests: Path, *, cache_path: Path | None = None
         raise RunError(f"{output} holds no batch output line{first}: nothing was imported. Give the output file of "
                        "the batch runner (vLLM run_batch's -o file, or a Batch API output or error file), one JSON "
                        "object with a custom_id per line.")
-    cache = ResponseCache(cache_path or default_cache_path())
     reader = OpenAICompatibleProvider("http://127.0.0.1:9/v1")  # parses answers only; never calls
     counts = {"cached": 0, "already": 0, "refused": 0, "failed": 0, "unreadable": 0, "unknown": 0}
     problems: list[str] = []
-    for line in lines:
-        outcome, problem = _import_line(line, bodies, cache, reader)
-        counts[outcome] += 1
-        if problem is not None and len(problems) < 5:
-            problems.append(f"{output}, line {line.number}: {problem}"[:300])
+    with contextlib.closing(ResponseCache(cache_path or default_cache_path())) as cache:
+        for line in lines:
+            outcome, problem = _import_line(line, bodies, cache, reader)
+            counts[outcome] += 1
+            if problem is not None and len(problems) < 5:
+                problems.append(f"{output}, line {line.number}: {problem}"[:300])
     answered = {line.custom_id for line in lines}
     return ImportSummary(**counts, unanswered=len(bodies.keys() - answered), problems=tuple(problems))
 
