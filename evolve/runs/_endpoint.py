@@ -192,8 +192,8 @@ class EndpointSettings(Record):
         for base in self.urls:
             parts = urlsplit(base)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"base_url {base!r} is not an http:// or https:// URL; give the server's OpenAI-compatible "
-                                 "base URL, e.g. http://127.0.0.1:8000/v1")
+                raise ValueError(f"base_url (--base-url) {base!r} is not an http:// or https:// URL; give the server's "
+                                 "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
         for url in self.urls or (None,):
             if credentials := url_credentials(url):  # the URL is stored with the run: no key in it
                 raise ValueError(f"base_url holds a credential ({', '.join(credentials)}), which would be stored with "

@@ -83,7 +83,7 @@ def test_cli_audit_of_a_missing_folder_is_a_clear_error(tmp_path):
 def test_cli_audit_endpoint_options_are_checked_naming_the_field(planted_run):
     before = sorted(p.name for p in planted_run.iterdir())
     for args, words in ((["--max-concurrency", "0"], "endpoint options field 'max_concurrency': 0 is out of range"),
-                        (["--base-url", "notaurl"], "base_url 'notaurl' is not an http:// or https:// URL")):
+                        (["--base-url", "notaurl"], "base_url (--base-url) 'notaurl' is not an http:// or https:// URL")):
         result = runner.invoke(app, ["audit", str(planted_run), *args])
         assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
         assert "Value error" not in result.output and "Traceback" not in result.output

@@ -31,7 +31,7 @@ def test_a_stored_single_url_config_reads_as_before() -> None:
     ({"base_urls": [A, "http://u:secretpassword@b:8000/v1"]}, "credential"),
     ({"provider": "fake", "base_urls": [A, B]}, "openai_compatible"),
     ({"base_url": "notaurl"}, "'notaurl' is not an http:// or https:// URL"),
-    ({"base_url": "localhost:8000/v1"}, "is not an http:// or https:// URL; give the server's OpenAI-compatible"),
+    ({"base_url": "localhost:8000/v1"}, "is not an http:// or https:// URL; give the server's "),
     ({"base_urls": [A, "ftp://b/v1"]}, "'ftp://b/v1' is not an http"),
     ({"base_url": "http://"}, "'http://' is not an http"),
 ])
