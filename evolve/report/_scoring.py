@@ -35,6 +35,7 @@ from evolve.report._spend import render_spend, spend_report
 from evolve.report._usage import prefix_cached_share, render_prefix_share
 from evolve.runs import ScoringFolder, run_warnings
 from evolve.stats import (
+    MIN_RATED_CASES,
     ClusterMeans,
     agreement_table,
     cluster_bootstrap,
@@ -141,7 +142,7 @@ def _anchored(entry: CriterionJudge, scored: pd.DataFrame, confidence: float, mo
     rated = pd.DataFrame([a.model_dump() for a in entry.anchor], columns=["case_id", "target_id", "judge", "physician"])
     unrated = pd.DataFrame({"case_id": scored["case_id"].astype(str), "judge": pd.to_numeric(scored["judge"])})
     anchored = ppi_mean(rated[["case_id", "judge", "physician"]], unrated, confidence=confidence).model_dump()
-    if anchored["refused"] and anchored["refused"].startswith("only "):  # the rated sample is the judge file's
+    if anchored["refused"] and anchored["n_rated_cases"] < MIN_RATED_CASES:  # the rated sample is the judge file's
         anchored["refused"] = (f"the judge file's anchor (its validation targets) has {anchored['refused']}; "
                                "calibrate with more validation cases to get one")
     return anchored
