@@ -58,14 +58,11 @@ def judge_batch_requests(options) -> list[ChatRequest]:
     """Every request ``evolve judge`` would send for ``options``
     (:class:`~evolve.workflows.JudgeRunOptions`), one per distinct request."""
     from evolve.calibrated import load_judge_file
-    from evolve.scoring import check_statements, chosen_criteria, read_targets, scoring_requests, select_cases
+    from evolve.scoring import scoring_requests
+    from evolve.workflows._judge import judge_targets
 
     judge = load_judge_file(options.judge)
-    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
-                           score_map=options.score_map, rows=options.rows, where=options.where)
-    if options.cases is not None:
-        targets = select_cases(targets, options.cases)
-    check_statements(judge, targets, chosen_criteria(judge, options.criteria))
+    targets = judge_targets(options, judge)  # as the run reads them (layout, --skip-empty)
     model = options.model or (options.endpoint.model if "model" in options.endpoint.model_fields_set else None)
     pairs = scoring_requests(judge, targets, criteria=options.criteria, model=model,
                              schema_limits=options.endpoint.schema_limits)

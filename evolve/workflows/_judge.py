@@ -263,12 +263,7 @@ def run_judge(
         RunLockedError: Another process is writing the run folder.
     """
     judge = judge or load_judge_file(options.judge)
-    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
-                           score_map=options.score_map, rows=options.rows, where=options.where, layout=options.layout,
-                           skip_empty=options.skip_empty)
-    if options.cases is not None:
-        targets = select_cases(targets, options.cases)
-    check_statements(judge, targets, chosen_criteria(judge, options.criteria))  # before the folder exists
+    targets = judge_targets(options, judge)  # before the folder exists
     folder = ScoringFolder(options.folder())
     config = scoring_config(options, judge, targets, folder)
     warnings = judge_warnings(judge, options.criteria)
@@ -293,6 +288,25 @@ def run_judge(
             folder.journal().append(Event.WARNING, message=w)
         report = write_scoring_report(result.run_dir, n_boot=options.n_boot, html=options.html)
     return summary_of(result.run_dir, judge.run_id, report)
+
+
+def judge_targets(options: JudgeRunOptions, judge: JudgeFile) -> ScoringTargets:
+    """The targets ``options`` name, read as the run reads them (a table's columns, cells, layout
+    and rows; ``--cases``), checked against the judge file's statements - shared by the run, its
+    plan and its batch export, so all three see the same targets.
+
+    Raises:
+        PackError: Unreadable targets, or targets with or without a statement where the
+            calibration's were the other way.
+        ConfigError: An unknown criterion.
+    """
+    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
+                           score_map=options.score_map, rows=options.rows, where=options.where, layout=options.layout,
+                           skip_empty=options.skip_empty)
+    if options.cases is not None:
+        targets = select_cases(targets, options.cases)
+    check_statements(judge, targets, chosen_criteria(judge, options.criteria))
+    return targets
 
 
 def judge_warnings(judge: JudgeFile, criteria: Sequence[str] | None = None) -> list[str]:

@@ -36,7 +36,7 @@ from evolve.runs import (
     prompt_text,
     run_usage,
 )
-from evolve.scoring import check_statements, chosen_criteria, read_targets, scoring_requests, select_cases
+from evolve.scoring import chosen_criteria, scoring_requests
 
 __all__ = ["plan_calibration_run", "plan_judge_run", "run_folder_journal", "token_counter"]
 
@@ -353,15 +353,10 @@ def plan_judge_run(options, *, counter=None) -> CallPlan:
     """
     from evolve.runs import ScoringFolder
     from evolve.scoring import check_scoring_resume
-    from evolve.workflows._judge import scoring_config
+    from evolve.workflows._judge import judge_targets, scoring_config
 
     judge = load_judge_file(options.judge)
-    targets = read_targets(options.targets, judge, columns=options.columns, not_evaluable=options.not_evaluable,
-                           score_map=options.score_map, rows=options.rows, where=options.where, layout=options.layout,
-                           skip_empty=options.skip_empty)
-    if options.cases is not None:
-        targets = select_cases(targets, options.cases)
-    check_statements(judge, targets, chosen_criteria(judge, options.criteria))
+    targets = judge_targets(options, judge)
     folder = ScoringFolder(options.folder())
     check_scoring_resume(folder.path, scoring_config(options, judge, targets, folder), options.resume)  # as the run
     pairs = scoring_requests(judge, targets, criteria=options.criteria, model=options.model,

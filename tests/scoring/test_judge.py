@@ -295,6 +295,10 @@ def test_cli_judge_on_a_rated_pack_and_an_unrated_csv(tmp_path, pack_dirs, monke
         config = json.loads((archives / "wide" / "config.json").read_text())
         assert (config["layout"], config["skip_empty"]) == ("wide", True)
         assert runner.invoke(app, rated + ["--layout", "tall"]).exit_code == 2
+        # the batch export reads the table as the run does (wide, empty cells skipped)
+        exported = runner.invoke(app, rated + ["--run-id", "batch", "--skip-empty", "--export-batch",
+                                               str(tmp_path / "requests.jsonl")])
+        assert exported.exit_code == 0, exported.output
 
 
 def test_load_judge_names_the_fix_when_there_is_no_judge_file(tmp_path):
