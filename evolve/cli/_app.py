@@ -230,19 +230,21 @@ def _warn_guidance(guidance: Path | None) -> None:
 
 def _rejudge_command(command: str, options: Any, *extra: str) -> str:
     """The command line that repeats a judging of a finished run (``evolve bench judge RUN``,
-    ``evolve otb judge RUN``) with its guidance, ``extra`` options and prices."""
-    parts = [f"{command} {options.run_dir}"]
-    if options.guidance is not None:
-        parts.append(f"--guidance {options.guidance}")
-    parts += extra
+    ``evolve otb judge RUN``) with its guidance, ``extra`` options and prices, quoted for a shell."""
+    import shlex
+
     from evolve.workflows._options import SPEND_OPTIONS
 
+    args = [*shlex.split(command), str(options.run_dir)]
+    if options.guidance is not None:
+        args += ["--guidance", str(options.guidance)]
+    args += [word for option in extra for word in shlex.split(option)]
     for name in (n for n in SPEND_OPTIONS if n.startswith("price_")):
         if (value := getattr(options, name)) is not None:
-            parts.append(f"--{name.replace('_', '-')} {value}")
+            args += [f"--{name.replace('_', '-')}", str(value)]
     if options.batch_api:
-        parts.append("--batch")
-    return " ".join(parts)
+        args.append("--batch")
+    return shlex.join(args)
 
 
 def _say(text: str) -> None:
