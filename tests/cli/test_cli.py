@@ -140,3 +140,18 @@ def test_a_spending_stop_names_the_higher_limit_once(capsys) -> None:
                   resume=f"evolve judge t.csv --judge archives/cal {given} --run-id j --resume")
         said = " ".join(capsys.readouterr().err.split())
         assert said.endswith("evolve judge t.csv --judge archives/cal --run-id j --resume --max-usd MORE"), said
+
+
+def test_a_rejudge_command_is_quoted_for_a_shell(tmp_path) -> None:
+    import shlex
+    from types import SimpleNamespace
+
+    from evolve.cli._app import _rejudge_command, _without_option
+
+    options = SimpleNamespace(run_dir=tmp_path / "my run", guidance=tmp_path / "judge file.json", price_in=1.0,
+                              price_out=2.0, price_cached_in=None, price_batch_in=None, price_batch_out=None, batch_api=True)
+    command = _rejudge_command("evolve bench judge", options, "--repeats 2")
+    assert shlex.split(command) == ["evolve", "bench", "judge", str(tmp_path / "my run"), "--guidance",
+                                    str(tmp_path / "judge file.json"), "--repeats", "2", "--price-in", "1.0",
+                                    "--price-out", "2.0", "--batch"]
+    assert shlex.split(_without_option(command + " --max-usd 3", "--max-usd")) == shlex.split(command)
